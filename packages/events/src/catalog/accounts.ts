@@ -1,0 +1,57 @@
+import { z } from 'zod';
+import { defineEvent } from '../define';
+import { brandingSchema, metadataSchema } from './shared';
+
+export const accountCreated = defineEvent('account.created', {
+  topic: 'account',
+  data: z.object({
+    name: z.string(),
+    company_name: z.string(),
+    slug: z.string(),
+    phone_number: z.string(),
+    /** Whether the number was provisioned for the account (true) or supplied by the partner. */
+    phone_number_provisioned: z.boolean(),
+    forwarding_number: z.string().nullable(),
+    branding: brandingSchema,
+    metadata: metadataSchema,
+  }),
+});
+
+/**
+ * Only the fields that changed are present. `metadata` holds the keys to merge; a key whose value
+ * is null is removed from the account's metadata.
+ */
+export const accountUpdated = defineEvent('account.updated', {
+  topic: 'account',
+  data: z.object({
+    name: z.string().optional(),
+    company_name: z.string().optional(),
+    forwarding_number: z.string().nullable().optional(),
+    branding: brandingSchema.partial().optional(),
+    metadata: metadataSchema.optional(),
+  }),
+});
+
+export const accountDeactivated = defineEvent('account.deactivated', {
+  topic: 'account',
+  data: z.object({}),
+});
+
+export const accountReactivated = defineEvent('account.reactivated', {
+  topic: 'account',
+  data: z.object({}),
+});
+
+export const teamMemberRoles = ['owner', 'admin', 'member'] as const;
+
+export const teamMemberInvited = defineEvent('team_member.invited', {
+  topic: 'account',
+  data: z.object({
+    member_id: z.string(),
+    email: z.string(),
+    name: z.string().nullable(),
+    role: z.enum(teamMemberRoles),
+    phone_number: z.string().nullable(),
+    forwarding_number: z.string().nullable(),
+  }),
+});

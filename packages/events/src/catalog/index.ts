@@ -1,0 +1,33 @@
+import type { z } from 'zod';
+import * as accounts from './accounts';
+import * as partners from './partners';
+
+/**
+ * Every event type on the log. To add one: define it in its feature's file with `defineEvent` and
+ * list it here; the codec registers its schema and the union below picks it up.
+ */
+export const eventCatalog = [
+  partners.partnerCreated,
+  accounts.accountCreated,
+  accounts.accountUpdated,
+  accounts.accountDeactivated,
+  accounts.accountReactivated,
+  accounts.teamMemberInvited,
+] as const;
+
+type Catalog = (typeof eventCatalog)[number];
+export type DomainEvent = z.infer<Catalog['schema']>;
+export type EventType = DomainEvent['type'];
+export type EventOf<T extends EventType> = Extract<DomainEvent, { type: T }>;
+export type EventData<T extends EventType> = EventOf<T>['data'];
+
+/** What a decider returns: the type and data; the envelope is stamped when the event is appended. */
+export type NewEvent = { [T in EventType]: { type: T; data: EventData<T> } }[EventType];
+
+export const eventDefinitionsByType: ReadonlyMap<string, Catalog> = new Map(
+  eventCatalog.map((definition) => [definition.type, definition]),
+);
+
+export { accounts, partners };
+export { teamMemberRoles } from './accounts';
+export { brandingSchema, metadataSchema } from './shared';

@@ -1,0 +1,4 @@
+export * from './catalog';
+export * from './codec';
+export * from './envelope';
+export * from './topics';

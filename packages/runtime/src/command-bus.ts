@@ -1,0 +1,178 @@
+import {
+  eventDefinitionsByType,
+  type Actor,
+  type DomainEvent,
+  type EventCodec,
+  type NewEvent,
+  type TopicKind,
+  type TopicNames,
+} from '@leadline/events';
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Admin, Producer } from 'kafkajs';
+import type { Clock, NewId } from './clock';
+import type { Database } from './db/schema';
+import { unavailable } from './errors';
+import { partitionForKey } from './kafka';
+import type { ProjectionProgress } from './projection-progress';
+
+/** Who is asking and under which request, stamped on every event the command produces. */
+export interface CommandContext {
+  partnerId: string;
+  actor: Actor;
+  correlationId: string;
+  causationId?: string | null;
+}
+
+/** The stream the command's events are appended to. */
+export type EventStream = { topic: 'account'; accountId: string } | { topic: 'partner' };
+
+export interface Command<R> {
+  stream: EventStream;
+  context: CommandContext;
+  /** Advisory locks held while deciding and appending; every writer of a stream takes the same ones. */
+  lockKeys: string[];
+  /**
+   * How much of the log must be projected before `decide` reads: the stream's own partition (enough
+   * for decisions about one account), or the whole topic (decisions across accounts, such as slugs).
+   */
+  consistency: 'partition' | 'topic';
+  /** Reads what it needs through `db` and returns the events to append, or throws a DomainError. */
+  decide(db: Transaction<Database>): Promise<{ events: NewEvent[]; result: R }>;
+}
+
+export interface Facts {
+  stream: EventStream;
+  context: CommandContext;
+  events: NewEvent[];
+}
+
+export interface CommandBus {
+  execute<R>(command: Command<R>): Promise<{ events: DomainEvent[]; result: R }>;
+  /**
+   * Appends plain facts that no decision depends on (an inbound message arrived, a partner was
+   * registered): no lock and no wait before appending; still read-your-writes afterwards.
+   */
+  append(facts: Facts): Promise<DomainEvent[]>;
+}
+
+export interface CommandBusDeps {
+  db: Kysely<Database>;
+  producer: Producer;
+  admin: Admin;
+  codec: EventCodec;
+  topics: TopicNames;
+  progress: ProjectionProgress;
+  clock: Clock;
+  newId: NewId;
+  /** Bound on waiting for the projector, before deciding and before answering. */
+  projectionWaitMs: number;
+}
+
+const lockId = (key: string) => sql`pg_advisory_xact_lock(hashtextextended(${key}, 0))`;
+
+/**
+ * The decide-and-append path: Kafka is the only source of truth, and decisions are made against read
+ * models that are provably caught up with it.
+ *   1. take the stream's advisory locks (a Postgres transaction holds them);
+ *   2. wait until the projector has applied everything up to the partition's high watermark;
+ *   3. decide against the read models;
+ *   4. append the events (idempotent, acks=all) and release the locks;
+ *   5. wait until the projector has applied them, so the caller reads its own writes.
+ */
+export function createCommandBus(deps: CommandBusDeps): CommandBus {
+  const { db, producer, admin, codec, topics, progress, clock, newId, projectionWaitMs } = deps;
+
+  const stamp = (event: NewEvent, stream: EventStream, context: CommandContext): DomainEvent =>
+    ({
+      id: newId(),
+      type: event.type,
+      version: eventDefinitionsByType.get(event.type)?.version ?? 1,
+      account_id: stream.topic === 'account' ? stream.accountId : null,
+      partner_id: context.partnerId,
+      occurred_at: clock.now().toISOString(),
+      actor: context.actor,
+      correlation_id: context.correlationId,
+      causation_id: context.causationId ?? null,
+      data: event.data,
+    }) as DomainEvent;
+
+  async function waitForHighWatermark(
+    topic: string,
+    partitionKey: string,
+    scope: Command<unknown>['consistency'],
+  ) {
+    const offsets = await admin.fetchTopicOffsets(topic);
+    const partition = partitionForKey(topic, partitionKey, offsets.length);
+    const relevant = scope === 'topic' ? offsets : offsets.filter((entry) => entry.partition === partition);
+    const caughtUp = await Promise.all(
+      relevant.map((entry) => progress.waitFor(topic, entry.partition, BigInt(entry.high), projectionWaitMs)),
+    );
+    if (caughtUp.includes(false)) {
+      throw unavailable(
+        'projection_lagging',
+        'The read models are catching up with the event log; retry shortly.',
+      );
+    }
+  }
+
+  const keyOf = (stream: EventStream, context: CommandContext) =>
+    stream.topic === 'account' ? stream.accountId : context.partnerId;
+
+  async function appendToLog(topicKind: TopicKind, key: string, events: DomainEvent[]) {
+    const topic = topics[topicKind];
+    const messages = await Promise.all(
+      events.map(async (event) => ({
+        key,
+        value: await codec.encode(event),
+        headers: { 'event-type': event.type },
+      })),
+    );
+    try {
+      const [metadata] = await producer.send({ topic, acks: -1, messages });
+      if (metadata?.baseOffset === undefined) throw new Error('The broker acknowledged no offset');
+      return {
+        topic,
+        partition: metadata.partition,
+        nextOffset: BigInt(metadata.baseOffset) + BigInt(events.length),
+      };
+    } catch (error) {
+      throw unavailable(
+        'event_log_unavailable',
+        `The event log did not accept the write: ${(error as Error).message}`,
+      );
+    }
+  }
+
+  return {
+    async execute(command) {
+      const { stream, context } = command;
+      const key = keyOf(stream, context);
+      const topic = topics[stream.topic];
+
+      const { events, result, position } = await db.transaction().execute(async (trx) => {
+        // Sorted, so two commands that share locks always take them in the same order.
+        for (const lockKey of [...new Set(command.lockKeys)].sort()) {
+          await sql`select ${lockId(lockKey)}`.execute(trx);
+        }
+        await waitForHighWatermark(topic, key, command.consistency);
+        const decision = await command.decide(trx);
+        const stamped = decision.events.map((event) => stamp(event, stream, context));
+        const position = stamped.length > 0 ? await appendToLog(stream.topic, key, stamped) : undefined;
+        return { events: stamped, result: decision.result, position };
+      });
+
+      // The events are durable now; a slow projector delays the answer but never fails the command.
+      if (position)
+        await progress.waitFor(position.topic, position.partition, position.nextOffset, projectionWaitMs);
+      return { events, result };
+    },
+
+    async append({ stream, context, events }) {
+      const stamped = events.map((event) => stamp(event, stream, context));
+      if (stamped.length === 0) return stamped;
+      const position = await appendToLog(stream.topic, keyOf(stream, context), stamped);
+      await progress.waitFor(position.topic, position.partition, position.nextOffset, projectionWaitMs);
+      return stamped;
+    },
+  };
+}

@@ -1,0 +1,24 @@
+import { z } from 'zod';
+
+export class ConfigError extends Error {}
+
+/** Parses the environment with one zod schema and names every bad variable at once. */
+export function loadConfig<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv = process.env): z.infer<S> {
+  const result = schema.safeParse(env);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
+  throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
+}
+
+/** Settings every process that touches the log and the read models needs. */
+export const infrastructureConfig = z.object({
+  DATABASE_URL: z.url().default('postgres://postgres@127.0.0.1:5432/leadline'),
+  KAFKA_BROKERS: z
+    .string()
+    .default('127.0.0.1:9092')
+    .transform((value) => value.split(',').map((broker) => broker.trim())),
+  SCHEMA_REGISTRY_URL: z.url().default('http://127.0.0.1:8081/apis/ccompat/v7'),
+  /** Isolates an environment's topics and consumer groups on a shared broker (tests use it). */
+  TOPIC_PREFIX: z.string().default(''),
+});
+export type InfrastructureConfig = z.infer<typeof infrastructureConfig>;

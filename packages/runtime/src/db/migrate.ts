@@ -1,0 +1,51 @@
+import { Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
+import pg from 'pg';
+import { createPool, READ_MODEL_SCHEMA } from './database';
+import { operationalMigrations } from './migrations/operational';
+import { readModelMigrations } from './migrations/read-model';
+
+const provider = (migrations: Record<string, Migration>) => ({ getMigrations: async () => migrations });
+
+/** Creates the database named in the URL if it does not exist (connecting to `postgres` to do so). */
+export async function ensureDatabase(url: string): Promise<void> {
+  const target = new URL(url);
+  const name = decodeURIComponent(target.pathname.slice(1));
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    const { rowCount } = await client.query('select 1 from pg_database where datname = $1', [name]);
+    if (rowCount === 0) await client.query(`create database "${name.replaceAll('"', '""')}"`);
+  } catch (error) {
+    // Two processes may race to create it; the loser sees a duplicate.
+    if ((error as { code?: string }).code !== '42P04') throw error;
+  } finally {
+    await client.end();
+  }
+}
+
+async function migrateSchema(url: string, schema: string, migrations: Record<string, Migration>) {
+  const db = new Kysely<unknown>({
+    dialect: new PostgresDialect({ pool: createPool(url, { readModelSchema: schema, maxConnections: 1 }) }),
+  });
+  try {
+    await sql`create schema if not exists ${sql.id(schema)}`.execute(db);
+    const migrator = new Migrator({
+      db,
+      provider: provider(migrations),
+      migrationTableSchema: schema,
+    });
+    const { error } = await migrator.migrateToLatest();
+    if (error) throw error;
+  } finally {
+    await db.destroy();
+  }
+}
+
+/** Brings the operational tables and the read models of `readModelSchema` to the latest version. */
+export async function migrate(url: string, readModelSchema = READ_MODEL_SCHEMA): Promise<void> {
+  await ensureDatabase(url);
+  await migrateSchema(url, 'public', operationalMigrations);
+  await migrateSchema(url, readModelSchema, readModelMigrations);
+}

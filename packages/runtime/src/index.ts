@@ -1,0 +1,10 @@
+export * from './clock';
+export * from './command-bus';
+export * from './config';
+export * from './db/database';
+export * from './db/migrate';
+export type * from './db/schema';
+export * from './errors';
+export * from './kafka';
+export * from './projection-progress';
+export * from './infrastructure';

@@ -1,0 +1,105 @@
+import type pg from 'pg';
+
+/** The channel the projector notifies after each committed batch. */
+export const PROGRESS_CHANNEL = 'leadline_projection_progress';
+
+export interface PartitionProgress {
+  topic: string;
+  partition: number;
+  /** The offset of the next record to apply: every record before it is in the read models. */
+  next_offset: string;
+}
+
+export interface ProjectionProgress {
+  /** Resolves true once every record before `nextOffset` of the partition is projected, false on timeout. */
+  waitFor(topic: string, partition: number, nextOffset: bigint, timeoutMs: number): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+interface Waiter {
+  key: string;
+  nextOffset: bigint;
+  resolve: (reached: boolean) => void;
+  timer: NodeJS.Timeout;
+}
+
+const POLL_INTERVAL_MS = 250;
+
+/**
+ * Tracks the projector's checkpoints from its NOTIFY messages, so a command can wait for the read
+ * models to catch up without polling the database per request. A slow poll while anyone waits covers
+ * notifications lost to a reconnect and the schema swap of a `rebuild`.
+ */
+export async function createProjectionProgress(pool: pg.Pool): Promise<ProjectionProgress> {
+  const reached = new Map<string, bigint>();
+  const waiters = new Set<Waiter>();
+  const keyOf = (topic: string, partition: number) => `${topic}\u0000${partition}`;
+  let listener: pg.PoolClient | undefined;
+  let closed = false;
+  let poller: NodeJS.Timeout | undefined;
+
+  const record = (progress: PartitionProgress) => {
+    const key = keyOf(progress.topic, progress.partition);
+    const offset = BigInt(progress.next_offset);
+    if ((reached.get(key) ?? -1n) < offset) reached.set(key, offset);
+    for (const waiter of waiters) {
+      if (waiter.key === key && offset >= waiter.nextOffset) settle(waiter, true);
+    }
+  };
+
+  const settle = (waiter: Waiter, value: boolean) => {
+    clearTimeout(waiter.timer);
+    waiters.delete(waiter);
+    waiter.resolve(value);
+    if (waiters.size === 0 && poller) {
+      clearInterval(poller);
+      poller = undefined;
+    }
+  };
+
+  const refresh = async () => {
+    const { rows } = await pool.query<PartitionProgress>(
+      'select topic, partition, next_offset from projection_checkpoints',
+    );
+    rows.forEach(record);
+  };
+
+  const listen = async () => {
+    listener = await pool.connect();
+    listener.on('notification', (message) => {
+      if (message.channel !== PROGRESS_CHANNEL || !message.payload) return;
+      (JSON.parse(message.payload) as PartitionProgress[]).forEach(record);
+    });
+    listener.on('error', () => {
+      listener?.release(true);
+      listener = undefined;
+      if (!closed) setTimeout(() => void listen().catch(() => undefined), POLL_INTERVAL_MS);
+    });
+    await listener.query(`listen ${PROGRESS_CHANNEL}`);
+  };
+
+  await listen();
+  await refresh();
+
+  return {
+    async waitFor(topic, partition, nextOffset, timeoutMs) {
+      const key = keyOf(topic, partition);
+      if ((reached.get(key) ?? 0n) >= nextOffset) return true;
+      return new Promise<boolean>((resolve) => {
+        const waiter: Waiter = {
+          key,
+          nextOffset,
+          resolve,
+          timer: setTimeout(() => settle(waiter, false), timeoutMs),
+        };
+        waiters.add(waiter);
+        poller ??= setInterval(() => void refresh().catch(() => undefined), POLL_INTERVAL_MS);
+      });
+    },
+    async close() {
+      closed = true;
+      for (const waiter of waiters) settle(waiter, false);
+      listener?.release();
+    },
+  };
+}

@@ -1,0 +1,56 @@
+import { randomBytes } from 'node:crypto';
+import { createKafka, type InfrastructureConfig } from '@leadline/runtime';
+import { topicNames } from '@leadline/events';
+import pg from 'pg';
+import { inject } from 'vitest';
+
+export interface TestEnvironment {
+  config: InfrastructureConfig;
+  dispose(): Promise<void>;
+}
+
+/**
+ * An isolated slice of the shared infrastructure for one test file: its own database and its own
+ * topic prefix (so its own topics, consumer groups and registry subjects). Files run in parallel.
+ */
+export async function createTestEnvironment(): Promise<TestEnvironment> {
+  const { kafkaBrokers, schemaRegistryUrl, postgresAdminUrl } = inject('infrastructure');
+  const id = randomBytes(5).toString('hex');
+  const databaseUrl = new URL(postgresAdminUrl);
+  databaseUrl.pathname = `/leadline_test_${id}`;
+  const config: InfrastructureConfig = {
+    DATABASE_URL: databaseUrl.toString(),
+    KAFKA_BROKERS: kafkaBrokers,
+    SCHEMA_REGISTRY_URL: schemaRegistryUrl,
+    TOPIC_PREFIX: `test-${id}.`,
+  };
+  return {
+    config,
+    async dispose() {
+      const admin = createKafka(kafkaBrokers, 'leadline-test-kit').admin();
+      await admin.connect();
+      await admin
+        .deleteTopics({ topics: Object.values(topicNames(config.TOPIC_PREFIX)) })
+        .catch(() => undefined);
+      await admin.disconnect();
+      const client = new pg.Client({ connectionString: postgresAdminUrl });
+      await client.connect();
+      await client.query(`drop database if exists "leadline_test_${id}" with (force)`);
+      await client.end();
+    },
+  };
+}
+
+/** Polls `probe` until it returns a value other than undefined; fails with `message` at the deadline. */
+export async function eventually<T>(
+  probe: () => Promise<T | undefined>,
+  { timeoutMs = 20_000, intervalMs = 50, message = 'condition not met' } = {},
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms: ${message}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}

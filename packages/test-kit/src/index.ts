@@ -1,0 +1,2 @@
+export * from './environment';
+export type * from './infrastructure';

@@ -1,0 +1,160 @@
+import type { EventData, NewEvent } from '@leadline/events';
+import { conflict, DomainError } from '@leadline/runtime';
+import { uniqueSlug } from './slug';
+
+type Branding = EventData<'account.created'>['branding'];
+type Metadata = Record<string, unknown>;
+
+export interface Account {
+  id: string;
+  status: 'active' | 'deactivated';
+  name: string;
+  company_name: string;
+  forwarding_number: string | null;
+  branding: Branding;
+  metadata: Metadata;
+}
+
+export interface AccountState {
+  account: Account;
+  /** Lowercased e-mail addresses of the account's team. */
+  teamEmails: ReadonlySet<string>;
+}
+
+/** What a new account must not collide with: the partner's slugs and every account's number. */
+export interface AccountRegistryState {
+  takenSlugs: ReadonlySet<string>;
+  phoneNumberInUse: boolean;
+}
+
+export interface CreateAccount {
+  type: 'CreateAccount';
+  name: string;
+  company_name?: string | undefined;
+  phone_number: string;
+  phone_number_provisioned: boolean;
+  forwarding_number?: string | undefined;
+  branding?: Partial<Branding> | undefined;
+  metadata?: Metadata | undefined;
+}
+
+export type AccountCommand =
+  | {
+      type: 'UpdateAccount';
+      name?: string | undefined;
+      company_name?: string | undefined;
+      forwarding_number?: string | null | undefined;
+      branding?: Partial<Branding> | undefined;
+      /** Merged into the account's metadata; a null value removes the key. */
+      metadata?: Metadata | undefined;
+      status?: 'active' | 'deactivated' | undefined;
+    }
+  | { type: 'DeactivateAccount' }
+  | {
+      type: 'InviteTeamMember';
+      member_id: string;
+      email: string;
+      name?: string | undefined;
+      role: EventData<'team_member.invited'>['role'];
+      phone_number?: string | undefined;
+      forwarding_number?: string | undefined;
+    };
+
+/** The account registry's decider: a new account gets a unique slug and a number nobody else has. */
+export function decideAccountCreation(command: CreateAccount, registry: AccountRegistryState): NewEvent[] {
+  if (registry.phoneNumberInUse) {
+    throw conflict('phone_number_in_use', 'Another account already uses this phone number.', {
+      phone_number: command.phone_number,
+    });
+  }
+  return [
+    {
+      type: 'account.created',
+      data: {
+        name: command.name,
+        company_name: command.company_name ?? command.name,
+        slug: uniqueSlug(command.name, registry.takenSlugs),
+        phone_number: command.phone_number,
+        phone_number_provisioned: command.phone_number_provisioned,
+        forwarding_number: command.forwarding_number ?? null,
+        branding: {
+          logo_url: command.branding?.logo_url ?? null,
+          accent_color: command.branding?.accent_color ?? null,
+        },
+        metadata: command.metadata ?? {},
+      },
+    },
+  ];
+}
+
+const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+function changedFields(
+  command: Extract<AccountCommand, { type: 'UpdateAccount' }>,
+  account: Account,
+): EventData<'account.updated'> {
+  const changes: EventData<'account.updated'> = {};
+  if (command.name !== undefined && command.name !== account.name) changes.name = command.name;
+  if (command.company_name !== undefined && command.company_name !== account.company_name) {
+    changes.company_name = command.company_name;
+  }
+  if (command.forwarding_number !== undefined && command.forwarding_number !== account.forwarding_number) {
+    changes.forwarding_number = command.forwarding_number;
+  }
+  const branding = Object.fromEntries(
+    Object.entries(command.branding ?? {}).filter(
+      ([key, value]) => value !== undefined && value !== account.branding[key as keyof Branding],
+    ),
+  );
+  if (Object.keys(branding).length > 0) changes.branding = branding;
+  const metadata = Object.fromEntries(
+    Object.entries(command.metadata ?? {}).filter(([key, value]) =>
+      value === null ? key in account.metadata : !sameJson(account.metadata[key], value),
+    ),
+  );
+  if (Object.keys(metadata).length > 0) changes.metadata = metadata;
+  return changes;
+}
+
+/** The account's decider. Commands that change nothing produce no events (they are idempotent). */
+export function decideAccount(command: AccountCommand, state: AccountState): NewEvent[] {
+  const { account } = state;
+  switch (command.type) {
+    case 'UpdateAccount': {
+      const events: NewEvent[] = [];
+      const changes = changedFields(command, account);
+      if (Object.keys(changes).length > 0) events.push({ type: 'account.updated', data: changes });
+      if (command.status === 'deactivated' && account.status === 'active') {
+        events.push({ type: 'account.deactivated', data: {} });
+      }
+      if (command.status === 'active' && account.status === 'deactivated') {
+        events.push({ type: 'account.reactivated', data: {} });
+      }
+      return events;
+    }
+    case 'DeactivateAccount':
+      return account.status === 'active' ? [{ type: 'account.deactivated', data: {} }] : [];
+    case 'InviteTeamMember': {
+      if (state.teamEmails.has(command.email.toLowerCase())) {
+        throw new DomainError(409, 'team_member_exists', 'This e-mail address is already on the team.');
+      }
+      return [
+        {
+          type: 'team_member.invited',
+          data: {
+            member_id: command.member_id,
+            email: command.email,
+            name: command.name ?? null,
+            role: command.role,
+            phone_number: command.phone_number ?? null,
+            forwarding_number: command.forwarding_number ?? null,
+          },
+        },
+      ];
+    }
+    default: {
+      const unknownCommand: never = command;
+      throw new Error(`Unknown command ${(unknownCommand as { type: string }).type}`);
+    }
+  }
+}

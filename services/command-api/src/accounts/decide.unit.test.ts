@@ -1,0 +1,140 @@
+import { describe, expect, it } from 'vitest';
+import {
+  decideAccount,
+  decideAccountCreation,
+  type Account,
+  type AccountState,
+  type CreateAccount,
+} from './decide';
+import { uniqueSlug } from './slug';
+
+const account: Account = {
+  id: 'acc-1',
+  status: 'active',
+  name: 'Acme',
+  company_name: 'Acme Inc',
+  forwarding_number: null,
+  branding: { logo_url: null, accent_color: '#000000' },
+  metadata: { tier: 'gold', region: 'tx' },
+};
+const given = (overrides: Partial<Account> = {}, teamEmails: string[] = []): AccountState => ({
+  account: { ...account, ...overrides },
+  teamEmails: new Set(teamEmails),
+});
+
+const create: CreateAccount = {
+  type: 'CreateAccount',
+  name: 'Acme Homes',
+  phone_number: '+15125550100',
+  phone_number_provisioned: true,
+};
+
+describe('account creation', () => {
+  it('defaults the company name to the name and takes the first free slug', () => {
+    const [event] = decideAccountCreation(create, {
+      takenSlugs: new Set(['acme-homes']),
+      phoneNumberInUse: false,
+    });
+    expect(event).toEqual({
+      type: 'account.created',
+      data: {
+        name: 'Acme Homes',
+        company_name: 'Acme Homes',
+        slug: 'acme-homes-2',
+        phone_number: '+15125550100',
+        phone_number_provisioned: true,
+        forwarding_number: null,
+        branding: { logo_url: null, accent_color: null },
+        metadata: {},
+      },
+    });
+  });
+
+  it('refuses a number another account has', () => {
+    expect(() => decideAccountCreation(create, { takenSlugs: new Set(), phoneNumberInUse: true })).toThrow(
+      expect.objectContaining({ status: 409, code: 'phone_number_in_use' }),
+    );
+  });
+});
+
+describe('slugs', () => {
+  it.each([
+    ['Acme Homes', 'acme-homes'],
+    ['  Crème   Brûlée & Co.  ', 'creme-brulee-co'],
+    ['!!!', 'account'],
+    ['ÅÄÖ 123', 'aao-123'],
+  ])('%s becomes %s', (name, slug) => expect(uniqueSlug(name, new Set())).toBe(slug));
+
+  it('counts suffixes from 2 past every taken one', () => {
+    expect(uniqueSlug('Acme', new Set(['acme', 'acme-2', 'acme-3']))).toBe('acme-4');
+  });
+});
+
+describe('the account decider', () => {
+  it('emits only what changed', () => {
+    const events = decideAccount(
+      {
+        type: 'UpdateAccount',
+        name: 'Acme',
+        company_name: 'Acme LLC',
+        branding: { accent_color: '#000000', logo_url: 'https://x.test/l.png' },
+        metadata: { tier: 'gold', region: null, source: 'crm' },
+      },
+      given(),
+    );
+    expect(events).toEqual([
+      {
+        type: 'account.updated',
+        data: {
+          company_name: 'Acme LLC',
+          branding: { logo_url: 'https://x.test/l.png' },
+          metadata: { region: null, source: 'crm' },
+        },
+      },
+    ]);
+  });
+
+  it('changes nothing when nothing differs, including removing an absent metadata key', () => {
+    expect(
+      decideAccount({ type: 'UpdateAccount', name: 'Acme', metadata: { missing: null } }, given()),
+    ).toEqual([]);
+  });
+
+  it('deactivates an active account once, and reactivates through a status update', () => {
+    expect(decideAccount({ type: 'DeactivateAccount' }, given())).toEqual([
+      { type: 'account.deactivated', data: {} },
+    ]);
+    expect(decideAccount({ type: 'DeactivateAccount' }, given({ status: 'deactivated' }))).toEqual([]);
+    expect(
+      decideAccount({ type: 'UpdateAccount', status: 'active' }, given({ status: 'deactivated' })),
+    ).toEqual([{ type: 'account.reactivated', data: {} }]);
+    expect(decideAccount({ type: 'UpdateAccount', status: 'deactivated' }, given())).toEqual([
+      { type: 'account.deactivated', data: {} },
+    ]);
+  });
+
+  it('invites a member once per e-mail address, whatever its case', () => {
+    const invite = {
+      type: 'InviteTeamMember' as const,
+      member_id: 'm-1',
+      email: 'Ana@Example.com',
+      role: 'member' as const,
+    };
+    expect(decideAccount(invite, given())).toEqual([
+      {
+        type: 'team_member.invited',
+        data: {
+          member_id: 'm-1',
+          email: 'Ana@Example.com',
+          name: null,
+          role: 'member',
+          phone_number: null,
+          forwarding_number: null,
+        },
+      },
+    ]);
+    expect(() => decideAccount(invite, given({}, ['ana@example.com']))).toThrow(
+      expect.objectContaining({ status: 409, code: 'team_member_exists' }),
+    );
+  });
+});

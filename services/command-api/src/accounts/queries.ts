@@ -1,0 +1,109 @@
+import type { Database } from '@leadline/runtime';
+import type { Kysely, Selectable } from 'kysely';
+import type { z } from 'zod';
+import type { Account, AccountState } from './decide';
+import type { accountResponse, teamMemberResponse } from './schemas';
+
+type AccountRow = Selectable<Database['accounts']>;
+type TeamMemberRow = Selectable<Database['team_members']>;
+
+/** Every account read is scoped by the caller's partner: another partner's account does not exist. */
+export function findAccountRow(db: Kysely<Database>, partnerId: string, accountId: string) {
+  return db
+    .selectFrom('accounts')
+    .selectAll()
+    .where('partner_id', '=', partnerId)
+    .where('id', '=', accountId)
+    .executeTakeFirst();
+}
+
+export function toAccountResponse(row: AccountRow): z.infer<typeof accountResponse> {
+  return {
+    id: row.id,
+    name: row.name,
+    company_name: row.company_name,
+    slug: row.slug,
+    status: row.status,
+    phone_number: row.phone_number,
+    forwarding_number: row.forwarding_number,
+    branding: { logo_url: row.logo_url, accent_color: row.accent_color },
+    metadata: row.metadata,
+    created_at: row.created_at.toISOString(),
+    deactivated_at: row.deactivated_at?.toISOString() ?? null,
+    stats: {
+      total_leads: row.total_leads,
+      total_conversations: row.total_conversations,
+      active_sequences: row.active_sequences,
+    },
+  };
+}
+
+export function toTeamMemberResponse(row: TeamMemberRow): z.infer<typeof teamMemberResponse> {
+  return {
+    id: row.id,
+    account_id: row.account_id,
+    email: row.email,
+    name: row.name,
+    role: row.role as z.infer<typeof teamMemberResponse>['role'],
+    phone_number: row.phone_number,
+    forwarding_number: row.forwarding_number,
+    status: 'invited',
+    invited_at: row.invited_at.toISOString(),
+  };
+}
+
+export function toAccount(row: AccountRow): Account {
+  return {
+    id: row.id,
+    status: row.status,
+    name: row.name,
+    company_name: row.company_name,
+    forwarding_number: row.forwarding_number,
+    branding: { logo_url: row.logo_url, accent_color: row.accent_color },
+    metadata: row.metadata,
+  };
+}
+
+export async function loadAccountState(
+  db: Kysely<Database>,
+  partnerId: string,
+  accountId: string,
+): Promise<AccountState | undefined> {
+  const row = await findAccountRow(db, partnerId, accountId);
+  if (!row) return undefined;
+  const team = await db
+    .selectFrom('team_members')
+    .select('email')
+    .where('account_id', '=', accountId)
+    .execute();
+  return { account: toAccount(row), teamEmails: new Set(team.map((member) => member.email.toLowerCase())) };
+}
+
+export async function listAccounts(
+  db: Kysely<Database>,
+  partnerId: string,
+  query: {
+    limit: number;
+    offset: number;
+    status?: 'active' | 'deactivated' | undefined;
+    search?: string | undefined;
+  },
+) {
+  let filtered = db.selectFrom('accounts').where('partner_id', '=', partnerId);
+  if (query.status) filtered = filtered.where('status', '=', query.status);
+  if (query.search) filtered = filtered.where('name', 'ilike', `%${escapeLike(query.search)}%`);
+  const [rows, count] = await Promise.all([
+    filtered
+      .selectAll()
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(query.limit)
+      .offset(query.offset)
+      .execute(),
+    filtered.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.total) };
+}
+
+/** `%` and `_` in a search term are literal characters, not wildcards. */
+export const escapeLike = (term: string) => term.replace(/[\\%_]/g, (character) => `\\${character}`);

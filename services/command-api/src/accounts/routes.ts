@@ -1,0 +1,243 @@
+import { notFound } from '@leadline/runtime';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { AppDeps } from '../app';
+import { commandContext } from '../http/auth';
+import { decideAccount, decideAccountCreation, type AccountCommand } from './decide';
+import {
+  findAccountRow,
+  listAccounts,
+  loadAccountState,
+  toAccountResponse,
+  toTeamMemberResponse,
+} from './queries';
+import {
+  accountListResponse,
+  accountParams,
+  accountResponse,
+  createAccountBody,
+  deactivateResponse,
+  inviteTeamMemberBody,
+  listAccountsQuery,
+  teamListResponse,
+  teamMemberResponse,
+  updateAccountBody,
+} from './schemas';
+
+const tags = ['Accounts'];
+
+/**
+ * Creating accounts is serialized platform-wide under one lock: a slug must be unique per partner
+ * and a phone number across all accounts. Account creation is rare, so one lock is cheap.
+ */
+const ACCOUNT_REGISTRY_LOCK = 'account-registry';
+
+export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
+  const { db, commands, numbers, newId } = deps;
+
+  /** Runs a command against one existing account of the caller; another partner's account is a 404. */
+  async function executeOnAccount(
+    request: Parameters<typeof commandContext>[0],
+    accountId: string,
+    command: AccountCommand,
+  ) {
+    const context = commandContext(request);
+    await commands.execute({
+      stream: { topic: 'account', accountId },
+      context,
+      lockKeys: [`account:${accountId}`],
+      consistency: 'partition',
+      async decide(trx) {
+        const state = await loadAccountState(trx, context.partnerId, accountId);
+        if (!state) throw notFound('account');
+        return { events: decideAccount(command, state), result: undefined };
+      },
+    });
+    const row = await findAccountRow(db, context.partnerId, accountId);
+    if (!row) throw notFound('account');
+    return row;
+  }
+
+  app.post(
+    '/accounts',
+    {
+      schema: {
+        tags,
+        summary: 'Create an account',
+        body: createAccountBody,
+        response: { 201: accountResponse },
+      },
+    },
+    async (request, reply) => {
+      const context = commandContext(request);
+      const accountId = newId();
+      const { phone_number, ...fields } = request.body;
+      await commands.execute({
+        stream: { topic: 'account', accountId },
+        context,
+        lockKeys: [ACCOUNT_REGISTRY_LOCK],
+        consistency: 'topic',
+        async decide(trx) {
+          const slugs = await trx
+            .selectFrom('accounts')
+            .select('slug')
+            .where('partner_id', '=', context.partnerId)
+            .execute();
+          const inUse = phone_number
+            ? await trx
+                .selectFrom('accounts')
+                .select('id')
+                .where('phone_number', '=', phone_number)
+                .executeTakeFirst()
+            : undefined;
+          const command = {
+            type: 'CreateAccount' as const,
+            ...fields,
+            phone_number: phone_number ?? (await numbers.provisionNumber(accountId)),
+            phone_number_provisioned: phone_number === undefined,
+          };
+          const events = decideAccountCreation(command, {
+            takenSlugs: new Set(slugs.map((row) => row.slug)),
+            phoneNumberInUse: inUse !== undefined,
+          });
+          return { events, result: undefined };
+        },
+      });
+      const row = await findAccountRow(db, context.partnerId, accountId);
+      if (!row) throw notFound('account');
+      return reply.status(201).send(toAccountResponse(row));
+    },
+  );
+
+  app.get(
+    '/accounts',
+    {
+      schema: {
+        tags,
+        summary: 'List accounts',
+        querystring: listAccountsQuery,
+        response: { 200: accountListResponse },
+      },
+    },
+    async (request) => {
+      const { rows, total } = await listAccounts(db, request.partner.id, request.query);
+      const accounts = rows
+        .map(toAccountResponse)
+        .map(({ id, name, status, phone_number, stats, created_at }) => ({
+          id,
+          name,
+          status,
+          phone_number,
+          stats,
+          created_at,
+        }));
+      return { accounts, total, limit: request.query.limit, offset: request.query.offset };
+    },
+  );
+
+  app.get(
+    '/accounts/:id',
+    {
+      schema: { tags, summary: 'Get an account', params: accountParams, response: { 200: accountResponse } },
+    },
+    async (request) => {
+      const row = await findAccountRow(db, request.partner.id, request.params.id);
+      if (!row) throw notFound('account');
+      return toAccountResponse(row);
+    },
+  );
+
+  app.patch(
+    '/accounts/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Update an account',
+        description: 'Returns the whole account after the change.',
+        params: accountParams,
+        body: updateAccountBody,
+        response: { 200: accountResponse },
+      },
+    },
+    async (request) => {
+      const row = await executeOnAccount(request, request.params.id, {
+        type: 'UpdateAccount',
+        ...request.body,
+      });
+      return toAccountResponse(row);
+    },
+  );
+
+  app.delete(
+    '/accounts/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Deactivate an account',
+        description:
+          'Data is kept, the AI stops answering and sequences pause. Deactivating a deactivated account ' +
+          'changes nothing and answers the same. PATCH `status: active` reactivates.',
+        params: accountParams,
+        response: { 200: deactivateResponse },
+      },
+    },
+    async (request) => {
+      const row = await executeOnAccount(request, request.params.id, { type: 'DeactivateAccount' });
+      return {
+        id: row.id,
+        status: 'deactivated' as const,
+        deactivated_at: row.deactivated_at!.toISOString(),
+      };
+    },
+  );
+
+  app.post(
+    '/accounts/:id/team/invite',
+    {
+      schema: {
+        tags,
+        summary: 'Invite a team member',
+        description: 'Stores the member on the account; an e-mail already on the team is a 409.',
+        params: accountParams,
+        body: inviteTeamMemberBody,
+        response: { 201: teamMemberResponse },
+      },
+    },
+    async (request, reply) => {
+      const memberId = newId();
+      await executeOnAccount(request, request.params.id, {
+        type: 'InviteTeamMember',
+        member_id: memberId,
+        ...request.body,
+      });
+      const member = await db
+        .selectFrom('team_members')
+        .selectAll()
+        .where('id', '=', memberId)
+        .executeTakeFirstOrThrow();
+      return reply.status(201).send(toTeamMemberResponse(member));
+    },
+  );
+
+  app.get(
+    '/accounts/:id/team',
+    {
+      schema: {
+        tags,
+        summary: 'List team members',
+        params: accountParams,
+        response: { 200: teamListResponse },
+      },
+    },
+    async (request) => {
+      const row = await findAccountRow(db, request.partner.id, request.params.id);
+      if (!row) throw notFound('account');
+      const members = await db
+        .selectFrom('team_members')
+        .selectAll()
+        .where('account_id', '=', row.id)
+        .orderBy('invited_at')
+        .execute();
+      return { team_members: members.map(toTeamMemberResponse) };
+    },
+  );
+};

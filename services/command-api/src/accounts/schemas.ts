@@ -1,0 +1,120 @@
+import { teamMemberRoles } from '@leadline/events';
+import { z } from 'zod';
+import { pageFields, paginationQuery } from '../http/pagination';
+import { phoneNumberSchema } from '../http/phone';
+
+const hexColor = z
+  .string()
+  .regex(/^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/, 'Must be a hex colour such as #1A73E8.')
+  .meta({ example: '#1A73E8' });
+
+const httpUrl = z.url({ protocol: /^https?$/, error: 'Must be an http(s) URL.' }).max(2048);
+
+const METADATA_MAX_BYTES = 16 * 1024;
+export const metadataInput = z
+  .record(z.string().min(1).max(64), z.unknown())
+  .refine((value) => Object.keys(value).length <= 50, 'At most 50 keys.')
+  .refine((value) => JSON.stringify(value).length <= METADATA_MAX_BYTES, 'At most 16 KB of JSON.')
+  .meta({ description: 'Arbitrary key-value pairs for your own tracking (at most 50 keys, 16 KB).' });
+
+const name = z.string().trim().min(1, 'Must not be empty.').max(200);
+
+export const accountParams = z.object({ id: z.string().describe('The account id.') });
+
+export const createAccountBody = z.object({
+  name,
+  company_name: name.optional().describe('Used by the AI in conversations. Defaults to `name`.'),
+  phone_number: phoneNumberSchema.optional().describe('Provisioned automatically when omitted.'),
+  forwarding_number: phoneNumberSchema.optional(),
+  branding: z.object({ logo_url: httpUrl.optional(), accent_color: hexColor.optional() }).optional(),
+  metadata: metadataInput.optional(),
+});
+
+export const updateAccountBody = z
+  .object({
+    name: name.optional(),
+    company_name: name.optional(),
+    forwarding_number: phoneNumberSchema.nullable().optional().describe('null removes it.'),
+    branding: z
+      .object({ logo_url: httpUrl.nullable().optional(), accent_color: hexColor.nullable().optional() })
+      .optional()
+      .describe('Only the given fields change; null removes one.'),
+    metadata: metadataInput
+      .optional()
+      .describe('Merged into the existing metadata; a key set to null is removed.'),
+    status: z.enum(['active', 'deactivated']).optional().describe('`active` reactivates an account.'),
+  })
+  .strict()
+  .meta({
+    description:
+      'Mutable fields: name, company_name, forwarding_number, branding, metadata and status. ' +
+      'The phone number and slug cannot change.',
+  });
+
+export const listAccountsQuery = paginationQuery.extend({
+  status: z.enum(['active', 'deactivated']).optional(),
+  search: z.string().trim().min(1).max(200).optional().describe('Case-insensitive match on the name.'),
+});
+
+export const inviteTeamMemberBody = z.object({
+  email: z.email().max(320),
+  name: name.optional(),
+  role: z.enum(teamMemberRoles).default('member'),
+  phone_number: phoneNumberSchema.optional(),
+  forwarding_number: phoneNumberSchema.optional(),
+});
+
+const stats = z.object({
+  total_leads: z.number().int(),
+  total_conversations: z.number().int(),
+  active_sequences: z.number().int(),
+});
+
+export const accountResponse = z.object({
+  id: z.string(),
+  name: z.string(),
+  company_name: z.string(),
+  slug: z.string(),
+  status: z.enum(['active', 'deactivated']),
+  phone_number: z.string(),
+  forwarding_number: z.string().nullable(),
+  branding: z.object({ logo_url: z.string().nullable(), accent_color: z.string().nullable() }),
+  metadata: z.record(z.string(), z.unknown()),
+  created_at: z.string(),
+  deactivated_at: z.string().nullable(),
+  stats,
+});
+
+export const accountListResponse = z.object({
+  accounts: z.array(
+    accountResponse.pick({
+      id: true,
+      name: true,
+      status: true,
+      phone_number: true,
+      stats: true,
+      created_at: true,
+    }),
+  ),
+  ...pageFields,
+});
+
+export const deactivateResponse = z.object({
+  id: z.string(),
+  status: z.literal('deactivated'),
+  deactivated_at: z.string(),
+});
+
+export const teamMemberResponse = z.object({
+  id: z.string(),
+  account_id: z.string(),
+  email: z.string(),
+  name: z.string().nullable(),
+  role: z.enum(teamMemberRoles),
+  phone_number: z.string().nullable(),
+  forwarding_number: z.string().nullable(),
+  status: z.literal('invited'),
+  invited_at: z.string(),
+});
+
+export const teamListResponse = z.object({ team_members: z.array(teamMemberResponse) });

@@ -1,0 +1,102 @@
+import fastifyRateLimit from '@fastify/rate-limit';
+import fastifySwagger from '@fastify/swagger';
+import fastifySwaggerUi from '@fastify/swagger-ui';
+import { DomainError, type Clock, type CommandBus, type Database, type NewId } from '@leadline/runtime';
+import Fastify, { type FastifyServerOptions } from 'fastify';
+import {
+  jsonSchemaTransform,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
+import { sql, type Kysely } from 'kysely';
+import { accountRoutes } from './accounts/routes';
+import { partnerKeyAuthentication } from './http/auth';
+import { notFoundHandler, problemErrorHandler } from './http/problem';
+import { apiDescription } from './openapi-description';
+import type { NumberProvider } from './telephony/port';
+
+export interface AppDeps {
+  db: Kysely<Database>;
+  commands: CommandBus;
+  numbers: NumberProvider;
+  clock: Clock;
+  newId: NewId;
+  publicUrl: string;
+  rateLimitPerMinute: number;
+  /** Extra readiness checks (the event log's reachability), run by GET /health/ready. */
+  readinessChecks?: (() => Promise<void>)[];
+  logger?: FastifyServerOptions['logger'];
+}
+
+/** The command API: builds the app without listening, so tests drive it with `inject` or over HTTP. */
+export async function buildApp(deps: AppDeps) {
+  const app = Fastify({
+    logger: deps.logger ?? false,
+    genReqId: () => deps.newId(),
+    bodyLimit: 2 * 1024 * 1024,
+  }).withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.setErrorHandler(problemErrorHandler);
+  app.setNotFoundHandler(notFoundHandler);
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Leadline Partner API', version: '1.0.0', description: apiDescription },
+      servers: [{ url: `${deps.publicUrl}/v1` }],
+      components: {
+        securitySchemes: { partnerKey: { type: 'apiKey', in: 'header', name: 'X-Partner-Key' } },
+      },
+      security: [{ partnerKey: [] }],
+    },
+    transform: jsonSchemaTransform,
+    // Paths in the document are relative to the `/v1` server URL, as in the spec.
+    transformObject: (documentObject) => {
+      const document =
+        'openapiObject' in documentObject ? documentObject.openapiObject : documentObject.swaggerObject;
+      const paths = Object.fromEntries(
+        Object.entries(document.paths ?? {})
+          .filter(([path]) => path.startsWith('/v1/'))
+          .map(([path, item]) => [path.slice('/v1'.length), item]),
+      );
+      return { ...document, paths };
+    },
+  });
+  await app.register(fastifySwaggerUi, { routePrefix: '/v1/docs' });
+  app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  app.get('/health/live', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/health/ready', { schema: { hide: true } }, async () => {
+    try {
+      await sql`select 1`.execute(deps.db);
+      await Promise.all((deps.readinessChecks ?? []).map((check) => check()));
+    } catch (error) {
+      throw new DomainError(503, 'not_ready', `Not ready: ${(error as Error).message}`);
+    }
+    return { status: 'ready' };
+  });
+
+  await app.register(
+    async (v1) => {
+      v1.addHook('onRequest', partnerKeyAuthentication(deps.db));
+      await v1.register(fastifyRateLimit, {
+        max: deps.rateLimitPerMinute,
+        timeWindow: '1 minute',
+        keyGenerator: (request) => request.partner.id,
+        errorResponseBuilder: (_request, context) =>
+          new DomainError(
+            429,
+            'rate_limited',
+            `Too many requests: at most ${context.max} a minute per partner key.`,
+          ),
+      });
+      await v1.register(accountRoutes, deps);
+    },
+    { prefix: '/v1' },
+  );
+  return app;
+}
+
+export type App = Awaited<ReturnType<typeof buildApp>>;

@@ -1,0 +1,26 @@
+/**
+ * The OpenAPI document's description: the decisions a partner engineer needs that the field
+ * schemas cannot say.
+ */
+export const apiDescription = `
+AI-driven SMS follow-up for the customers of partner platforms. Every request carries the partner's
+key in \`X-Partner-Key\`; the key covers all of the partner's sub-accounts (accounts).
+
+**Errors** are RFC 9457 \`application/problem+json\` with a stable \`code\`: 400 bad input (with
+\`errors[]\`, one entry per field), 401 missing or invalid key, 404 unknown resource (another partner's
+resources are 404 too), 409 conflict, 413 too large, 429 rate limited (with \`Retry-After\`), 503 the
+event log or its read models are briefly unavailable (nothing was written; retry after \`Retry-After\`).
+
+**Consistency**: a write answers once its effect is readable, so a GET right after a POST sees it.
+
+**Lists** take \`limit\` (1-250, default 50) and \`offset\` (0 or more); a value out of range is a 400.
+
+**Rate limit**: 600 requests a minute per partner key by default.
+
+**Slugs** are the lowercased name with every run of other characters as \`-\`, made unique within the
+partner by a numeric suffix (\`acme\`, \`acme-2\`); they never change.
+
+**Phone numbers** are E.164; 10 digits are taken as US numbers (+1).
+
+**Metadata** is merged on PATCH; a key set to \`null\` is removed.
+`.trim();

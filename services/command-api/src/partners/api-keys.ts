@@ -1,0 +1,36 @@
+import { createHash, randomBytes } from 'node:crypto';
+
+const KEY_PREFIX = 'llk_';
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+function base62(bytes: Buffer, length: number): string {
+  let value = BigInt(`0x${bytes.toString('hex')}`);
+  let out = '';
+  while (out.length < length) {
+    out = BASE62[Number(value % 62n)] + out;
+    value /= 62n;
+  }
+  return out;
+}
+
+const checksumOf = (body: string) => base62(createHash('sha256').update(body).digest().subarray(0, 4), 6);
+
+/**
+ * Partner keys look like `llk_<32 random base62><6 checksum>`: the prefix lets secret scanners find
+ * leaked keys, the checksum lets them (and us) tell a real key from a typo without a lookup.
+ */
+export function generateApiKey(): string {
+  const body = KEY_PREFIX + base62(randomBytes(24), 32);
+  return body + checksumOf(body);
+}
+
+export function hasValidChecksum(key: string): boolean {
+  if (!key.startsWith(KEY_PREFIX) || key.length !== KEY_PREFIX.length + 38) return false;
+  return checksumOf(key.slice(0, -6)) === key.slice(-6);
+}
+
+/** Keys are stored only as this hash; they have 190 bits of entropy, so a fast hash is enough. */
+export const hashApiKey = (key: string) => createHash('sha256').update(key).digest('hex');
+
+/** What the key list shows so an operator can tell keys apart: never enough to use one. */
+export const displayPrefix = (key: string) => key.slice(0, KEY_PREFIX.length + 6);

@@ -1,0 +1,30 @@
+import type { Database } from '@leadline/runtime';
+import { sql, type Kysely } from 'kysely';
+import type { NumberProvider } from './port';
+
+/**
+ * Numbers from the fictional +1 555 range, handed out in order from a Postgres sequence, which gives
+ * each caller a different number without locking. The provider's allocations are its own state (as
+ * Twilio's are), kept in `local_phone_numbers`; a number a partner supplied for an account is skipped.
+ */
+export function createLocalNumberPool(db: Kysely<Database>): NumberProvider {
+  return {
+    async provisionNumber(accountId) {
+      for (;;) {
+        const { rows } = await sql<{ phone_number: string }>`
+          insert into local_phone_numbers (phone_number, account_id)
+          select '+1555' || lpad(nextval('local_phone_number_seq')::text, 7, '0'), ${accountId}
+          on conflict do nothing
+          returning phone_number`.execute(db);
+        const phoneNumber = rows[0]?.phone_number;
+        if (!phoneNumber) continue;
+        const inUse = await db
+          .selectFrom('accounts')
+          .select('id')
+          .where('phone_number', '=', phoneNumber)
+          .executeTakeFirst();
+        if (!inUse) return phoneNumber;
+      }
+    },
+  };
+}

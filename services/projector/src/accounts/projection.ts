@@ -1,0 +1,119 @@
+import type { DomainEvent } from '@leadline/events';
+import type { Database } from '@leadline/runtime';
+import type { Transaction } from 'kysely';
+import { sql } from 'kysely';
+import { defineProjection } from '../projection';
+
+type AccountEvent = Extract<
+  DomainEvent,
+  { type: 'partner.created' | `account.${string}` | 'team_member.invited' }
+>;
+
+async function applyOne(trx: Transaction<Database>, event: AccountEvent): Promise<void> {
+  switch (event.type) {
+    case 'partner.created':
+      await trx
+        .insertInto('partners')
+        .values({ id: event.partner_id, name: event.data.name, created_at: event.occurred_at })
+        .onConflict((oc) => oc.column('id').doNothing())
+        .execute();
+      return;
+    case 'account.created': {
+      const { data } = event;
+      await trx
+        .insertInto('accounts')
+        .values({
+          id: event.account_id,
+          partner_id: event.partner_id,
+          name: data.name,
+          company_name: data.company_name,
+          slug: data.slug,
+          status: 'active',
+          phone_number: data.phone_number,
+          forwarding_number: data.forwarding_number,
+          logo_url: data.branding.logo_url,
+          accent_color: data.branding.accent_color,
+          metadata: JSON.stringify(data.metadata),
+          created_at: event.occurred_at,
+          updated_at: event.occurred_at,
+          deactivated_at: null,
+        })
+        .onConflict((oc) => oc.column('id').doNothing())
+        .execute();
+      return;
+    }
+    case 'account.updated': {
+      const { branding, metadata, ...fields } = event.data;
+      const entries = Object.entries(metadata ?? {});
+      const setKeys = Object.fromEntries(entries.filter(([, value]) => value !== null));
+      const removedKeys = entries.filter(([, value]) => value === null).map(([key]) => key);
+      await trx
+        .updateTable('accounts')
+        .set({
+          ...fields,
+          ...(branding?.logo_url !== undefined && { logo_url: branding.logo_url }),
+          ...(branding?.accent_color !== undefined && { accent_color: branding.accent_color }),
+          ...(metadata && {
+            metadata: sql`(metadata || ${JSON.stringify(setKeys)}::jsonb) - ${removedKeys}::text[]`,
+          }),
+          updated_at: event.occurred_at,
+        })
+        .where('id', '=', event.account_id)
+        .execute();
+      return;
+    }
+    case 'account.deactivated':
+      await trx
+        .updateTable('accounts')
+        .set({ status: 'deactivated', deactivated_at: event.occurred_at, updated_at: event.occurred_at })
+        .where('id', '=', event.account_id)
+        .execute();
+      return;
+    case 'account.reactivated':
+      await trx
+        .updateTable('accounts')
+        .set({ status: 'active', deactivated_at: null, updated_at: event.occurred_at })
+        .where('id', '=', event.account_id)
+        .execute();
+      return;
+    case 'team_member.invited': {
+      const { data } = event;
+      await trx
+        .insertInto('team_members')
+        .values({
+          id: data.member_id,
+          account_id: event.account_id,
+          email: data.email,
+          name: data.name,
+          role: data.role,
+          phone_number: data.phone_number,
+          forwarding_number: data.forwarding_number,
+          invited_at: event.occurred_at,
+        })
+        .onConflict((oc) => oc.column('id').doNothing())
+        .execute();
+      return;
+    }
+    default: {
+      const unhandled: never = event;
+      throw new Error(`Unhandled event ${(unhandled as DomainEvent).type}`);
+    }
+  }
+}
+
+/** Partners, accounts (the accountDetails / accountList read model) and team members. */
+export const accountsProjection = defineProjection(
+  'accounts',
+  [
+    'partner.created',
+    'account.created',
+    'account.updated',
+    'account.deactivated',
+    'account.reactivated',
+    'team_member.invited',
+  ],
+  async (trx, events) => {
+    // Account events are rare and each touches one row; one statement each keeps them readable.
+    for (const event of events) await applyOne(trx, event);
+  },
+);

@@ -1,0 +1,21 @@
+import { connectInfrastructure, infrastructureConfig, loadConfig } from '@leadline/runtime';
+import { projections } from './projections';
+import { startProjector } from './projector';
+
+const config = loadConfig(infrastructureConfig);
+const infrastructure = await connectInfrastructure(config, 'leadline-projector', { maxConnections: 4 });
+const projector = await startProjector({
+  ...infrastructure,
+  groupId: `${config.TOPIC_PREFIX}leadline.projector`,
+  projections,
+  onError: (error) => console.error('projector crashed', error),
+});
+console.warn('projector: running');
+
+const shutdown = async () => {
+  await projector.stop();
+  await infrastructure.close();
+  process.exit(0);
+};
+process.once('SIGTERM', () => void shutdown());
+process.once('SIGINT', () => void shutdown());

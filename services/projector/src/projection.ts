@@ -1,0 +1,27 @@
+import type { DomainEvent, EventType } from '@leadline/events';
+import type { Database } from '@leadline/runtime';
+import type { Transaction } from 'kysely';
+
+/**
+ * One read model's reaction to the log. `apply` receives, in log order, every event of a batch whose
+ * type it handles, inside the batch's transaction, so it can write them with multi-row statements.
+ * The projector applies each record exactly once per read-model schema (the checkpoint guard), and
+ * handlers are written to be idempotent as well, since delivery is at-least-once.
+ */
+export interface Projection {
+  readonly name: string;
+  readonly handles: ReadonlySet<EventType>;
+  apply(trx: Transaction<Database>, events: readonly DomainEvent[]): Promise<void>;
+}
+
+export function defineProjection<const T extends EventType>(
+  name: string,
+  handles: readonly T[],
+  apply: (trx: Transaction<Database>, events: readonly Extract<DomainEvent, { type: T }>[]) => Promise<void>,
+): Projection {
+  return {
+    name,
+    handles: new Set(handles),
+    apply: (trx, events) => apply(trx, events as Extract<DomainEvent, { type: T }>[]),
+  };
+}

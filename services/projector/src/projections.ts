@@ -1,0 +1,5 @@
+import { accountsProjection } from './accounts/projection';
+import type { Projection } from './projection';
+
+/** Every read model, applied in this order within each batch. */
+export const projections: readonly Projection[] = [accountsProjection];

@@ -1,0 +1,22 @@
+import { defineConfig } from 'vitest/config';
+
+// Tiers by file suffix (see README): unit tests are pure and fast; integration tests run against the
+// real Kafka, schema registry and PostgreSQL that scripts/infra starts (or testcontainers with Docker).
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: { name: 'unit', include: ['{packages,services}/*/{src,test}/**/*.unit.test.ts'] },
+      },
+      {
+        test: {
+          name: 'int',
+          include: ['{packages,services}/*/{src,test}/**/*.int.test.ts'],
+          globalSetup: ['packages/test-kit/src/global-setup.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+        },
+      },
+    ],
+  },
+});
