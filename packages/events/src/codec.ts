@@ -1,7 +1,4 @@
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
-import type { JsonOptions } from '@kafkajs/confluent-schema-registry/dist/@types';
-import Ajv from 'ajv';
-import addFormats from 'ajv-formats';
 import { z } from 'zod';
 import { eventCatalog, eventDefinitionsByType, type DomainEvent } from './catalog';
 import type { TopicNames } from './topics';
@@ -13,9 +10,20 @@ export interface EventCodec {
 
 export class UnknownEventTypeError extends Error {}
 
-/** The JSON Schema registered for an event type: draft-07, which every registry and validator reads. */
+/**
+ * The JSON Schema registered for an event type: draft-07, which every registry and validator reads.
+ * `format` keywords are left out: strict validators (Ajv's default, used by the registry clients)
+ * refuse unknown formats, and every formatted string also carries the equivalent `pattern`.
+ */
 export function jsonSchemaOf(schema: z.ZodType): string {
-  return JSON.stringify(z.toJSONSchema(schema, { target: 'draft-7' }));
+  return JSON.stringify(
+    z.toJSONSchema(schema, {
+      target: 'draft-7',
+      override: ({ jsonSchema }) => {
+        delete jsonSchema.format;
+      },
+    }),
+  );
 }
 
 /** Subject per record type (TopicRecordNameStrategy): `<topic>-<event type>`. */
@@ -24,12 +32,7 @@ export function subjectOf(topic: string, eventType: string): string {
 }
 
 export function createSchemaRegistry(host: string): SchemaRegistry {
-  // The registry validates payloads with Ajv; formats (date-time, uuid) need ajv-formats.
-  const ajv = new Ajv({ strict: false, allErrors: true });
-  addFormats(ajv);
-  // The library declares the Ajv 7 it bundles; Ajv 8 has the same compile/addSchema surface it calls.
-  const ajvInstance = ajv as unknown as NonNullable<JsonOptions['ajvInstance']>;
-  return new SchemaRegistry({ host }, { [SchemaType.JSON]: { ajvInstance } });
+  return new SchemaRegistry({ host });
 }
 
 /**

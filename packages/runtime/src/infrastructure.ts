@@ -38,7 +38,7 @@ export async function connectInfrastructure(
   const topics = topicNames(config.TOPIC_PREFIX);
   await ensureTopics(admin, topics);
   const codec = await createEventCodec(createSchemaRegistry(config.SCHEMA_REGISTRY_URL), topics);
-  const db = createDb(config.DATABASE_URL, options);
+  const db = createDb(config.DATABASE_URL, { maxConnections: options.maxConnections ?? 10 });
   return {
     kafka,
     admin,

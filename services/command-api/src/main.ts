@@ -15,10 +15,11 @@ if (config.PARTNER_API_KEY) {
   );
 }
 
+const numbers = createLocalNumberPool(config.DATABASE_URL);
 const app = await buildApp({
   db: services.db,
   commands: services.commands,
-  numbers: createLocalNumberPool(services.db),
+  numbers,
   clock: systemClock,
   newId: newUuid,
   publicUrl: config.PUBLIC_URL,
@@ -30,6 +31,7 @@ await app.listen({ port: config.PORT, host: config.HOST });
 
 const shutdown = async () => {
   await app.close();
+  await numbers.close();
   await services.close();
   process.exit(0);
 };

@@ -1,7 +1,9 @@
 import {
   connectInfrastructure,
   createCommandBus,
+  createDb,
   createEventProducer,
+  createPool,
   createProjectionProgress,
   newUuid,
   systemClock,
@@ -9,8 +11,6 @@ import {
   type Infrastructure,
   type InfrastructureConfig,
 } from '@leadline/runtime';
-import type { Pool } from 'pg';
-import pg from 'pg';
 
 export interface CommandServices extends Infrastructure {
   commands: CommandBus;
@@ -24,10 +24,14 @@ export async function connectCommandServices(
   const infrastructure = await connectInfrastructure(config, clientId);
   const producer = createEventProducer(infrastructure.kafka);
   await producer.connect();
-  const listenerPool: Pool = new pg.Pool({ connectionString: config.DATABASE_URL, max: 2 });
+  const listenerPool = createPool(config.DATABASE_URL, { maxConnections: 2 });
   const progress = await createProjectionProgress(listenerPool);
+  // Commands hold a connection while they wait for their stream's lock; their own pool keeps a burst
+  // of writes to one account from starving the reads and the projector.
+  const commandDb = createDb(config.DATABASE_URL, { maxConnections: 10 });
   const commands = createCommandBus({
     ...infrastructure,
+    db: commandDb,
     producer,
     progress,
     clock: systemClock,
@@ -41,6 +45,7 @@ export async function connectCommandServices(
       await progress.close();
       await listenerPool.end();
       await producer.disconnect();
+      await commandDb.destroy();
       await infrastructure.close();
     },
   };

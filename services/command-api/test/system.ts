@@ -1,5 +1,5 @@
 import { projections, startProjector, type RunningProjector } from '@leadline/projector';
-import { newUuid, systemClock } from '@leadline/runtime';
+import { createDb, newUuid, systemClock } from '@leadline/runtime';
 import { createTestEnvironment, type TestEnvironment } from '@leadline/test-kit';
 import { buildApp, type App } from '../src/app';
 import { generateApiKey } from '../src/partners/api-keys';
@@ -31,14 +31,17 @@ export async function startSystem(
     'leadline-test',
   );
   const projectorGroupId = `${env.config.TOPIC_PREFIX}leadline.projector`;
+  // The projector is its own process in production; here it gets its own connections likewise.
+  const projectorDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
   const projector =
     options.projector === false
       ? undefined
-      : await startProjector({ ...services, groupId: projectorGroupId, projections });
+      : await startProjector({ ...services, db: projectorDb, groupId: projectorGroupId, projections });
+  const numbers = createLocalNumberPool(env.config.DATABASE_URL);
   const app = await buildApp({
     db: services.db,
     commands: services.commands,
-    numbers: createLocalNumberPool(services.db),
+    numbers,
     clock: systemClock,
     newId: newUuid,
     publicUrl: 'http://127.0.0.1:8080',
@@ -58,6 +61,8 @@ export async function startSystem(
     async close() {
       await app.close();
       await projector?.stop();
+      await projectorDb.destroy();
+      await numbers.close();
       await services.close();
       await env.dispose();
     },

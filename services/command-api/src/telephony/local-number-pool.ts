@@ -1,14 +1,17 @@
-import type { Database } from '@leadline/runtime';
-import { sql, type Kysely } from 'kysely';
+import { createDb } from '@leadline/runtime';
+import { sql } from 'kysely';
 import type { NumberProvider } from './port';
 
 /**
  * Numbers from the fictional +1 555 range, handed out in order from a Postgres sequence, which gives
  * each caller a different number without locking. The provider's allocations are its own state (as
  * Twilio's are), kept in `local_phone_numbers`; a number a partner supplied for an account is skipped.
+ * Like a remote provider it works on its own connection, outside the caller's transaction.
  */
-export function createLocalNumberPool(db: Kysely<Database>): NumberProvider {
+export function createLocalNumberPool(databaseUrl: string): NumberProvider & { close(): Promise<void> } {
+  const db = createDb(databaseUrl, { maxConnections: 1 });
   return {
+    close: () => db.destroy(),
     async provisionNumber(accountId) {
       for (;;) {
         const { rows } = await sql<{ phone_number: string }>`

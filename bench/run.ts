@@ -1,0 +1,11 @@
+import { benchAccounts } from './accounts.bench';
+
+/** `npm run bench`: every scenario, each with its raw baselines measured in the same run. */
+const scenarios: Record<string, () => Promise<string>> = { accounts: benchAccounts };
+
+const only = process.argv.slice(2);
+for (const [name, run] of Object.entries(scenarios)) {
+  if (only.length > 0 && !only.includes(name)) continue;
+  console.log(`\n${await run()}\n`);
+}
+process.exit(0);

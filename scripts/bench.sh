@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# `npm run bench [scenario…]`: brings up the infrastructure and runs the benchmarks in bench/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+bash scripts/infra/up.sh
+npx tsx bench/run.ts "$@"

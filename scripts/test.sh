@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# `npm test`: type checks, lints, and runs every test tier against real Kafka, registry and PostgreSQL.
+# Infrastructure this script had to start is stopped again at the end (LEADLINE_KEEP_INFRA=1 keeps it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+
+npx tsc -p tsconfig.json --noEmit
+npx eslint .
+npx prettier --check . >/dev/null || { npx prettier --check .; exit 1; }
+
+if ! docker info >/dev/null 2>&1 && ! bash scripts/infra/status.sh >/dev/null 2>&1; then
+  [ "${LEADLINE_KEEP_INFRA:-}" = 1 ] || trap 'bash scripts/infra/down.sh' EXIT
+  bash scripts/infra/up.sh
+fi
+npx vitest run --reporter=default --reporter=./scripts/summary-reporter.ts "$@"
