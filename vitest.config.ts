@@ -13,7 +13,7 @@ export default defineConfig({
           name: 'int',
           include: ['{packages,services}/*/{src,test}/**/*.int.test.ts'],
           globalSetup: ['packages/test-kit/src/global-setup.ts'],
-          testTimeout: 60_000,
+          testTimeout: 180_000,
           hookTimeout: 120_000,
         },
       },

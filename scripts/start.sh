@@ -15,9 +15,9 @@ stop_services() {
 trap stop_services EXIT
 trap 'exit 130' INT TERM
 
-npx tsx services/projector/src/main.ts &
+node --import tsx services/projector/src/main.ts &
 pids+=($!)
-npx tsx services/command-api/src/main.ts &
+node --import tsx services/command-api/src/main.ts &
 pids+=($!)
 
 if [ -z "${PARTNER_API_KEY:-}" ]; then

@@ -36,6 +36,25 @@ export function createSchemaRegistry(host: string): SchemaRegistry {
 }
 
 /**
+ * Registers a schema, tolerating another process that registers the same subject at the same moment:
+ * the client sets the subject's compatibility after a first registration, and of two processes doing
+ * so at once one is refused; its retry finds the subject configured and just registers.
+ */
+async function registerOnce(
+  registry: SchemaRegistry,
+  schema: { type: SchemaType.JSON; schema: string },
+  subject: string,
+): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return (await registry.register(schema, { subject })).id;
+    } catch (error) {
+      if (attempt >= 3 || (error as { status?: number }).status !== 409) throw error;
+    }
+  }
+}
+
+/**
  * Confluent wire format (magic byte, 4-byte schema id, JSON) with one registered JSON Schema per event
  * type, BACKWARD compatibility enforced by the registry. Decoding looks the schema up by the id in the
  * record, so any Confluent-compatible consumer can replay the log; we then parse with zod for types.
@@ -43,11 +62,9 @@ export function createSchemaRegistry(host: string): SchemaRegistry {
 export async function createEventCodec(registry: SchemaRegistry, topics: TopicNames): Promise<EventCodec> {
   const schemaIds = new Map<string, number>();
   for (const definition of eventCatalog) {
-    const { id } = await registry.register(
-      { type: SchemaType.JSON, schema: jsonSchemaOf(definition.schema) },
-      { subject: subjectOf(topics[definition.topic], definition.type) },
-    );
-    schemaIds.set(definition.type, id);
+    const schema = { type: SchemaType.JSON as const, schema: jsonSchemaOf(definition.schema) };
+    const subject = subjectOf(topics[definition.topic], definition.type);
+    schemaIds.set(definition.type, await registerOnce(registry, schema, subject));
   }
 
   return {

@@ -12,9 +12,29 @@ import {
 import { sql, type Kysely } from 'kysely';
 import { accountRoutes } from './accounts/routes';
 import { partnerKeyAuthentication } from './http/auth';
-import { notFoundHandler, problemErrorHandler } from './http/problem';
+import { notFoundHandler, problemErrorHandler, problemJsonSchema } from './http/problem';
 import { apiDescription } from './openapi-description';
 import type { NumberProvider } from './telephony/port';
+
+/** Every documented operation can answer with problem details; say so once, for all of them. */
+const documentProblems: typeof jsonSchemaTransform = (input) => {
+  const transformed = jsonSchemaTransform(input);
+  if (transformed.schema.hide) return transformed;
+  const response = (transformed.schema.response ?? {}) as Record<string, unknown>;
+  return {
+    ...transformed,
+    schema: {
+      ...transformed.schema,
+      response: {
+        ...response,
+        '4XX': {
+          description: 'Problem details (RFC 9457); branch on `code`.',
+          content: { 'application/problem+json': { schema: problemJsonSchema } },
+        },
+      },
+    },
+  };
+};
 
 export interface AppDeps {
   db: Kysely<Database>;
@@ -45,24 +65,14 @@ export async function buildApp(deps: AppDeps) {
     openapi: {
       openapi: '3.1.0',
       info: { title: 'Leadline Partner API', version: '1.0.0', description: apiDescription },
+      // Paths in the document are relative to this server URL, as in the spec (its base path is stripped).
       servers: [{ url: `${deps.publicUrl}/v1` }],
       components: {
         securitySchemes: { partnerKey: { type: 'apiKey', in: 'header', name: 'X-Partner-Key' } },
       },
       security: [{ partnerKey: [] }],
     },
-    transform: jsonSchemaTransform,
-    // Paths in the document are relative to the `/v1` server URL, as in the spec.
-    transformObject: (documentObject) => {
-      const document =
-        'openapiObject' in documentObject ? documentObject.openapiObject : documentObject.swaggerObject;
-      const paths = Object.fromEntries(
-        Object.entries(document.paths ?? {})
-          .filter(([path]) => path.startsWith('/v1/'))
-          .map(([path, item]) => [path.slice('/v1'.length), item]),
-      );
-      return { ...document, paths };
-    },
+    transform: documentProblems,
   });
   await app.register(fastifySwaggerUi, { routePrefix: '/v1/docs' });
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());

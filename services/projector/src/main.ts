@@ -8,7 +8,11 @@ const projector = await startProjector({
   ...infrastructure,
   groupId: `${config.TOPIC_PREFIX}leadline.projector`,
   projections,
-  onError: (error) => console.error('projector crashed', error),
+  onCrash: (error, willRestart) => {
+    console.error('projector: consumer crashed', error);
+    // A record it cannot apply stops it for good; exit so the supervisor sees it and restarts it.
+    if (!willRestart) process.exit(1);
+  },
 });
 console.warn('projector: running');
 

@@ -136,9 +136,11 @@ describe('applying batches', () => {
 
 describe('the projector process', () => {
   const projectorMain = fileURLToPath(new URL('../src/main.ts', import.meta.url));
-  const tsx = fileURLToPath(new URL('../../../node_modules/.bin/tsx', import.meta.url));
+  const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+  // One process (node with tsx's loader), so SIGKILL really kills the projector and not a wrapper.
   const startProcess = (): ChildProcess =>
-    spawn(tsx, [projectorMain], {
+    spawn(process.execPath, ['--import', 'tsx', projectorMain], {
+      cwd: repoRoot,
       env: {
         ...process.env,
         DATABASE_URL: env.config.DATABASE_URL,
@@ -146,7 +148,7 @@ describe('the projector process', () => {
         SCHEMA_REGISTRY_URL: env.config.SCHEMA_REGISTRY_URL,
         TOPIC_PREFIX: env.config.TOPIC_PREFIX,
       },
-      stdio: 'ignore',
+      stdio: ['ignore', 'ignore', 'inherit'],
     });
   const projected = async () =>
     Number(
@@ -184,6 +186,7 @@ describe('the projector process', () => {
         });
       }
       await eventually(async () => ((await projected()) > already + total / 10 ? true : undefined), {
+        timeoutMs: 60_000,
         message: 'the projector never started applying',
       });
       projector.kill('SIGKILL');
@@ -212,7 +215,10 @@ describe('the projector process', () => {
         expect(checkpoint?.next_offset ?? '0').toBe(high);
       }
     } finally {
-      projector.kill('SIGKILL');
+      if (projector.exitCode === null) {
+        projector.kill('SIGKILL');
+        await new Promise((resolve) => projector.once('exit', resolve));
+      }
     }
   });
 });

@@ -15,13 +15,17 @@ export interface DbOptions {
 
 export function createPool(url: string, options: DbOptions = {}): pg.Pool {
   const schema = options.readModelSchema ?? READ_MODEL_SCHEMA;
-  return new pg.Pool({
+  const pool = new pg.Pool({
     connectionString: url,
     max: options.maxConnections ?? 20,
     // Unqualified names resolve to the read models first, then to operational tables in public. A
     // schema swap by `rebuild` is then picked up by the next query without reconnecting.
     options: `-c search_path=${schema},public`,
   });
+  // An idle connection the server closed (a restart, a failover) is dropped from the pool and
+  // replaced on next use; without a listener it would take the whole process down.
+  pool.on('error', (error) => console.warn(`postgres: idle connection lost: ${error.message}`));
+  return pool;
 }
 
 export function createDb(url: string, options: DbOptions = {}): Kysely<Database> {

@@ -13,6 +13,27 @@ export interface Problem {
   errors?: { field: string; message: string }[];
 }
 
+export const problemJsonSchema = {
+  type: 'object',
+  required: ['type', 'title', 'status', 'detail', 'code'],
+  properties: {
+    type: { type: 'string', description: 'A URI naming the problem type.' },
+    title: { type: 'string' },
+    status: { type: 'integer' },
+    detail: { type: 'string', description: 'What went wrong, for a person to read.' },
+    code: { type: 'string', description: 'Stable, machine-readable: validation_failed, account_not_found…' },
+    instance: { type: 'string' },
+    errors: {
+      type: 'array',
+      description: 'For validation_failed: one entry per invalid field.',
+      items: {
+        type: 'object',
+        properties: { field: { type: 'string' }, message: { type: 'string' } },
+      },
+    },
+  },
+};
+
 const titles: Record<number, string> = {
   400: 'Bad Request',
   401: 'Unauthorized',
