@@ -1,6 +1,8 @@
 import type { z } from 'zod';
 import * as accounts from './accounts';
+import * as leads from './leads';
 import * as partners from './partners';
+import * as requirements from './requirements';
 
 /**
  * Every event type on the log. To add one: define it in its feature's file with `defineEvent` and
@@ -13,6 +15,13 @@ export const eventCatalog = [
   accounts.accountDeactivated,
   accounts.accountReactivated,
   accounts.teamMemberInvited,
+  leads.leadCreated,
+  leads.leadUpdated,
+  leads.leadStatusChanged,
+  leads.leadDeleted,
+  requirements.requirementCreated,
+  requirements.requirementUpdated,
+  requirements.requirementDeleted,
 ] as const;
 
 type Catalog = (typeof eventCatalog)[number];
@@ -28,6 +37,8 @@ export const eventDefinitionsByType: ReadonlyMap<string, Catalog> = new Map(
   eventCatalog.map((definition) => [definition.type, definition]),
 );
 
-export { accounts, partners };
+export { accounts, leads, partners, requirements };
 export { teamMemberRoles } from './accounts';
+export { leadOrigins, leadStatuses, leadStatusSchema } from './leads';
+export { requirementTypes, requirementTypeSchema } from './requirements';
 export { brandingSchema, metadataSchema } from './shared';
