@@ -12,6 +12,9 @@ import {
 import { sql, type Kysely } from 'kysely';
 import { accountRoutes } from './accounts/routes';
 import { partnerKeyAuthentication } from './http/auth';
+import { leadRoutes } from './leads/routes';
+import { requirementRoutes } from './requirements/routes';
+import { usageRoutes } from './usage/routes';
 import { notFoundHandler, problemErrorHandler, problemJsonSchema } from './http/problem';
 import { apiDescription } from './openapi-description';
 import type { NumberProvider } from './telephony/port';
@@ -103,6 +106,9 @@ export async function buildApp(deps: AppDeps) {
           ),
       });
       await v1.register(accountRoutes, deps);
+      await v1.register(leadRoutes, deps);
+      await v1.register(requirementRoutes, deps);
+      await v1.register(usageRoutes, deps);
     },
     { prefix: '/v1' },
   );

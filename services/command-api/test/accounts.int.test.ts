@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from './client';
+import { logSize as accountLogSize } from './log';
 import { startSystem, type TestSystem } from './system';
 
 let system: TestSystem;
@@ -13,11 +14,7 @@ beforeAll(async () => {
 });
 afterAll(() => system?.close());
 
-/** How many records the log holds: a rejected request must not have added any. */
-async function logSize(): Promise<number> {
-  const offsets = await system.services.admin.fetchTopicOffsets(system.services.topics.account);
-  return offsets.reduce((sum, entry) => sum + Number(entry.high), 0);
-}
+const logSize = () => accountLogSize(system.services);
 
 describe('accounts', () => {
   it('creates an account that a GET returns at once, with a provisioned number and defaults', async () => {

@@ -1,5 +1,14 @@
 import { accountsProjection } from './accounts/projection';
+import { leadsProjection } from './leads/projection';
 import type { Projection } from './projection';
+import { requirementsProjection } from './requirements/projection';
 
-/** Every read model, applied in this order within each batch. */
-export const projections: readonly Projection[] = [accountsProjection];
+/**
+ * Every read model, applied in this order within each batch: accounts first, since others keep
+ * per-account totals on the account row.
+ */
+export const projections: readonly Projection[] = [
+  accountsProjection,
+  leadsProjection,
+  requirementsProjection,
+];

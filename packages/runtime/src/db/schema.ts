@@ -31,6 +31,57 @@ export interface ReadModelTables {
     total_conversations: Generated<number>;
     active_sequences: Generated<number>;
   };
+  leads: {
+    id: string;
+    account_id: string;
+    phone: string;
+    name: string | null;
+    first_name: string | null;
+    last_name: string | null;
+    email: string | null;
+    company: string | null;
+    notes: string | null;
+    source: string | null;
+    external_id: string | null;
+    property_address: string | null;
+    auto_sequence: boolean;
+    metadata: Json;
+    status: 'new' | 'contacted' | 'qualified' | 'converted' | 'lost';
+    origin: string;
+    created_at: Timestamp;
+    updated_at: Timestamp;
+    last_message_at: Timestamp | null;
+  };
+  requirements: {
+    id: string;
+    account_id: string;
+    name: string;
+    type: 'document' | 'text' | 'email' | 'phone' | 'number' | 'date';
+    description: string | null;
+    required: boolean;
+    created_at: Timestamp;
+    updated_at: Timestamp;
+  };
+  lead_checklist_items: {
+    lead_id: string;
+    requirement_id: string;
+    account_id: string;
+    value: string | null;
+    file_url: string | null;
+    collected_at: Timestamp;
+  };
+  usage_counters: {
+    account_id: string;
+    /** The UTC month, `YYYY-MM`. */
+    period: string;
+    partner_id: string;
+    conversations: Generated<number>;
+    messages_sent: Generated<number>;
+    messages_received: Generated<number>;
+    leads_imported: Generated<number>;
+    documents_collected: Generated<number>;
+    sequences_completed: Generated<number>;
+  };
   team_members: {
     id: string;
     account_id: string;

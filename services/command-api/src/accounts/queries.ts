@@ -1,7 +1,7 @@
 import type { Database } from '@leadline/runtime';
 import type { Kysely, Selectable } from 'kysely';
 import type { z } from 'zod';
-import type { Account, AccountState } from './decide';
+import type { Account } from './decide';
 import type { accountResponse, teamMemberResponse } from './schemas';
 
 type AccountRow = Selectable<Database['accounts']>;
@@ -62,21 +62,6 @@ export function toAccount(row: AccountRow): Account {
     branding: { logo_url: row.logo_url, accent_color: row.accent_color },
     metadata: row.metadata,
   };
-}
-
-export async function loadAccountState(
-  db: Kysely<Database>,
-  partnerId: string,
-  accountId: string,
-): Promise<AccountState | undefined> {
-  const row = await findAccountRow(db, partnerId, accountId);
-  if (!row) return undefined;
-  const team = await db
-    .selectFrom('team_members')
-    .select('email')
-    .where('account_id', '=', accountId)
-    .execute();
-  return { account: toAccount(row), teamEmails: new Set(team.map((member) => member.email.toLowerCase())) };
 }
 
 export async function listAccounts(

@@ -1,15 +1,11 @@
 import { notFound } from '@leadline/runtime';
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppDeps } from '../app';
 import { commandContext } from '../http/auth';
 import { decideAccount, decideAccountCreation, type AccountCommand } from './decide';
-import {
-  findAccountRow,
-  listAccounts,
-  loadAccountState,
-  toAccountResponse,
-  toTeamMemberResponse,
-} from './queries';
+import { executeOnAccount as executeOnAccountStream, requireAccount } from './account-stream';
+import { findAccountRow, listAccounts, toAccount, toAccountResponse, toTeamMemberResponse } from './queries';
 import {
   accountListResponse,
   accountParams,
@@ -34,27 +30,21 @@ const ACCOUNT_REGISTRY_LOCK = 'account-registry';
 export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   const { db, commands, numbers, newId } = deps;
 
-  /** Runs a command against one existing account of the caller; another partner's account is a 404. */
-  async function executeOnAccount(
-    request: Parameters<typeof commandContext>[0],
-    accountId: string,
-    command: AccountCommand,
-  ) {
-    const context = commandContext(request);
-    await commands.execute({
-      stream: { topic: 'account', accountId },
-      context,
-      lockKeys: [`account:${accountId}`],
-      consistency: 'partition',
-      async decide(trx) {
-        const state = await loadAccountState(trx, context.partnerId, accountId);
-        if (!state) throw notFound('account');
-        return { events: decideAccount(command, state), result: undefined };
-      },
+  /** Runs a command on one of the caller's accounts and returns the account as it stands after it. */
+  async function executeOnAccount(request: FastifyRequest, accountId: string, command: AccountCommand) {
+    await executeOnAccountStream(commands, request, accountId, async (trx, account) => {
+      const team = await trx
+        .selectFrom('team_members')
+        .select('email')
+        .where('account_id', '=', accountId)
+        .execute();
+      const state = {
+        account: toAccount(account),
+        teamEmails: new Set(team.map((member) => member.email.toLowerCase())),
+      };
+      return { events: decideAccount(command, state), result: undefined };
     });
-    const row = await findAccountRow(db, context.partnerId, accountId);
-    if (!row) throw notFound('account');
-    return row;
+    return requireAccount(db, request, accountId);
   }
 
   app.post(
@@ -139,11 +129,7 @@ export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
     {
       schema: { tags, summary: 'Get an account', params: accountParams, response: { 200: accountResponse } },
     },
-    async (request) => {
-      const row = await findAccountRow(db, request.partner.id, request.params.id);
-      if (!row) throw notFound('account');
-      return toAccountResponse(row);
-    },
+    async (request) => toAccountResponse(await requireAccount(db, request, request.params.id)),
   );
 
   app.patch(
@@ -229,8 +215,7 @@ export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
       },
     },
     async (request) => {
-      const row = await findAccountRow(db, request.partner.id, request.params.id);
-      if (!row) throw notFound('account');
+      const row = await requireAccount(db, request, request.params.id);
       const members = await db
         .selectFrom('team_members')
         .selectAll()

@@ -57,4 +57,69 @@ export const readModelMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0002_leads_requirements_usage': {
+    async up(db: Kysely<unknown>) {
+      await sql`
+        create table leads (
+          id text primary key,
+          account_id text not null,
+          phone text not null,
+          name text,
+          first_name text,
+          last_name text,
+          email text,
+          company text,
+          notes text,
+          source text,
+          external_id text,
+          property_address text,
+          auto_sequence boolean not null,
+          metadata jsonb not null,
+          status text not null,
+          origin text not null,
+          created_at timestamptz not null,
+          updated_at timestamptz not null,
+          last_message_at timestamptz
+        );
+        create unique index leads_account_phone on leads (account_id, phone);
+        create unique index leads_account_external_id on leads (account_id, external_id)
+          where external_id is not null;
+        create index leads_account_created on leads (account_id, created_at desc, id desc);
+        create table requirements (
+          id text primary key,
+          account_id text not null,
+          name text not null,
+          type text not null,
+          description text,
+          required boolean not null,
+          created_at timestamptz not null,
+          updated_at timestamptz not null
+        );
+        create index requirements_account on requirements (account_id, created_at, id);
+        -- Values collected for a lead. Kept when a requirement is deleted; removed with the lead.
+        create table lead_checklist_items (
+          lead_id text not null,
+          requirement_id text not null,
+          account_id text not null,
+          value text,
+          file_url text,
+          collected_at timestamptz not null,
+          primary key (lead_id, requirement_id)
+        );
+        create table usage_counters (
+          account_id text not null,
+          period text not null,
+          partner_id text not null,
+          conversations integer not null default 0,
+          messages_sent integer not null default 0,
+          messages_received integer not null default 0,
+          leads_imported integer not null default 0,
+          documents_collected integer not null default 0,
+          sequences_completed integer not null default 0,
+          primary key (account_id, period)
+        );
+        create index usage_counters_partner_period on usage_counters (partner_id, period);
+      `.execute(db);
+    },
+  },
 };

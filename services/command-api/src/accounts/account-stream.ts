@@ -1,0 +1,45 @@
+import type { NewEvent } from '@leadline/events';
+import { notFound, type CommandBus, type Database } from '@leadline/runtime';
+import type { FastifyRequest } from 'fastify';
+import type { Selectable, Transaction } from 'kysely';
+import { commandContext } from '../http/auth';
+import { findAccountRow } from './queries';
+
+export type AccountRow = Selectable<Database['accounts']>;
+
+/**
+ * Runs a command on one of the caller's accounts through the decide-and-append path: every writer of
+ * an account's stream takes the same lock, and decides after the account's partition is projected.
+ * Another partner's account is a 404, decided inside the lock like everything else.
+ */
+export async function executeOnAccount<R>(
+  commands: CommandBus,
+  request: FastifyRequest,
+  accountId: string,
+  decide: (trx: Transaction<Database>, account: AccountRow) => Promise<{ events: NewEvent[]; result: R }>,
+): Promise<R> {
+  const context = commandContext(request);
+  const { result } = await commands.execute({
+    stream: { topic: 'account', accountId },
+    context,
+    lockKeys: [`account:${accountId}`],
+    consistency: 'partition',
+    async decide(trx) {
+      const account = await findAccountRow(trx, context.partnerId, accountId);
+      if (!account) throw notFound('account');
+      return decide(trx, account);
+    },
+  });
+  return result;
+}
+
+/** For reads: the caller's account, or a 404. */
+export async function requireAccount(
+  db: Parameters<typeof findAccountRow>[0],
+  request: FastifyRequest,
+  accountId: string,
+) {
+  const account = await findAccountRow(db, request.partner.id, accountId);
+  if (!account) throw notFound('account');
+  return account;
+}

@@ -1,0 +1,259 @@
+import { notFound } from '@leadline/runtime';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { z } from 'zod';
+import { executeOnAccount, requireAccount } from '../accounts/account-stream';
+import { accountParams } from '../accounts/schemas';
+import type { AppDeps } from '../app';
+import { decideLead, decideLeadImports, type Lead, type LeadCommand, type LeadImport } from './decide';
+import { findLeadRow, leadChecklist, leadDetails, leadsMatching, listLeads, toLead } from './queries';
+import {
+  bulkImportBody,
+  bulkImportResponse,
+  checklistResponse,
+  deletedResponse,
+  importResponse,
+  leadDetailsResponse,
+  leadImportBody,
+  leadListResponse,
+  leadParams,
+  listLeadsQuery,
+  updateLeadBody,
+} from './schemas';
+
+const tags = ['Leads'];
+
+type BulkError = z.infer<typeof bulkImportResponse>['errors'][number];
+
+function importedLead(lead: Lead): z.infer<typeof importResponse>['lead'] {
+  const { phone, name, email, source, external_id, status, created_at } = lead;
+  return { phone, name, email, source, external_id, status, sequence_enrolled: false, created_at };
+}
+
+/** Each bulk entry is validated on its own; the invalid ones become `errors` entries. */
+function validateBulk(entries: readonly unknown[]): {
+  valid: { index: number; lead: LeadImport }[];
+  errors: BulkError[];
+} {
+  const valid: { index: number; lead: LeadImport }[] = [];
+  const errors: BulkError[] = [];
+  entries.forEach((entry, index) => {
+    const parsed = leadImportBody.safeParse(entry);
+    if (parsed.success) {
+      valid.push({ index, lead: parsed.data });
+      return;
+    }
+    const sentPhone = (entry as { phone?: unknown } | null)?.phone;
+    const issue = parsed.error.issues[0]!;
+    const field = issue.path.join('.') || 'lead';
+    errors.push({
+      index,
+      phone: typeof sentPhone === 'string' ? sentPhone : null,
+      code: field === 'phone' ? 'invalid_phone' : 'validation_failed',
+      message: `${field}: ${issue.message}`,
+    });
+  });
+  return { valid, errors };
+}
+
+export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
+  const { db, commands, clock, newId } = deps;
+
+  /** Decides a whole import against the account's caught-up leads and appends it as one batch. */
+  function importLeads(
+    request: Parameters<typeof executeOnAccount>[1],
+    accountId: string,
+    leads: LeadImport[],
+    origin: 'api' | 'bulk',
+  ) {
+    return executeOnAccount(commands, request, accountId, async (trx) => {
+      const existing = await leadsMatching(
+        trx,
+        accountId,
+        leads.map((lead) => lead.phone),
+        leads.flatMap((lead) => (lead.external_id ? [lead.external_id] : [])),
+      );
+      const decision = decideLeadImports(leads, existing, { newId, now: clock.now(), origin });
+      return { events: decision.events, result: decision.outcomes };
+    });
+  }
+
+  /** Runs a command on one lead, found by its (normalized) phone in the caller's account. */
+  function onLead(
+    request: Parameters<typeof executeOnAccount>[1],
+    accountId: string,
+    phone: string,
+    command: (lead: Lead) => LeadCommand,
+  ) {
+    return executeOnAccount(commands, request, accountId, async (trx) => {
+      const row = await findLeadRow(trx, accountId, phone);
+      if (!row) throw notFound('lead');
+      const lead = toLead(row);
+      const leadCommand = command(lead);
+      const wantedExternalId = leadCommand.type === 'UpdateLead' ? leadCommand.fields.external_id : undefined;
+      const owner = wantedExternalId
+        ? await trx
+            .selectFrom('leads')
+            .select('id')
+            .where('account_id', '=', accountId)
+            .where('external_id', '=', wantedExternalId)
+            .executeTakeFirst()
+        : undefined;
+      return { events: decideLead(leadCommand, { lead, externalIdOwner: owner?.id }), result: lead };
+    });
+  }
+
+  app.post(
+    '/accounts/:id/leads',
+    {
+      schema: {
+        tags,
+        summary: 'Import a lead',
+        description:
+          'Deduplicated by phone, then by external_id: an existing lead keeps its fields and only has empty ' +
+          'ones filled (`updated`, 200), or is left as it is (`skipped`, 200). A new lead is `created` (201).',
+        params: accountParams,
+        body: leadImportBody,
+        response: { 200: importResponse, 201: importResponse },
+      },
+    },
+    async (request, reply) => {
+      const [outcome] = await importLeads(request, request.params.id, [request.body], 'api');
+      const { action, lead } = outcome!;
+      return reply
+        .status(action === 'created' ? 201 : 200)
+        .send({ success: true, action, lead: importedLead(lead) });
+    },
+  );
+
+  app.post(
+    '/accounts/:id/leads/bulk',
+    {
+      schema: {
+        tags,
+        summary: 'Import up to 1,000 leads',
+        description:
+          'Decided together and appended as one batch. Invalid leads are reported in `errors` ' +
+          '(`{index, phone, code, message}`) while the valid ones are imported; duplicates, including ' +
+          'duplicates inside the request, count as updated or skipped. More than 1,000 is a 400 that imports nothing.',
+        params: accountParams,
+        body: bulkImportBody,
+        response: { 200: bulkImportResponse },
+      },
+    },
+    async (request) => {
+      const { valid, errors } = validateBulk(request.body.leads);
+      const outcomes =
+        valid.length > 0
+          ? await importLeads(
+              request,
+              request.params.id,
+              valid.map((entry) => entry.lead),
+              'bulk',
+            )
+          : [];
+      if (valid.length === 0) await requireAccount(db, request, request.params.id);
+      const count = (action: string) => outcomes.filter((outcome) => outcome.action === action).length;
+      return {
+        success: true as const,
+        imported: count('created'),
+        updated: count('updated'),
+        skipped: count('skipped'),
+        errors,
+      };
+    },
+  );
+
+  app.get(
+    '/accounts/:id/leads',
+    {
+      schema: {
+        tags,
+        summary: 'List leads',
+        params: accountParams,
+        querystring: listLeadsQuery,
+        response: { 200: leadListResponse },
+      },
+    },
+    async (request) => {
+      const account = await requireAccount(db, request, request.params.id);
+      const { leads, total } = await listLeads(db, account.id, request.query);
+      return { leads, total, limit: request.query.limit, offset: request.query.offset };
+    },
+  );
+
+  app.get(
+    '/accounts/:id/leads/:phone',
+    { schema: { tags, summary: 'Get a lead', params: leadParams, response: { 200: leadDetailsResponse } } },
+    async (request) => {
+      const account = await requireAccount(db, request, request.params.id);
+      const row = await findLeadRow(db, account.id, request.params.phone);
+      if (!row) throw notFound('lead');
+      return leadDetails(db, row);
+    },
+  );
+
+  app.patch(
+    '/accounts/:id/leads/:phone',
+    {
+      schema: {
+        tags,
+        summary: 'Update a lead',
+        description:
+          'Returns the lead details after the change. A status change emits `lead.status_changed`.',
+        params: leadParams,
+        body: updateLeadBody,
+        response: { 200: leadDetailsResponse },
+      },
+    },
+    async (request) => {
+      const { id, phone } = request.params;
+      const { status, auto_sequence, metadata, ...fields } = request.body;
+      await onLead(request, id, phone, () => ({
+        type: 'UpdateLead',
+        fields,
+        metadata,
+        auto_sequence,
+        status,
+      }));
+      const row = await findLeadRow(db, id, phone);
+      if (!row) throw notFound('lead');
+      return leadDetails(db, row);
+    },
+  );
+
+  app.delete(
+    '/accounts/:id/leads/:phone',
+    {
+      schema: {
+        tags,
+        summary: 'Delete a lead',
+        description:
+          'Removes the lead with its checklist progress and sequence enrollment; its conversation is kept.',
+        params: leadParams,
+        response: { 200: deletedResponse },
+      },
+    },
+    async (request) => {
+      await onLead(request, request.params.id, request.params.phone, () => ({ type: 'DeleteLead' }));
+      return { success: true as const, deleted: true as const };
+    },
+  );
+
+  app.get(
+    '/accounts/:id/leads/:phone/checklist',
+    {
+      schema: {
+        tags,
+        summary: "Get a lead's checklist",
+        params: leadParams,
+        response: { 200: checklistResponse },
+      },
+    },
+    async (request) => {
+      const account = await requireAccount(db, request, request.params.id);
+      const row = await findLeadRow(db, account.id, request.params.phone);
+      if (!row) throw notFound('lead');
+      return leadChecklist(db, account.id, row.id);
+    },
+  );
+};
