@@ -1,14 +1,8 @@
-import { projections, startProjector } from '@leadline/projector';
-import { createDb, createEventProducer, newUuid, systemClock } from '@leadline/runtime';
+import { createEventProducer, newUuid } from '@leadline/runtime';
 import Fastify from 'fastify';
 import pg from 'pg';
-import { buildApp } from '../services/command-api/src/app';
-import { generateApiKey } from '../services/command-api/src/partners/api-keys';
-import { createPartner } from '../services/command-api/src/partners/partners';
-import { connectCommandServices } from '../services/command-api/src/services';
-import { createLocalNumberPool } from '../services/command-api/src/telephony/local-number-pool';
-import { benchEnvironment } from './environment';
 import { comparisonTable, measure } from './stats';
+import { expectStatus, startBenchSystem } from './system';
 
 const CONCURRENCY = 16;
 const CREATES = 2000;
@@ -20,32 +14,9 @@ const GETS = 10_000;
  * the same run: a bare kafkajs send of the same events, and a bare fastify route doing one insert.
  */
 export async function benchAccounts(): Promise<string> {
-  const env = await benchEnvironment();
-  const services = await connectCommandServices(
-    { ...env.config, PROJECTION_WAIT_MS: 30_000 },
-    'leadline-bench',
-  );
-  const projectorDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
-  const numbers = createLocalNumberPool(env.config.DATABASE_URL);
-  const projector = await startProjector({
-    ...services,
-    db: projectorDb,
-    groupId: `${env.config.TOPIC_PREFIX}leadline.projector`,
-    projections,
-  });
-  const app = await buildApp({
-    db: services.db,
-    commands: services.commands,
-    numbers,
-    clock: systemClock,
-    newId: newUuid,
-    publicUrl: 'http://127.0.0.1',
-    rateLimitPerMinute: 10_000_000,
-  });
-  const base = await app.listen({ port: 0, host: '127.0.0.1' });
-  const key = generateApiKey();
-  await createPartner({ ...services, newId: newUuid }, 'Bench partner', key);
-  const headers = { 'x-partner-key': key, 'content-type': 'application/json' };
+  const system = await startBenchSystem();
+  const { services, env, headers } = system;
+  const base = system.baseUrl;
 
   const ids: string[] = [];
   const create = await measure('create account (POST, read-your-writes)', CREATES, CONCURRENCY, async (i) => {
@@ -54,13 +25,11 @@ export async function benchAccounts(): Promise<string> {
       headers,
       body: JSON.stringify({ name: `Bench account ${i}`, metadata: { i } }),
     });
-    if (response.status !== 201) throw new Error(`create answered ${response.status}`);
-    ids.push(((await response.json()) as { id: string }).id);
+    ids.push(((await expectStatus(response, 201)) as { id: string }).id);
   });
   const get = await measure('get account (GET)', GETS, CONCURRENCY, async (i) => {
     const response = await fetch(`${base}/v1/accounts/${ids[i % ids.length]}`, { headers });
-    if (response.status !== 200) throw new Error(`get answered ${response.status}`);
-    await response.arrayBuffer();
+    await expectStatus(response, 200);
   });
 
   // Floor 1: the same account.created events, sent raw with an idempotent acks=all producer.
@@ -128,12 +97,7 @@ export async function benchAccounts(): Promise<string> {
   await bare.close();
   await pool.end();
   await producer.disconnect();
-  await app.close();
-  await projector.stop();
-  await projectorDb.destroy();
-  await numbers.close();
-  await services.close();
-  await env.dispose();
+  await system.close();
 
   return [
     `Accounts (${CONCURRENCY} concurrent clients, ${CREATES} creates, ${GETS} gets)`,

@@ -1,7 +1,8 @@
 import { benchAccounts } from './accounts.bench';
+import { benchLeads } from './leads.bench';
 
 /** `npm run bench`: every scenario, each with its raw baselines measured in the same run. */
-const scenarios: Record<string, () => Promise<string>> = { accounts: benchAccounts };
+const scenarios: Record<string, () => Promise<string>> = { accounts: benchAccounts, leads: benchLeads };
 
 const only = process.argv.slice(2);
 for (const [name, run] of Object.entries(scenarios)) {

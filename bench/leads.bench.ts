@@ -1,0 +1,203 @@
+import { newUuid } from '@leadline/runtime';
+import Fastify from 'fastify';
+import pg from 'pg';
+import { comparisonTable, measure, percentile } from './stats';
+import { expectStatus, startBenchSystem } from './system';
+
+const BULK_RUNS = 20;
+const BULK_SIZE = 1000;
+const SINGLE_IMPORTS = 3000;
+const CONCURRENCY = 16;
+
+const phoneOf = (run: number, index: number) => `+1${String(2000000000 + run * 10_000 + index)}`;
+
+/**
+ * Bulk import of 1,000 leads until all are queryable, beside the floor of the same work done raw in
+ * the same run (one sendBatch of the same 1,000 encoded events, then one multi-row insert of 1,000
+ * rows); and single-lead imports at 16 concurrent clients beside a bare fastify route doing one insert.
+ */
+export async function benchLeads(): Promise<string> {
+  const system = await startBenchSystem();
+  const { services, headers, baseUrl, env } = system;
+  const newAccount = async () =>
+    (
+      (await expectStatus(
+        await fetch(`${baseUrl}/v1/accounts`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ name: 'Bench' }),
+        }),
+        201,
+      )) as { id: string }
+    ).id;
+
+  // Bulk: a fresh account per run, so every lead is created.
+  const bulk: number[] = [];
+  for (let run = 0; run < BULK_RUNS; run++) {
+    const account = await newAccount();
+    const leads = Array.from({ length: BULK_SIZE }, (_, i) => ({
+      phone: phoneOf(run, i),
+      name: `Lead ${i}`,
+      email: `lead${i}@example.com`,
+      source: 'application',
+    }));
+    const started = performance.now();
+    const result = (await expectStatus(
+      await fetch(`${baseUrl}/v1/accounts/${account}/leads/bulk`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ leads }),
+      }),
+      200,
+    )) as { imported: number };
+    const listed = (await expectStatus(
+      await fetch(`${baseUrl}/v1/accounts/${account}/leads?limit=1`, { headers }),
+      200,
+    )) as {
+      total: number;
+    };
+    bulk.push(performance.now() - started);
+    if (result.imported !== BULK_SIZE || listed.total !== BULK_SIZE)
+      throw new Error('bulk import lost leads');
+  }
+
+  // The floor: the same events, already encoded, in one sendBatch; then 1,000 rows in one insert.
+  const producer = services.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  const rawTopic = `${env.config.TOPIC_PREFIX}bench-raw-leads`;
+  await services.admin.createTopics({
+    waitForLeaders: true,
+    topics: [{ topic: rawTopic, numPartitions: 8 }],
+  });
+  const pool = new pg.Pool({ connectionString: env.config.DATABASE_URL, max: 20 });
+  await pool.query(
+    'create table bench_leads (id text primary key, phone text, name text, email text, source text)',
+  );
+  const floor: number[] = [];
+  for (let run = 0; run < BULK_RUNS; run++) {
+    const accountId = newUuid();
+    const events = await Promise.all(
+      Array.from({ length: BULK_SIZE }, (_, i) =>
+        services.codec.encode({
+          id: newUuid(),
+          type: 'lead.created',
+          version: 1,
+          account_id: accountId,
+          partner_id: 'bench',
+          occurred_at: new Date().toISOString(),
+          actor: { kind: 'system', service: 'bench' },
+          correlation_id: 'bench',
+          causation_id: null,
+          data: {
+            lead_id: newUuid(),
+            phone: phoneOf(run + 100, i),
+            name: `Lead ${i}`,
+            first_name: null,
+            last_name: null,
+            email: `lead${i}@example.com`,
+            company: null,
+            notes: null,
+            source: 'application',
+            external_id: null,
+            property_address: null,
+            metadata: {},
+            status: 'new',
+            auto_sequence: false,
+            origin: 'bulk',
+          },
+        }),
+      ),
+    );
+    const rows = Array.from({ length: BULK_SIZE }, (_, i) => [
+      newUuid(),
+      phoneOf(run + 100, i),
+      `Lead ${i}`,
+      `lead${i}@example.com`,
+    ]);
+    const started = performance.now();
+    await producer.send({
+      topic: rawTopic,
+      acks: -1,
+      messages: events.map((value) => ({ key: accountId, value })),
+    });
+    await pool.query(
+      `insert into bench_leads (id, phone, name, email, source)
+       select id, phone, name, email, 'application' from unnest($1::text[], $2::text[], $3::text[], $4::text[]) as t(id, phone, name, email)`,
+      [0, 1, 2, 3].map((column) => rows.map((row) => row[column])),
+    );
+    floor.push(performance.now() - started);
+  }
+
+  // Single imports at 16 concurrent clients: each client its own account, then all in one account.
+  const accounts = await Promise.all(Array.from({ length: CONCURRENCY }, newAccount));
+  const importInto = (accountFor: (i: number) => string, offset: number) => async (i: number) => {
+    await expectStatus(
+      await fetch(`${baseUrl}/v1/accounts/${accountFor(i)}/leads`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ phone: phoneOf(500 + offset, i), name: `Single ${i}` }),
+      }),
+      201,
+    );
+  };
+  const spread = await measure(
+    'single import, 16 clients over 16 accounts',
+    SINGLE_IMPORTS,
+    CONCURRENCY,
+    importInto((i) => accounts[i % CONCURRENCY]!, 0),
+  );
+  const oneAccount = await measure(
+    'single import, 16 clients into one account',
+    SINGLE_IMPORTS,
+    CONCURRENCY,
+    importInto(() => accounts[0]!, 1),
+  );
+
+  const bare = Fastify();
+  bare.post('/raw', async (request) => {
+    const body = request.body as { phone: string; name: string };
+    await pool.query('insert into bench_leads (id, phone, name) values ($1, $2, $3)', [
+      newUuid(),
+      body.phone,
+      body.name,
+    ]);
+    return { ok: true };
+  });
+  const bareUrl = await bare.listen({ port: 0, host: '127.0.0.1' });
+  const rawInsert = await measure('bare fastify + one insert', SINGLE_IMPORTS, CONCURRENCY, async (i) => {
+    const response = await fetch(`${bareUrl}/raw`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ phone: phoneOf(900, i), name: `Single ${i}` }),
+    });
+    await response.arrayBuffer();
+  });
+
+  await bare.close();
+  await pool.end();
+  await producer.disconnect();
+  await system.close();
+
+  const [b50, b99, f50, f99] = [
+    percentile(bulk, 50),
+    percentile(bulk, 99),
+    percentile(floor, 50),
+    percentile(floor, 99),
+  ];
+  return [
+    `Leads: bulk import of ${BULK_SIZE} until queryable (${BULK_RUNS} runs)`,
+    '',
+    '| scenario | p50 ms | p99 ms | floor p50 ms | floor p99 ms | p50 / floor p50 (goal ≤ 5x) |',
+    '|---|---:|---:|---:|---:|---:|',
+    `| bulk import, POST + GET until all listed | ${b50.toFixed(1)} | ${b99.toFixed(1)} | ${f50.toFixed(1)} | ${f99.toFixed(1)} | ${(b50 / f50).toFixed(2)}x |`,
+    '',
+    'Floor: one idempotent acks=all sendBatch of the same 1,000 encoded events, then one multi-row insert of 1,000 rows.',
+    '',
+    `Leads: single-lead imports (${CONCURRENCY} concurrent clients, ${SINGLE_IMPORTS} imports each)`,
+    '',
+    comparisonTable([
+      { subject: spread, baseline: rawInsert },
+      { subject: oneAccount, baseline: rawInsert },
+    ]),
+  ].join('\n');
+}

@@ -1,0 +1,64 @@
+import { projections, startProjector } from '@leadline/projector';
+import { createDb, newUuid, systemClock } from '@leadline/runtime';
+import { buildApp } from '../services/command-api/src/app';
+import { generateApiKey } from '../services/command-api/src/partners/api-keys';
+import { createPartner } from '../services/command-api/src/partners/partners';
+import { connectCommandServices } from '../services/command-api/src/services';
+import { createLocalNumberPool } from '../services/command-api/src/telephony/local-number-pool';
+import { benchEnvironment } from './environment';
+
+/**
+ * The API listening on a loopback port and the projector, on a throwaway database and topic prefix,
+ * with one partner; requests go over real HTTP.
+ */
+export async function startBenchSystem() {
+  const env = await benchEnvironment();
+  const services = await connectCommandServices(
+    { ...env.config, PROJECTION_WAIT_MS: 30_000 },
+    'leadline-bench',
+  );
+  const projectorDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
+  const numbers = createLocalNumberPool(env.config.DATABASE_URL);
+  const projector = await startProjector({
+    ...services,
+    db: projectorDb,
+    groupId: `${env.config.TOPIC_PREFIX}leadline.projector`,
+    projections,
+  });
+  const app = await buildApp({
+    db: services.db,
+    commands: services.commands,
+    numbers,
+    clock: systemClock,
+    newId: newUuid,
+    publicUrl: 'http://127.0.0.1',
+    rateLimitPerMinute: 10_000_000,
+  });
+  const baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
+  const key = generateApiKey();
+  await createPartner({ ...services, newId: newUuid }, 'Bench partner', key);
+  return {
+    env,
+    services,
+    baseUrl,
+    headers: { 'x-partner-key': key, 'content-type': 'application/json' },
+    async close() {
+      await app.close();
+      await projector.stop();
+      await projectorDb.destroy();
+      await numbers.close();
+      await services.close();
+      await env.dispose();
+    },
+  };
+}
+
+export type BenchSystem = Awaited<ReturnType<typeof startBenchSystem>>;
+
+/** A request that must answer `status`; anything else aborts the bench with the answer. */
+export async function expectStatus(response: Response, status: number): Promise<unknown> {
+  const body = await response.json();
+  if (response.status !== status)
+    throw new Error(`expected ${status}, got ${response.status}: ${JSON.stringify(body)}`);
+  return body;
+}
