@@ -31,6 +31,7 @@ describe('the event log', () => {
     );
     expect(created.map((response) => response.status)).toEqual(Array(20).fill(201));
     expect(new Set(created.map((response) => response.body.slug)).size).toBe(20);
+    expect(new Set(created.map((response) => response.body.phone_number)).size).toBe(20);
     const target = created[0]!.body.id;
     const updates = await Promise.all([
       ...Array.from({ length: 20 }, (_, i) =>

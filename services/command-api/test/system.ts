@@ -23,11 +23,11 @@ export interface TestSystem {
  * real Kafka, registry and PostgreSQL. `projector: false` leaves the projector to the test.
  */
 export async function startSystem(
-  options: { projector?: boolean; rateLimitPerMinute?: number } = {},
+  options: { projector?: boolean; rateLimitPerMinute?: number; projectionWaitMs?: number } = {},
 ): Promise<TestSystem> {
   const env = await createTestEnvironment();
   const services = await connectCommandServices(
-    { ...env.config, PROJECTION_WAIT_MS: 10_000 },
+    { ...env.config, PROJECTION_WAIT_MS: options.projectionWaitMs ?? 10_000 },
     'leadline-test',
   );
   const projectorGroupId = `${env.config.TOPIC_PREFIX}leadline.projector`;

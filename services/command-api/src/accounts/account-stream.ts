@@ -1,4 +1,4 @@
-import type { NewEvent } from '@leadline/events';
+import type { DomainEvent, NewEvent } from '@leadline/events';
 import { notFound, type CommandBus, type Database } from '@leadline/runtime';
 import type { FastifyRequest } from 'fastify';
 import type { Selectable, Transaction } from 'kysely';
@@ -17,9 +17,9 @@ export async function executeOnAccount<R>(
   request: FastifyRequest,
   accountId: string,
   decide: (trx: Transaction<Database>, account: AccountRow) => Promise<{ events: NewEvent[]; result: R }>,
-): Promise<R> {
+): Promise<{ events: DomainEvent[]; result: R }> {
   const context = commandContext(request);
-  const { result } = await commands.execute({
+  return commands.execute({
     stream: { topic: 'account', accountId },
     context,
     lockKeys: [`account:${accountId}`],
@@ -30,7 +30,6 @@ export async function executeOnAccount<R>(
       return decide(trx, account);
     },
   });
-  return result;
 }
 
 /** For reads: the caller's account, or a 404. */

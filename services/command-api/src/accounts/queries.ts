@@ -1,3 +1,4 @@
+import type { EventOf } from '@leadline/events';
 import type { Database } from '@leadline/runtime';
 import type { Kysely, Selectable } from 'kysely';
 import type { z } from 'zod';
@@ -35,6 +36,38 @@ export function toAccountResponse(row: AccountRow): z.infer<typeof accountRespon
       total_conversations: row.total_conversations,
       active_sequences: row.active_sequences,
     },
+  };
+}
+
+/** A new account as its creation event describes it: what the read model will hold. */
+export function createdAccountResponse(event: EventOf<'account.created'>): z.infer<typeof accountResponse> {
+  const { name, company_name, slug, phone_number, forwarding_number, branding, metadata } = event.data;
+  return {
+    id: event.account_id,
+    name,
+    company_name,
+    slug,
+    status: 'active',
+    phone_number,
+    forwarding_number,
+    branding,
+    metadata,
+    created_at: event.occurred_at,
+    deactivated_at: null,
+    stats: { total_leads: 0, total_conversations: 0, active_sequences: 0 },
+  };
+}
+
+export function invitedMemberResponse(
+  event: EventOf<'team_member.invited'>,
+): z.infer<typeof teamMemberResponse> {
+  const { member_id, ...member } = event.data;
+  return {
+    id: member_id,
+    account_id: event.account_id,
+    ...member,
+    status: 'invited',
+    invited_at: event.occurred_at,
   };
 }
 

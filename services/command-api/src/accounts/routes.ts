@@ -1,11 +1,18 @@
-import { notFound } from '@leadline/runtime';
+import type { EventOf } from '@leadline/events';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppDeps } from '../app';
 import { commandContext } from '../http/auth';
 import { decideAccount, decideAccountCreation, type AccountCommand } from './decide';
 import { executeOnAccount as executeOnAccountStream, requireAccount } from './account-stream';
-import { findAccountRow, listAccounts, toAccount, toAccountResponse, toTeamMemberResponse } from './queries';
+import {
+  createdAccountResponse,
+  invitedMemberResponse,
+  listAccounts,
+  toAccount,
+  toAccountResponse,
+  toTeamMemberResponse,
+} from './queries';
 import {
   accountListResponse,
   accountParams,
@@ -30,9 +37,9 @@ const ACCOUNT_REGISTRY_LOCK = 'account-registry';
 export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   const { db, commands, numbers, newId } = deps;
 
-  /** Runs a command on one of the caller's accounts and returns the account as it stands after it. */
-  async function executeOnAccount(request: FastifyRequest, accountId: string, command: AccountCommand) {
-    await executeOnAccountStream(commands, request, accountId, async (trx, account) => {
+  /** Runs a command on one of the caller's accounts; returns the events it appended. */
+  function executeOnAccount(request: FastifyRequest, accountId: string, command: AccountCommand) {
+    return executeOnAccountStream(commands, request, accountId, async (trx, account) => {
       const team = await trx
         .selectFrom('team_members')
         .select('email')
@@ -44,7 +51,6 @@ export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
       };
       return { events: decideAccount(command, state), result: undefined };
     });
-    return requireAccount(db, request, accountId);
   }
 
   app.post(
@@ -61,7 +67,7 @@ export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
       const context = commandContext(request);
       const accountId = newId();
       const { phone_number, ...fields } = request.body;
-      await commands.execute({
+      const { events } = await commands.execute({
         stream: { topic: 'account', accountId },
         context,
         lockKeys: [ACCOUNT_REGISTRY_LOCK],
@@ -92,9 +98,8 @@ export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
           return { events, result: undefined };
         },
       });
-      const row = await findAccountRow(db, context.partnerId, accountId);
-      if (!row) throw notFound('account');
-      return reply.status(201).send(toAccountResponse(row));
+      // Answered from the event: it is what the read model will hold, even if the projector is slow.
+      return reply.status(201).send(createdAccountResponse(events[0] as EventOf<'account.created'>));
     },
   );
 
@@ -145,11 +150,8 @@ export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
       },
     },
     async (request) => {
-      const row = await executeOnAccount(request, request.params.id, {
-        type: 'UpdateAccount',
-        ...request.body,
-      });
-      return toAccountResponse(row);
+      await executeOnAccount(request, request.params.id, { type: 'UpdateAccount', ...request.body });
+      return toAccountResponse(await requireAccount(db, request, request.params.id));
     },
   );
 
@@ -167,12 +169,12 @@ export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
       },
     },
     async (request) => {
-      const row = await executeOnAccount(request, request.params.id, { type: 'DeactivateAccount' });
-      return {
-        id: row.id,
-        status: 'deactivated' as const,
-        deactivated_at: row.deactivated_at!.toISOString(),
-      };
+      const { id } = request.params;
+      const { events } = await executeOnAccount(request, id, { type: 'DeactivateAccount' });
+      // Deactivated now (the event says when), or already (the read model does).
+      const deactivatedAt =
+        events[0]?.occurred_at ?? (await requireAccount(db, request, id)).deactivated_at?.toISOString();
+      return { id, status: 'deactivated' as const, deactivated_at: deactivatedAt! };
     },
   );
 
@@ -189,18 +191,12 @@ export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
       },
     },
     async (request, reply) => {
-      const memberId = newId();
-      await executeOnAccount(request, request.params.id, {
+      const { events } = await executeOnAccount(request, request.params.id, {
         type: 'InviteTeamMember',
-        member_id: memberId,
+        member_id: newId(),
         ...request.body,
       });
-      const member = await db
-        .selectFrom('team_members')
-        .selectAll()
-        .where('id', '=', memberId)
-        .executeTakeFirstOrThrow();
-      return reply.status(201).send(toTeamMemberResponse(member));
+      return reply.status(201).send(invitedMemberResponse(events[0] as EventOf<'team_member.invited'>));
     },
   );
 

@@ -59,13 +59,13 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   const { db, commands, clock, newId } = deps;
 
   /** Decides a whole import against the account's caught-up leads and appends it as one batch. */
-  function importLeads(
+  async function importLeads(
     request: Parameters<typeof executeOnAccount>[1],
     accountId: string,
     leads: LeadImport[],
     origin: 'api' | 'bulk',
   ) {
-    return executeOnAccount(commands, request, accountId, async (trx) => {
+    const { result } = await executeOnAccount(commands, request, accountId, async (trx) => {
       const existing = await leadsMatching(
         trx,
         accountId,
@@ -75,6 +75,7 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
       const decision = decideLeadImports(leads, existing, { newId, now: clock.now(), origin });
       return { events: decision.events, result: decision.outcomes };
     });
+    return result;
   }
 
   /** Runs a command on one lead, found by its (normalized) phone in the caller's account. */

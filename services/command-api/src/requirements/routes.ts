@@ -1,3 +1,4 @@
+import type { EventOf } from '@leadline/events';
 import { notFound, type Database } from '@leadline/runtime';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Kysely, Selectable } from 'kysely';
@@ -84,13 +85,14 @@ export const requirementRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, dep
       },
     },
     async (request, reply) => {
-      const requirementId = newId();
       const { description, ...body } = request.body;
-      await execute(request, request.params.id, {
+      const { events } = await execute(request, request.params.id, {
         type: 'CreateRequirement',
-        requirement: { requirement_id: requirementId, ...body, description: description ?? null },
+        requirement: { requirement_id: newId(), ...body, description: description ?? null },
       });
-      return reply.status(201).send(await readBack(request.params.id, requirementId));
+      const { data, occurred_at } = events[0] as EventOf<'requirement.created'>;
+      const { requirement_id, ...fields } = data;
+      return reply.status(201).send({ id: requirement_id, ...fields, created_at: occurred_at });
     },
   );
 
