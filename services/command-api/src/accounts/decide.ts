@@ -1,5 +1,6 @@
 import type { EventData, NewEvent } from '@leadline/events';
 import { conflict, DomainError } from '@leadline/runtime';
+import { metadataChanges } from '../metadata';
 import { uniqueSlug } from './slug';
 
 type Branding = EventData<'account.created'>['branding'];
@@ -87,8 +88,6 @@ export function decideAccountCreation(command: CreateAccount, registry: AccountR
   ];
 }
 
-const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
-
 function changedFields(
   command: Extract<AccountCommand, { type: 'UpdateAccount' }>,
   account: Account,
@@ -107,11 +106,7 @@ function changedFields(
     ),
   );
   if (Object.keys(branding).length > 0) changes.branding = branding;
-  const metadata = Object.fromEntries(
-    Object.entries(command.metadata ?? {}).filter(([key, value]) =>
-      value === null ? key in account.metadata : !sameJson(account.metadata[key], value),
-    ),
-  );
+  const metadata = metadataChanges(account.metadata, command.metadata);
   if (Object.keys(metadata).length > 0) changes.metadata = metadata;
   return changes;
 }

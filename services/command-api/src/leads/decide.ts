@@ -1,5 +1,6 @@
 import type { EventData, NewEvent } from '@leadline/events';
 import { conflict } from '@leadline/runtime';
+import { metadataChanges } from '../metadata';
 
 export const leadFieldNames = [
   'name',
@@ -153,8 +154,6 @@ export interface LeadState {
   externalIdOwner?: string | undefined;
 }
 
-const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
-
 /** The lead's decider: changes only what differs; a status change is its own event. */
 export function decideLead(command: LeadCommand, { lead, externalIdOwner }: LeadState): NewEvent[] {
   switch (command.type) {
@@ -170,10 +169,8 @@ export function decideLead(command: LeadCommand, { lead, externalIdOwner }: Lead
       if (command.auto_sequence !== undefined && command.auto_sequence !== lead.auto_sequence) {
         changed.auto_sequence = command.auto_sequence;
       }
-      const metadata = Object.entries(command.metadata ?? {}).filter(([key, value]) =>
-        value === null ? key in lead.metadata : !sameJson(lead.metadata[key], value),
-      );
-      if (metadata.length > 0) changed.metadata = Object.fromEntries(metadata);
+      const metadata = metadataChanges(lead.metadata, command.metadata);
+      if (Object.keys(metadata).length > 0) changed.metadata = metadata;
 
       const events: NewEvent[] = [];
       if (Object.keys(changed).length > 0) {

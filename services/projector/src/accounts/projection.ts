@@ -1,7 +1,7 @@
 import type { DomainEvent } from '@leadline/events';
 import type { Database } from '@leadline/runtime';
 import type { Transaction } from 'kysely';
-import { sql } from 'kysely';
+import { mergedMetadata } from '../metadata';
 import { defineProjection } from '../projection';
 
 type AccountEvent = Extract<
@@ -44,18 +44,13 @@ async function applyOne(trx: Transaction<Database>, event: AccountEvent): Promis
     }
     case 'account.updated': {
       const { branding, metadata, ...fields } = event.data;
-      const entries = Object.entries(metadata ?? {});
-      const setKeys = Object.fromEntries(entries.filter(([, value]) => value !== null));
-      const removedKeys = entries.filter(([, value]) => value === null).map(([key]) => key);
       await trx
         .updateTable('accounts')
         .set({
           ...fields,
           ...(branding?.logo_url !== undefined && { logo_url: branding.logo_url }),
           ...(branding?.accent_color !== undefined && { accent_color: branding.accent_color }),
-          ...(metadata && {
-            metadata: sql`(metadata || ${JSON.stringify(setKeys)}::jsonb) - ${removedKeys}::text[]`,
-          }),
+          ...(metadata && { metadata: mergedMetadata(metadata) }),
           updated_at: event.occurred_at,
         })
         .where('id', '=', event.account_id)

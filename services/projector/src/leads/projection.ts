@@ -1,6 +1,7 @@
 import type { DomainEvent, EventOf } from '@leadline/events';
 import type { Database } from '@leadline/runtime';
 import { sql, type Transaction } from 'kysely';
+import { mergedMetadata } from '../metadata';
 import { defineProjection } from '../projection';
 import { runsByType } from '../runs';
 import { addUsage } from '../usage/counters';
@@ -67,16 +68,11 @@ async function created(trx: Transaction<Database>, events: readonly EventOf<'lea
 
 async function updated(trx: Transaction<Database>, event: EventOf<'lead.updated'>) {
   const { metadata, ...fields } = event.data.changes;
-  const entries = Object.entries(metadata ?? {});
-  const setKeys = Object.fromEntries(entries.filter(([, value]) => value !== null));
-  const removedKeys = entries.filter(([, value]) => value === null).map(([key]) => key);
   await trx
     .updateTable('leads')
     .set({
       ...fields,
-      ...(metadata && {
-        metadata: sql`(metadata || ${JSON.stringify(setKeys)}::jsonb) - ${removedKeys}::text[]`,
-      }),
+      ...(metadata && { metadata: mergedMetadata(metadata) }),
       updated_at: event.occurred_at,
     })
     .where('id', '=', event.data.lead_id)
