@@ -1,9 +1,8 @@
 import { sql } from 'kysely';
 
 /**
- * The SQL that merges a metadata patch into a `metadata` jsonb column (typed as the column is written,
- * a JSON string): keys with a value are set, keys
- * whose value is null are removed (the API's merge semantics).
+ * The SQL that merges a metadata patch into a `metadata` jsonb column: keys with a value are set, keys
+ * whose value is null are removed (the API's merge semantics). Typed as the column is written: JSON text.
  */
 export function mergedMetadata(patch: Record<string, unknown>) {
   const entries = Object.entries(patch);
