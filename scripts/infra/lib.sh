@@ -15,7 +15,7 @@ CACHE_DIR="${LEADLINE_INFRA_CACHE:-$HOME/.cache/leadline-infra}"
 
 # ---------------------------------------------------------------- versions
 # Apicurio Registry 3.2+ is compiled for Java 21 (and its Quarkus build assumes a
-# Java 21 runtime, e.g. virtual threads), but Debian 12 -- our machines -- ships
+# Java 21 runtime, e.g. virtual threads), but Debian 12 packages
 # Java 17 only. up.sh therefore picks the registry version by the Java it finds:
 #   a Java >= 21 available -> APICURIO_VERSION_JAVA21 (same as docker-compose.yml)
 #   only Java 17..20       -> APICURIO_VERSION_JAVA17, the newest Apicurio release

@@ -23,8 +23,8 @@ KAFKA_READY_TIMEOUT=60
 REGISTRY_READY_TIMEOUT=120
 
 # ================================================================ prerequisites
-# java runs both servers, mvn fetches them from Maven Central (the one artifact
-# source every Leadline machine can reach), psql creates the registry database,
+# java runs both servers, mvn fetches them from Maven Central (the artifact
+# source we rely on), psql creates the registry database,
 # curl probes the registry.
 ensure_tools() {
   local -a missing_pkgs=()
@@ -60,8 +60,8 @@ select_registry_runtime() {
     [[ -x $LEADLINE_REGISTRY_JAVA ]] || die "LEADLINE_REGISTRY_JAVA=$LEADLINE_REGISTRY_JAVA is not an executable"
     REGISTRY_JAVA=$LEADLINE_REGISTRY_JAVA
   else
-    # The first Java >= 21 of: $JAVA_HOME, PATH, the JVMs under /usr/lib/jvm (the
-    # project's Debian machines carry a Temurin JDK there next to OpenJDK 17).
+    # The first Java >= 21 of: $JAVA_HOME, PATH, the JVMs under /usr/lib/jvm (where Debian
+    # and Temurin packages install their JDKs, e.g. a Temurin 21+ beside OpenJDK 17).
     for candidate in "${JAVA_HOME:+$JAVA_HOME/bin/java}" "$(command -v java)" /usr/lib/jvm/*/bin/java; do
       [[ -n $candidate && -x $candidate ]] || continue
       major=$(java_major "$candidate")
