@@ -17,7 +17,7 @@ import { requirementRoutes } from './requirements/routes';
 import { usageRoutes } from './usage/routes';
 import { notFoundHandler, problemErrorHandler, problemJsonSchema } from './http/problem';
 import { apiDescription } from './openapi-description';
-import type { NumberProvider } from './telephony/port';
+import type { NumberProvider } from '@leadline/telephony';
 
 /** Every documented operation can answer with problem details; say so once, for all of them. */
 const documentProblems: typeof jsonSchemaTransform = (input) => {

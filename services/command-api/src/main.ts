@@ -3,7 +3,7 @@ import { buildApp } from './app';
 import { apiConfigSchema } from './config';
 import { ensurePartnerWithKey } from './partners/partners';
 import { connectCommandServices } from './services';
-import { createLocalNumberPool } from './telephony/local-number-pool';
+import { createLocalNumberPool } from '@leadline/telephony';
 
 const config = loadConfig(apiConfigSchema);
 const services = await connectCommandServices(config, 'leadline-command-api');

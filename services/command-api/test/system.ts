@@ -5,7 +5,7 @@ import { buildApp, type App } from '../src/app';
 import { generateApiKey } from '../src/partners/api-keys';
 import { createPartner } from '../src/partners/partners';
 import { connectCommandServices, type CommandServices } from '../src/services';
-import { createLocalNumberPool } from '../src/telephony/local-number-pool';
+import { createLocalNumberPool } from '@leadline/telephony';
 
 export interface TestSystem {
   env: TestEnvironment;
