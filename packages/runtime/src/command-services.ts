@@ -1,16 +1,10 @@
-import {
-  connectInfrastructure,
-  createCommandBus,
-  createDb,
-  createEventProducer,
-  createPool,
-  createProjectionProgress,
-  newUuid,
-  systemClock,
-  type CommandBus,
-  type Infrastructure,
-  type InfrastructureConfig,
-} from '@leadline/runtime';
+import { newUuid, systemClock, type Clock } from './clock';
+import { createCommandBus, type CommandBus } from './command-bus';
+import type { InfrastructureConfig } from './config';
+import { createDb, createPool } from './db/database';
+import { connectInfrastructure, type Infrastructure } from './infrastructure';
+import { createEventProducer } from './kafka';
+import { createProjectionProgress } from './projection-progress';
 
 export interface CommandServices extends Infrastructure {
   commands: CommandBus;
@@ -20,6 +14,7 @@ export interface CommandServices extends Infrastructure {
 export async function connectCommandServices(
   config: InfrastructureConfig & { PROJECTION_WAIT_MS?: number },
   clientId: string,
+  options: { clock?: Clock } = {},
 ): Promise<CommandServices> {
   const infrastructure = await connectInfrastructure(config, clientId);
   const producer = createEventProducer(infrastructure.kafka);
@@ -34,7 +29,7 @@ export async function connectCommandServices(
     db: commandDb,
     producer,
     progress,
-    clock: systemClock,
+    clock: options.clock ?? systemClock,
     newId: newUuid,
     projectionWaitMs: config.PROJECTION_WAIT_MS ?? 5000,
   });
