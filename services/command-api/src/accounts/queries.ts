@@ -28,6 +28,7 @@ export function toAccountResponse(row: AccountRow): z.infer<typeof accountRespon
     forwarding_number: row.forwarding_number,
     branding: { logo_url: row.logo_url, accent_color: row.accent_color },
     metadata: row.metadata,
+    ai_pause_minutes: row.ai_pause_minutes,
     created_at: row.created_at.toISOString(),
     deactivated_at: row.deactivated_at?.toISOString() ?? null,
     stats: {
@@ -61,6 +62,7 @@ export function toAccount(row: AccountRow): Account {
     forwarding_number: row.forwarding_number,
     branding: { logo_url: row.logo_url, accent_color: row.accent_color },
     metadata: row.metadata,
+    ai_pause_minutes: row.ai_pause_minutes,
   };
 }
 
