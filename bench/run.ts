@@ -1,7 +1,11 @@
 import { benchAccounts } from './accounts.bench';
+import { benchMessaging } from './messaging.bench';
 
 /** `npm run bench`: every scenario, each with its raw baselines measured in the same run. */
-const scenarios: Record<string, () => Promise<string>> = { accounts: benchAccounts };
+const scenarios: Record<string, () => Promise<string>> = {
+  accounts: benchAccounts,
+  messaging: benchMessaging,
+};
 
 const only = process.argv.slice(2);
 for (const [name, run] of Object.entries(scenarios)) {
