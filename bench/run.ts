@@ -1,8 +1,13 @@
 import { benchAccounts } from './accounts.bench';
 import { benchLeads } from './leads.bench';
+import { benchMessaging } from './messaging.bench';
 
 /** `npm run bench`: every scenario, each with its raw baselines measured in the same run. */
-const scenarios: Record<string, () => Promise<string>> = { accounts: benchAccounts, leads: benchLeads };
+const scenarios: Record<string, () => Promise<string>> = {
+  accounts: benchAccounts,
+  leads: benchLeads,
+  messaging: benchMessaging,
+};
 
 const only = process.argv.slice(2);
 for (const [name, run] of Object.entries(scenarios)) {

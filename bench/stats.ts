@@ -59,3 +59,26 @@ export function comparisonTable(rows: { subject: Measurement; baseline: Measurem
   }
   return lines.join('\n');
 }
+
+/**
+ * Starts `task(i)` for i in [0, count) at a steady `perSecond` (open loop: a slow answer does not
+ * delay the next arrival), timing each call from its scheduled start.
+ */
+export async function measureAtRate(
+  name: string,
+  count: number,
+  perSecond: number,
+  task: (index: number) => Promise<void>,
+): Promise<Measurement> {
+  const samples: number[] = [];
+  const started = performance.now();
+  const runs: Promise<void>[] = [];
+  for (let index = 0; index < count; index++) {
+    const due = started + (index * 1000) / perSecond;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    runs.push(task(index).then(() => void samples.push(performance.now() - due)));
+  }
+  await Promise.all(runs);
+  return { name, count, seconds: (performance.now() - started) / 1000, samples };
+}

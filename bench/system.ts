@@ -4,7 +4,7 @@ import { buildApp } from '../services/command-api/src/app';
 import { generateApiKey } from '../services/command-api/src/partners/api-keys';
 import { createPartner } from '../services/command-api/src/partners/partners';
 import { connectCommandServices } from '../services/command-api/src/services';
-import { createLocalNumberPool } from '../services/command-api/src/telephony/local-number-pool';
+import { createLocalNumberPool } from '@leadline/telephony';
 import { benchEnvironment } from './environment';
 
 /**

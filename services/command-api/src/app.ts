@@ -12,12 +12,14 @@ import {
 import { sql, type Kysely } from 'kysely';
 import { accountRoutes } from './accounts/routes';
 import { partnerKeyAuthentication } from './http/auth';
+import { conversationRoutes } from './conversations/routes';
 import { leadRoutes } from './leads/routes';
 import { requirementRoutes } from './requirements/routes';
+import { twilioRoutes } from './twilio/routes';
 import { usageRoutes } from './usage/routes';
 import { notFoundHandler, problemErrorHandler, problemJsonSchema } from './http/problem';
 import { apiDescription } from './openapi-description';
-import type { NumberProvider } from './telephony/port';
+import type { NumberProvider } from '@leadline/telephony';
 
 /** Every documented operation can answer with problem details; say so once, for all of them. */
 const documentProblems: typeof jsonSchemaTransform = (input) => {
@@ -46,6 +48,8 @@ export interface AppDeps {
   clock: Clock;
   newId: NewId;
   publicUrl: string;
+  /** Twilio's auth token: when set, every Twilio webhook must carry a valid X-Twilio-Signature. */
+  twilioAuthToken?: string | undefined;
   rateLimitPerMinute: number;
   /** Extra readiness checks (the event log's reachability), run by GET /health/ready. */
   readinessChecks?: (() => Promise<void>)[];
@@ -108,10 +112,12 @@ export async function buildApp(deps: AppDeps) {
       await v1.register(accountRoutes, deps);
       await v1.register(leadRoutes, deps);
       await v1.register(requirementRoutes, deps);
+      await v1.register(conversationRoutes, deps);
       await v1.register(usageRoutes, deps);
     },
     { prefix: '/v1' },
   );
+  await app.register(twilioRoutes, deps);
   return app;
 }
 

@@ -1,10 +1,11 @@
 import { infrastructureConfig } from '@leadline/runtime';
+import { telephonyConfig } from '@leadline/telephony';
 import { z } from 'zod';
 
 export const apiConfigSchema = infrastructureConfig.extend({
+  ...telephonyConfig.shape,
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().default('127.0.0.1'),
-  PUBLIC_URL: z.url().default('http://127.0.0.1:8080'),
   /** The local development partner's key; created on start-up when set. */
   PARTNER_API_KEY: z.string().min(16).optional(),
   /** Bound on waiting for the projector before deciding and before answering a write. */

@@ -3,7 +3,7 @@ import { buildApp } from './app';
 import { apiConfigSchema } from './config';
 import { ensurePartnerWithKey } from './partners/partners';
 import { connectCommandServices } from './services';
-import { createLocalNumberPool } from './telephony/local-number-pool';
+import { createLocalNumberPool, createTwilioProvider, twilioCredentials } from '@leadline/telephony';
 
 const config = loadConfig(apiConfigSchema);
 const services = await connectCommandServices(config, 'leadline-command-api');
@@ -15,7 +15,10 @@ if (config.PARTNER_API_KEY) {
   );
 }
 
-const numbers = createLocalNumberPool(config.DATABASE_URL);
+// Twilio whenever its credentials are configured; the local number pool otherwise.
+const twilio = twilioCredentials(config);
+const localPool = twilio ? undefined : createLocalNumberPool(config.DATABASE_URL);
+const numbers = twilio ? createTwilioProvider(twilio) : localPool!;
 const app = await buildApp({
   db: services.db,
   commands: services.commands,
@@ -23,6 +26,7 @@ const app = await buildApp({
   clock: systemClock,
   newId: newUuid,
   publicUrl: config.PUBLIC_URL,
+  twilioAuthToken: config.TWILIO_AUTH_TOKEN,
   rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
   readinessChecks: [async () => void (await services.admin.fetchTopicOffsets(services.topics.account))],
   logger: { level: process.env.LOG_LEVEL ?? 'info' },
@@ -31,7 +35,7 @@ await app.listen({ port: config.PORT, host: config.HOST });
 
 const shutdown = async () => {
   await app.close();
-  await numbers.close();
+  await localPool?.close();
   await services.close();
   process.exit(0);
 };

@@ -23,4 +23,15 @@ partner by a numeric suffix (\`acme\`, \`acme-2\`); they never change.
 **Phone numbers** are E.164; 10 digits are taken as US numbers (+1).
 
 **Metadata** is merged on PATCH; a key set to \`null\` is removed.
+
+**Conversations** are keyed by the lead's phone and outlive the lead (deleting a lead keeps its
+messages). A manual message pauses the AI in its conversation until \`resume-ai\` or for the account's
+\`ai_pause_minutes\` (default 1440), clears \`needs_handoff\`, and moves a \`new\` lead to \`contacted\`.
+Outbound messages show their delivery \`status\` (\`queued\`, \`sent\`, \`delivered\`, \`undelivered\`,
+\`failed\`); inbound ones show \`received\`.
+
+**Opt-out**: a lead texting only STOP, STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT, REVOKE or OPTOUT is opted
+out (\`opted_out\` on the lead and the conversation) and gets one confirmation; START, UNSTOP or YES opt
+back in; HELP is answered. These replies have \`source: system\`. Sending to an opted-out number is a 409
+\`lead_opted_out\`.
 `.trim();

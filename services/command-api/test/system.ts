@@ -1,11 +1,13 @@
 import { projections, startProjector, type RunningProjector } from '@leadline/projector';
-import { createDb, newUuid, systemClock } from '@leadline/runtime';
-import { createTestEnvironment, type TestEnvironment } from '@leadline/test-kit';
+import { startSmsGateway, type RunningGateway } from '@leadline/sms-gateway';
+import { createDb, newUuid, systemClock, type Clock } from '@leadline/runtime';
+import { createLocalSmsSender, createTwilioProvider } from '@leadline/telephony';
+import { createTestEnvironment, type FakeTwilio, type TestEnvironment } from '@leadline/test-kit';
 import { buildApp, type App } from '../src/app';
 import { generateApiKey } from '../src/partners/api-keys';
 import { createPartner } from '../src/partners/partners';
 import { connectCommandServices, type CommandServices } from '../src/services';
-import { createLocalNumberPool } from '../src/telephony/local-number-pool';
+import { createLocalNumberPool } from '@leadline/telephony';
 
 export interface TestSystem {
   env: TestEnvironment;
@@ -13,22 +15,37 @@ export interface TestSystem {
   app: App;
   projector: RunningProjector | undefined;
   projectorGroupId: string;
+  gateway: RunningGateway | undefined;
+  publicUrl: string;
   /** Registers a partner and returns its API key. */
   createPartner(name?: string): Promise<string>;
   close(): Promise<void>;
 }
 
+const PUBLIC_URL = 'http://127.0.0.1:8080';
+
 /**
  * The command API and the projector, in process, on this test file's own database and topics of the
- * real Kafka, registry and PostgreSQL. `projector: false` leaves the projector to the test.
+ * real Kafka, registry and PostgreSQL. `projector: false` leaves the projector to the test. With
+ * `twilio` (a fake of Twilio's REST API) numbers are bought and messages sent through the real twilio
+ * client, and webhooks must be signed; `gateway` runs the SMS gateway too.
  */
 export async function startSystem(
-  options: { projector?: boolean; rateLimitPerMinute?: number; projectionWaitMs?: number } = {},
+  options: {
+    projector?: boolean;
+    rateLimitPerMinute?: number;
+    projectionWaitMs?: number;
+    clock?: Clock;
+    twilio?: FakeTwilio;
+    gateway?: boolean;
+  } = {},
 ): Promise<TestSystem> {
   const env = await createTestEnvironment();
+  const clock = options.clock ?? systemClock;
   const services = await connectCommandServices(
     { ...env.config, PROJECTION_WAIT_MS: options.projectionWaitMs ?? 10_000 },
     'leadline-test',
+    { clock },
   );
   const projectorGroupId = `${env.config.TOPIC_PREFIX}leadline.projector`;
   // The projector is its own process in production; here it gets its own connections likewise.
@@ -37,22 +54,44 @@ export async function startSystem(
     options.projector === false
       ? undefined
       : await startProjector({ ...services, db: projectorDb, groupId: projectorGroupId, projections });
-  const numbers = createLocalNumberPool(env.config.DATABASE_URL);
+  const localNumbers = createLocalNumberPool(env.config.DATABASE_URL);
+  const twilio =
+    options.twilio &&
+    createTwilioProvider({
+      accountSid: options.twilio.accountSid,
+      authToken: options.twilio.authToken,
+      apiBaseUrl: options.twilio.baseUrl,
+      publicUrl: PUBLIC_URL,
+    });
   const app = await buildApp({
     db: services.db,
     commands: services.commands,
-    numbers,
-    clock: systemClock,
+    numbers: twilio ?? localNumbers,
+    clock,
     newId: newUuid,
-    publicUrl: 'http://127.0.0.1:8080',
+    publicUrl: PUBLIC_URL,
+    twilioAuthToken: options.twilio?.authToken,
     rateLimitPerMinute: options.rateLimitPerMinute ?? 100_000,
   });
+  const gatewayDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
+  const gateway = options.gateway
+    ? await startSmsGateway({
+        ...services,
+        db: gatewayDb,
+        sender: twilio ?? createLocalSmsSender(),
+        clock,
+        groupId: `${env.config.TOPIC_PREFIX}leadline.sms-gateway`,
+        onError: () => undefined,
+      })
+    : undefined;
   return {
     env,
     services,
     app,
     projector,
     projectorGroupId,
+    gateway,
+    publicUrl: PUBLIC_URL,
     async createPartner(name = 'Test partner') {
       const key = generateApiKey();
       await createPartner({ ...services, newId: newUuid }, name, key);
@@ -60,9 +99,11 @@ export async function startSystem(
     },
     async close() {
       await app.close();
+      await gateway?.stop();
+      await gatewayDb.destroy();
       await projector?.stop();
       await projectorDb.destroy();
-      await numbers.close();
+      await localNumbers.close();
       await services.close();
       await env.dispose();
     },

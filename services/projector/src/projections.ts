@@ -1,5 +1,6 @@
 import { accountsProjection } from './accounts/projection';
 import { leadsProjection } from './leads/projection';
+import { messagingProjection } from './messaging/projection';
 import type { Projection } from './projection';
 import { requirementsProjection } from './requirements/projection';
 
@@ -11,4 +12,5 @@ export const projections: readonly Projection[] = [
   accountsProjection,
   leadsProjection,
   requirementsProjection,
+  messagingProjection,
 ];

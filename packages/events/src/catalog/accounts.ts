@@ -14,6 +14,8 @@ export const accountCreated = defineEvent('account.created', {
     forwarding_number: z.string().nullable(),
     branding: brandingSchema,
     metadata: metadataSchema,
+    /** Minutes the AI stays paused after a manual message; absent on accounts created before it existed (1440). */
+    ai_pause_minutes: z.number().int().positive().optional(),
   }),
 });
 
@@ -29,6 +31,7 @@ export const accountUpdated = defineEvent('account.updated', {
     forwarding_number: z.string().nullable().optional(),
     branding: brandingSchema.partial().optional(),
     metadata: metadataSchema.optional(),
+    ai_pause_minutes: z.number().int().positive().optional(),
   }),
 });
 

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import * as accounts from './accounts';
 import * as leads from './leads';
+import * as messaging from './messaging';
 import * as partners from './partners';
 import * as requirements from './requirements';
 
@@ -22,6 +23,19 @@ export const eventCatalog = [
   requirements.requirementCreated,
   requirements.requirementUpdated,
   requirements.requirementDeleted,
+  messaging.messageReceived,
+  messaging.messageOutboundRequested,
+  messaging.messageSent,
+  messaging.messageFailed,
+  messaging.messageStatusUpdated,
+  messaging.conversationStarted,
+  messaging.conversationReplyReceived,
+  messaging.conversationAiPaused,
+  messaging.conversationAiResumed,
+  messaging.conversationHandoffRequested,
+  messaging.conversationHandoffCleared,
+  messaging.leadOptedOut,
+  messaging.leadOptedIn,
 ] as const;
 
 type Catalog = (typeof eventCatalog)[number];
@@ -37,8 +51,9 @@ export const eventDefinitionsByType: ReadonlyMap<string, Catalog> = new Map(
   eventCatalog.map((definition) => [definition.type, definition]),
 );
 
-export { accounts, leads, partners, requirements };
+export { accounts, leads, messaging, partners, requirements };
 export { teamMemberRoles } from './accounts';
 export { leadOrigins, leadStatuses, leadStatusSchema } from './leads';
+export { deliveryStatuses, messageFailureReasons, messageSources } from './messaging';
 export { requirementTypes, requirementTypeSchema } from './requirements';
 export { brandingSchema, metadataSchema } from './shared';

@@ -30,6 +30,7 @@ export interface ReadModelTables {
     total_leads: Generated<number>;
     total_conversations: Generated<number>;
     active_sequences: Generated<number>;
+    ai_pause_minutes: Generated<number>;
   };
   leads: {
     id: string;
@@ -50,7 +51,6 @@ export interface ReadModelTables {
     origin: string;
     created_at: Timestamp;
     updated_at: Timestamp;
-    last_message_at: Timestamp | null;
   };
   requirements: {
     id: string;
@@ -69,6 +69,36 @@ export interface ReadModelTables {
     value: string | null;
     file_url: string | null;
     collected_at: Timestamp;
+  };
+  /** conversationList: one row per (account, lead phone) that exchanged a message; outlives the lead. */
+  conversations: {
+    account_id: string;
+    phone: string;
+    started_at: Timestamp | null;
+    preview: string | null;
+    last_message_at: Timestamp | null;
+    message_count: Generated<number>;
+    needs_handoff: Generated<boolean>;
+    ai_paused_until: Timestamp | null;
+    opted_out: Generated<boolean>;
+    opted_out_at: Timestamp | null;
+  };
+  /** conversationMessages. */
+  messages: {
+    id: string;
+    account_id: string;
+    phone: string;
+    direction: 'inbound' | 'outbound';
+    body: string;
+    source: 'manual' | 'sequence' | 'ai' | 'system' | null;
+    sender_name: string | null;
+    status: 'received' | 'queued' | 'sent' | 'delivered' | 'undelivered' | 'failed';
+    /** Whether `message.sent` was applied (counted in messages_sent). */
+    sent: Generated<boolean>;
+    provider_message_id: string | null;
+    error_code: string | null;
+    media: ColumnType<{ url: string; content_type: string | null }[], string | undefined, string>;
+    sent_at: Timestamp;
   };
   usage_counters: {
     account_id: string;
@@ -96,7 +126,8 @@ export interface ReadModelTables {
 
 /**
  * Operational state that is not derived from the log, in the `public` schema: credentials (kept off
- * the log, which analytics teams replay) and the local telephony provider's own number pool.
+ * the log, which analytics teams replay), the local telephony provider's own number pool and the SMS
+ * gateway's outbox.
  */
 export interface OperationalTables {
   partner_api_keys: {
@@ -108,6 +139,23 @@ export interface OperationalTables {
     revoked_at: Timestamp | null;
   };
   local_phone_numbers: { phone_number: string; account_id: string; allocated_at: Generated<Timestamp> };
+  /** The SMS gateway's outbox (see the 0003_messaging migration). */
+  sms_outbox: {
+    message_id: string;
+    account_id: string;
+    partner_id: string;
+    phone: string;
+    body: string;
+    source: string;
+    correlation_id: string;
+    causation_id: string;
+    state: ColumnType<'pending' | 'sending' | 'sent' | 'failed', string | undefined, string>;
+    lease_until: Timestamp | null;
+    sending_at: Timestamp | null;
+    provider_message_id: string | null;
+    created_at: ColumnType<Date, Date | string | undefined, Date | string>;
+    updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  };
 }
 
 export type Database = ReadModelTables & OperationalTables;

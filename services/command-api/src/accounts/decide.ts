@@ -14,6 +14,7 @@ export interface Account {
   forwarding_number: string | null;
   branding: Branding;
   metadata: Metadata;
+  ai_pause_minutes: number;
 }
 
 export interface AccountState {
@@ -37,6 +38,7 @@ export interface CreateAccount {
   forwarding_number?: string | undefined;
   branding?: Partial<Branding> | undefined;
   metadata?: Metadata | undefined;
+  ai_pause_minutes?: number | undefined;
 }
 
 export type AccountCommand =
@@ -48,6 +50,7 @@ export type AccountCommand =
       branding?: Partial<Branding> | undefined;
       /** Merged into the account's metadata; a null value removes the key. */
       metadata?: Metadata | undefined;
+      ai_pause_minutes?: number | undefined;
       status?: 'active' | 'deactivated' | undefined;
     }
   | { type: 'DeactivateAccount' }
@@ -60,6 +63,9 @@ export type AccountCommand =
       phone_number?: string | undefined;
       forwarding_number?: string | undefined;
     };
+
+/** How long a manual message pauses the AI when the account does not say: a day. */
+export const DEFAULT_AI_PAUSE_MINUTES = 1440;
 
 /** The account registry's decider: a new account gets a unique slug and a number nobody else has. */
 export function decideAccountCreation(command: CreateAccount, registry: AccountRegistryState): NewEvent[] {
@@ -83,6 +89,7 @@ export function decideAccountCreation(command: CreateAccount, registry: AccountR
           accent_color: command.branding?.accent_color ?? null,
         },
         metadata: command.metadata ?? {},
+        ai_pause_minutes: command.ai_pause_minutes ?? DEFAULT_AI_PAUSE_MINUTES,
       },
     },
   ];
@@ -108,6 +115,9 @@ function changedFields(
   if (Object.keys(branding).length > 0) changes.branding = branding;
   const metadata = metadataChanges(account.metadata, command.metadata);
   if (Object.keys(metadata).length > 0) changes.metadata = metadata;
+  if (command.ai_pause_minutes !== undefined && command.ai_pause_minutes !== account.ai_pause_minutes) {
+    changes.ai_pause_minutes = command.ai_pause_minutes;
+  }
   return changes;
 }
 

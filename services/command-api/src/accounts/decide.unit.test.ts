@@ -16,6 +16,7 @@ const account: Account = {
   forwarding_number: null,
   branding: { logo_url: null, accent_color: '#000000' },
   metadata: { tier: 'gold', region: 'tx' },
+  ai_pause_minutes: 1440,
 };
 const given = (overrides: Partial<Account> = {}, teamEmails: string[] = []): AccountState => ({
   account: { ...account, ...overrides },
@@ -46,6 +47,7 @@ describe('account creation', () => {
         forwarding_number: null,
         branding: { logo_url: null, accent_color: null },
         metadata: {},
+        ai_pause_minutes: 1440,
       },
     });
   });

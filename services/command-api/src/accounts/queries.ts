@@ -2,7 +2,7 @@ import type { EventOf } from '@leadline/events';
 import type { Database } from '@leadline/runtime';
 import type { Kysely, Selectable } from 'kysely';
 import type { z } from 'zod';
-import type { Account } from './decide';
+import { DEFAULT_AI_PAUSE_MINUTES, type Account } from './decide';
 import type { accountResponse, teamMemberResponse } from './schemas';
 
 type AccountRow = Selectable<Database['accounts']>;
@@ -29,6 +29,7 @@ export function toAccountResponse(row: AccountRow): z.infer<typeof accountRespon
     forwarding_number: row.forwarding_number,
     branding: { logo_url: row.logo_url, accent_color: row.accent_color },
     metadata: row.metadata,
+    ai_pause_minutes: row.ai_pause_minutes,
     created_at: row.created_at.toISOString(),
     deactivated_at: row.deactivated_at?.toISOString() ?? null,
     stats: {
@@ -41,7 +42,8 @@ export function toAccountResponse(row: AccountRow): z.infer<typeof accountRespon
 
 /** A new account as its creation event describes it: what the read model will hold. */
 export function createdAccountResponse(event: EventOf<'account.created'>): z.infer<typeof accountResponse> {
-  const { name, company_name, slug, phone_number, forwarding_number, branding, metadata } = event.data;
+  const { name, company_name, slug, phone_number, forwarding_number, branding, metadata, ai_pause_minutes } =
+    event.data;
   return {
     id: event.account_id,
     name,
@@ -52,6 +54,7 @@ export function createdAccountResponse(event: EventOf<'account.created'>): z.inf
     forwarding_number,
     branding,
     metadata,
+    ai_pause_minutes: ai_pause_minutes ?? DEFAULT_AI_PAUSE_MINUTES,
     created_at: event.occurred_at,
     deactivated_at: null,
     stats: { total_leads: 0, total_conversations: 0, active_sequences: 0 },
@@ -94,6 +97,7 @@ export function toAccount(row: AccountRow): Account {
     forwarding_number: row.forwarding_number,
     branding: { logo_url: row.logo_url, accent_color: row.accent_color },
     metadata: row.metadata,
+    ai_pause_minutes: row.ai_pause_minutes,
   };
 }
 

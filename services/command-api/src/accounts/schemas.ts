@@ -21,6 +21,13 @@ const name = z.string().trim().min(1, 'Must not be empty.').max(200);
 
 export const accountParams = z.object({ id: z.string().describe('The account id.') });
 
+const aiPauseMinutes = z
+  .number()
+  .int()
+  .min(1)
+  .max(525_600)
+  .describe('Minutes a manual message pauses the AI in its conversation (until resume-ai at the latest).');
+
 export const createAccountBody = z.object({
   name,
   company_name: name.optional().describe('Used by the AI in conversations. Defaults to `name`.'),
@@ -28,6 +35,7 @@ export const createAccountBody = z.object({
   forwarding_number: phoneNumberSchema.optional(),
   branding: z.object({ logo_url: httpUrl.optional(), accent_color: hexColor.optional() }).optional(),
   metadata: metadataInput.optional(),
+  ai_pause_minutes: aiPauseMinutes.default(1440),
 });
 
 export const updateAccountBody = z
@@ -42,12 +50,13 @@ export const updateAccountBody = z
     metadata: metadataInput
       .optional()
       .describe('Merged into the existing metadata; a key set to null is removed.'),
+    ai_pause_minutes: aiPauseMinutes.optional(),
     status: z.enum(['active', 'deactivated']).optional().describe('`active` reactivates an account.'),
   })
   .strict()
   .meta({
     description:
-      'Mutable fields: name, company_name, forwarding_number, branding, metadata and status. ' +
+      'Mutable fields: name, company_name, forwarding_number, branding, metadata, ai_pause_minutes and status. ' +
       'The phone number and slug cannot change.',
   });
 
@@ -80,6 +89,7 @@ export const accountResponse = z.object({
   forwarding_number: z.string().nullable(),
   branding: z.object({ logo_url: z.string().nullable(), accent_color: z.string().nullable() }),
   metadata: z.record(z.string(), z.unknown()),
+  ai_pause_minutes: z.number().int(),
   created_at: z.string(),
   deactivated_at: z.string().nullable(),
   stats,

@@ -99,11 +99,25 @@ export async function leadChecklist(
   };
 }
 
+/** The conversation with a phone, which outlives its lead (and is absent before any message). */
+export function findConversationRow(db: Kysely<Database>, accountId: string, phone: string) {
+  return db
+    .selectFrom('conversations')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('phone', '=', phone)
+    .executeTakeFirst();
+}
+
 export async function leadDetails(
   db: Kysely<Database>,
   row: LeadRow,
 ): Promise<z.infer<typeof leadDetailsResponse>> {
-  const { checklist, progress } = await leadChecklist(db, row.account_id, row.id);
+  const [{ checklist, progress }, conversation] = await Promise.all([
+    leadChecklist(db, row.account_id, row.id),
+    findConversationRow(db, row.account_id, row.phone),
+  ]);
+  const lastMessageAt = conversation?.last_message_at?.toISOString() ?? null;
   return {
     phone: row.phone,
     name: row.name,
@@ -118,7 +132,8 @@ export async function leadDetails(
     property_address: row.property_address,
     auto_sequence: row.auto_sequence,
     metadata: row.metadata,
-    last_message_at: row.last_message_at?.toISOString() ?? null,
+    opted_out: conversation?.opted_out ?? false,
+    last_message_at: lastMessageAt,
     created_at: row.created_at.toISOString(),
     checklist: {
       progress,
@@ -131,10 +146,11 @@ export async function leadDetails(
       })),
     },
     conversation: {
-      message_count: 0,
-      last_message_at: row.last_message_at?.toISOString() ?? null,
+      message_count: conversation?.message_count ?? 0,
+      last_message_at: lastMessageAt,
+      // Written by the AI agent once it exists.
       summary: '',
-      needs_handoff: false,
+      needs_handoff: conversation?.needs_handoff ?? false,
     },
     sequence: null,
   };
@@ -171,18 +187,31 @@ export async function listLeads(
     filtered.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
     requirementsOf(db, accountId),
   ]);
-  const collected =
+  const [collected, conversations] =
     rows.length === 0
-      ? []
-      : await db
-          .selectFrom('lead_checklist_items')
-          .select(['lead_id', 'requirement_id'])
-          .where(
-            'lead_id',
-            'in',
-            rows.map((row) => row.id),
-          )
-          .execute();
+      ? [[], []]
+      : await Promise.all([
+          db
+            .selectFrom('lead_checklist_items')
+            .select(['lead_id', 'requirement_id'])
+            .where(
+              'lead_id',
+              'in',
+              rows.map((row) => row.id),
+            )
+            .execute(),
+          db
+            .selectFrom('conversations')
+            .select(['phone', 'last_message_at'])
+            .where('account_id', '=', accountId)
+            .where(
+              'phone',
+              'in',
+              rows.map((row) => row.phone),
+            )
+            .execute(),
+        ]);
+  const lastMessageAt = new Map(conversations.map((row) => [row.phone, row.last_message_at]));
   const leads = rows.map((row) => {
     const mine = new Set(
       collected.filter((item) => item.lead_id === row.id).map((item) => item.requirement_id),
@@ -194,7 +223,7 @@ export async function listLeads(
       status: row.status,
       source: row.source,
       checklist_progress: checklistProgress(requirements, mine).progress,
-      last_message_at: row.last_message_at?.toISOString() ?? null,
+      last_message_at: lastMessageAt.get(row.phone)?.toISOString() ?? null,
       created_at: row.created_at.toISOString(),
     };
   });

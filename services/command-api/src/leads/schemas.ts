@@ -145,6 +145,9 @@ export const leadDetailsResponse = z.object({
   property_address: z.string().nullable(),
   auto_sequence: z.boolean(),
   metadata: z.record(z.string(), z.unknown()),
+  opted_out: z
+    .boolean()
+    .describe('The number texted STOP (or another opt-out keyword): no message can be sent to it.'),
   last_message_at: timestamp.nullable(),
   created_at: timestamp,
   checklist: z.object({

@@ -34,6 +34,7 @@ async function applyOne(trx: Transaction<Database>, event: AccountEvent): Promis
           logo_url: data.branding.logo_url,
           accent_color: data.branding.accent_color,
           metadata: JSON.stringify(data.metadata),
+          ...(data.ai_pause_minutes !== undefined && { ai_pause_minutes: data.ai_pause_minutes }),
           created_at: event.occurred_at,
           updated_at: event.occurred_at,
           deactivated_at: null,

@@ -45,7 +45,6 @@ async function created(trx: Transaction<Database>, events: readonly EventOf<'lea
         origin: data.origin,
         created_at: occurred_at,
         updated_at: occurred_at,
-        last_message_at: null,
       })),
     )
     .onConflict((oc) => oc.column('id').doNothing())

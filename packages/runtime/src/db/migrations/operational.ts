@@ -22,4 +22,31 @@ export const operationalMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0003_messaging': {
+    async up(db: Kysely<unknown>) {
+      await sql`
+        -- The SMS gateway's outbox: one row per requested message, ever, so a redelivered request
+        -- is never sent again. pending -> sending -> sent | failed; a pending row is leased while it
+        -- is worked on, and a row is marked sending (committed) before the provider is called.
+        create table sms_outbox (
+          message_id text primary key,
+          account_id text not null,
+          partner_id text not null,
+          phone text not null,
+          body text not null,
+          source text not null,
+          correlation_id text not null,
+          causation_id text not null,
+          state text not null default 'pending',
+          lease_until timestamptz,
+          sending_at timestamptz,
+          provider_message_id text,
+          created_at timestamptz not null default now(),
+          updated_at timestamptz not null default now()
+        );
+        create index sms_outbox_pending on sms_outbox (created_at) where state = 'pending';
+        create index sms_outbox_sending on sms_outbox (sending_at) where state = 'sending';
+      `.execute(db);
+    },
+  },
 };

@@ -122,4 +122,45 @@ export const readModelMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0003_messaging': {
+    async up(db: Kysely<unknown>) {
+      await sql`
+        alter table accounts add column ai_pause_minutes integer not null default 1440;
+        -- A lead's last message lives on its conversation, which outlives the lead.
+        alter table leads drop column last_message_at;
+        -- Keyed by (account, phone): kept when the lead is deleted, found again when it is re-imported.
+        create table conversations (
+          account_id text not null,
+          phone text not null,
+          started_at timestamptz,
+          preview text,
+          last_message_at timestamptz,
+          message_count integer not null default 0,
+          needs_handoff boolean not null default false,
+          ai_paused_until timestamptz,
+          opted_out boolean not null default false,
+          opted_out_at timestamptz,
+          primary key (account_id, phone)
+        );
+        create index conversations_account_recent
+          on conversations (account_id, last_message_at desc nulls last, phone);
+        create table messages (
+          id text primary key,
+          account_id text not null,
+          phone text not null,
+          direction text not null,
+          body text not null,
+          source text,
+          sender_name text,
+          status text not null,
+          sent boolean not null default false,
+          provider_message_id text unique,
+          error_code text,
+          media jsonb not null default '[]',
+          sent_at timestamptz not null
+        );
+        create index messages_conversation on messages (account_id, phone, sent_at desc, id desc);
+      `.execute(db);
+    },
+  },
 };

@@ -1,0 +1,155 @@
+import { z } from 'zod';
+import { defineEvent } from '../define';
+
+/**
+ * Messages and conversations. A conversation is keyed by (account, lead phone) and outlives the lead:
+ * deleting a lead keeps its history, and its opt-out (which belongs to the phone number, as carriers
+ * and the TCPA see it) stays in force if the lead is imported again.
+ */
+
+export const messageSources = ['manual', 'sequence', 'ai', 'system'] as const;
+export const deliveryStatuses = ['queued', 'sent', 'delivered', 'undelivered', 'failed'] as const;
+
+const mediaSchema = z.object({ url: z.string(), content_type: z.string().nullable() });
+
+/** An SMS/MMS from `phone` to the account's number, as Twilio (or the local provider) reported it. */
+export const messageReceived = defineEvent('message.received', {
+  topic: 'account',
+  data: z.object({
+    message_id: z.string(),
+    phone: z.string(),
+    /** The account's number the message was sent to. */
+    to: z.string(),
+    body: z.string(),
+    provider_message_id: z.string(),
+    /** References only; fetching the files (with account credentials) comes with the AI agent. */
+    media: z.array(mediaSchema),
+  }),
+});
+
+/**
+ * A message to send to `phone`; the SMS gateway sends it at most once. `system` messages are the
+ * compliance replies to STOP, START and HELP, the only ones sent to a number that opted out.
+ */
+export const messageOutboundRequested = defineEvent('message.outbound_requested', {
+  topic: 'account',
+  data: z.object({
+    message_id: z.string(),
+    phone: z.string(),
+    body: z.string(),
+    source: z.enum(messageSources),
+    /** Who wrote a manual message, for internal tracking. */
+    sender_name: z.string().nullable(),
+  }),
+});
+
+/** The provider accepted the message. */
+export const messageSent = defineEvent('message.sent', {
+  topic: 'account',
+  data: z.object({
+    message_id: z.string(),
+    phone: z.string(),
+    provider_message_id: z.string(),
+    status: z.enum(deliveryStatuses),
+  }),
+});
+
+export const messageFailureReasons = [
+  'lead_opted_out',
+  'account_deactivated',
+  'provider_rejected',
+  'provider_error',
+  'send_unconfirmed',
+] as const;
+
+/** The message was not sent (refused by the gateway or the provider) or its fate is unknown. */
+export const messageFailed = defineEvent('message.failed', {
+  topic: 'account',
+  data: z.object({
+    message_id: z.string(),
+    phone: z.string(),
+    reason: z.enum(messageFailureReasons),
+    error_code: z.string().nullable(),
+    error_message: z.string().nullable(),
+  }),
+});
+
+/** A delivery report (Twilio's status callback). Reports may arrive out of order or twice. */
+export const messageStatusUpdated = defineEvent('message.status_updated', {
+  topic: 'account',
+  data: z.object({
+    message_id: z.string(),
+    phone: z.string(),
+    provider_message_id: z.string(),
+    status: z.enum(deliveryStatuses),
+    /** The provider's own status word (`accepted`, `sending`, `read`...). */
+    provider_status: z.string(),
+    error_code: z.string().nullable(),
+  }),
+});
+
+const leadRef = {
+  phone: z.string(),
+  /** Null when the lead was deleted; the conversation outlives it. */
+  lead_id: z.string().nullable(),
+  lead_name: z.string().nullable(),
+};
+
+/** The first message exchanged with this phone, in either direction. */
+export const conversationStarted = defineEvent('conversation.started', {
+  topic: 'account',
+  data: z.object({
+    ...leadRef,
+    message_id: z.string(),
+    direction: z.enum(['inbound', 'outbound']),
+  }),
+});
+
+/** A lead sent a message: what the partner's `conversation.reply_received` webhook carries. */
+export const conversationReplyReceived = defineEvent('conversation.reply_received', {
+  topic: 'account',
+  data: z.object({
+    ...leadRef,
+    message_id: z.string(),
+    message_body: z.string(),
+    message_direction: z.literal('inbound'),
+  }),
+});
+
+/** The AI stays quiet in this conversation until resumed or until `paused_until`. */
+export const conversationAiPaused = defineEvent('conversation.ai_paused', {
+  topic: 'account',
+  data: z.object({
+    phone: z.string(),
+    paused_until: z.iso.datetime(),
+    reason: z.enum(['manual_message']),
+  }),
+});
+
+export const conversationAiResumed = defineEvent('conversation.ai_resumed', {
+  topic: 'account',
+  data: z.object({ phone: z.string() }),
+});
+
+/** The AI asked for a human. */
+export const conversationHandoffRequested = defineEvent('conversation.handoff_requested', {
+  topic: 'account',
+  data: z.object({ ...leadRef, reason: z.string() }),
+});
+
+/** A human took over: a manual message or resume-ai clears the handoff flag. */
+export const conversationHandoffCleared = defineEvent('conversation.handoff_cleared', {
+  topic: 'account',
+  data: z.object({ phone: z.string(), reason: z.enum(['manual_message', 'ai_resumed']) }),
+});
+
+/** The phone texted an opt-out keyword: nothing but compliance replies goes to it any more. */
+export const leadOptedOut = defineEvent('lead.opted_out', {
+  topic: 'account',
+  data: z.object({ ...leadRef, keyword: z.string(), message_id: z.string() }),
+});
+
+export const leadOptedIn = defineEvent('lead.opted_in', {
+  topic: 'account',
+  data: z.object({ ...leadRef, keyword: z.string(), message_id: z.string() }),
+});

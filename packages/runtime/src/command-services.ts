@@ -1,0 +1,47 @@
+import { newUuid, systemClock, type Clock } from './clock';
+import { createCommandBus, type CommandBus } from './command-bus';
+import type { InfrastructureConfig } from './config';
+import { createDb, createPool } from './db/database';
+import { connectInfrastructure, type Infrastructure } from './infrastructure';
+import { createEventProducer } from './kafka';
+import { createProjectionProgress } from './projection-progress';
+
+export interface CommandServices extends Infrastructure {
+  commands: CommandBus;
+}
+
+/** Connects what a command-issuing process needs: infrastructure, the producer and the command bus. */
+export async function connectCommandServices(
+  config: InfrastructureConfig & { PROJECTION_WAIT_MS?: number },
+  clientId: string,
+  options: { clock?: Clock } = {},
+): Promise<CommandServices> {
+  const infrastructure = await connectInfrastructure(config, clientId);
+  const producer = createEventProducer(infrastructure.kafka);
+  await producer.connect();
+  const listenerPool = createPool(config.DATABASE_URL, { maxConnections: 2 });
+  const progress = await createProjectionProgress(listenerPool);
+  // Commands hold a connection while they wait for their stream's lock; their own pool keeps a burst
+  // of writes to one account from starving the reads and the projector.
+  const commandDb = createDb(config.DATABASE_URL, { maxConnections: 10 });
+  const commands = createCommandBus({
+    ...infrastructure,
+    db: commandDb,
+    producer,
+    progress,
+    clock: options.clock ?? systemClock,
+    newId: newUuid,
+    projectionWaitMs: config.PROJECTION_WAIT_MS ?? 5000,
+  });
+  return {
+    ...infrastructure,
+    commands,
+    async close() {
+      await progress.close();
+      await listenerPool.end();
+      await producer.disconnect();
+      await commandDb.destroy();
+      await infrastructure.close();
+    },
+  };
+}

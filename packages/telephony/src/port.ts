@@ -1,0 +1,44 @@
+/**
+ * What the service needs from a telephony provider. Two adapters: Twilio, used whenever Twilio
+ * credentials are configured, and the local provider (a number pool and a sender that records
+ * messages as delivered), so the whole product runs on one machine.
+ */
+export interface NumberProvider {
+  /** Reserves a number no other account has, for `accountId`, with inbound SMS pointed at us. */
+  provisionNumber(accountId: string): Promise<string>;
+}
+
+export interface OutboundSms {
+  /** Our message id; the status callback URL carries it, so a callback can settle an unconfirmed send. */
+  messageId: string;
+  from: string;
+  to: string;
+  body: string;
+}
+
+/** Delivery status as messages show it. */
+export type DeliveryStatus = 'queued' | 'sent' | 'delivered' | 'undelivered' | 'failed';
+
+export interface AcceptedSms {
+  providerMessageId: string;
+  status: DeliveryStatus;
+}
+
+/** A refusal the provider gave for certain: the message was not accepted and will not go out. */
+export class SmsRejectedError extends Error {
+  constructor(
+    message: string,
+    readonly code: string,
+  ) {
+    super(message);
+    this.name = 'SmsRejectedError';
+  }
+}
+
+export interface SmsSender {
+  /**
+   * Hands one message to the provider. Throws SmsRejectedError when the provider certainly refused
+   * it; any other error leaves it unknown whether the message was accepted.
+   */
+  send(message: OutboundSms): Promise<AcceptedSms>;
+}

@@ -1,0 +1,97 @@
+import twilio from 'twilio';
+import type { NumberProvider, SmsSender } from './port';
+import { SmsRejectedError } from './port';
+import { deliveryStatusOf } from './status';
+
+export interface TwilioOptions {
+  accountSid: string;
+  authToken: string;
+  /** Where the webhooks live: inbound SMS at `/twilio/sms`, status callbacks at `/twilio/status`. */
+  publicUrl: string;
+  /** Replaces https://api.twilio.com (tests aim the real client at a local fake of the REST API). */
+  apiBaseUrl?: string | undefined;
+  /** ISO country code of the numbers to buy. */
+  country?: string;
+}
+
+const TWILIO_API = 'https://api.twilio.com';
+
+type RequestOptions<TData> = Parameters<twilio.RequestClient['request']>[0] & { data?: TData };
+
+/**
+ * twilio-node builds absolute URLs on its own domains; its documented extension point is the HTTP
+ * client, so a custom base URL is a request client that rewrites the origin of each request.
+ */
+class RebasedRequestClient extends twilio.RequestClient {
+  constructor(private readonly baseUrl: string) {
+    super({ timeout: 15_000 });
+  }
+
+  override request<TData>(opts: RequestOptions<TData>) {
+    const uri = opts.uri.startsWith(TWILIO_API) ? this.baseUrl + opts.uri.slice(TWILIO_API.length) : opts.uri;
+    return super.request<TData>({ ...opts, uri });
+  }
+}
+
+export function twilioClient(options: TwilioOptions): twilio.Twilio {
+  return twilio(options.accountSid, options.authToken, {
+    ...(options.apiBaseUrl && {
+      httpClient: new RebasedRequestClient(options.apiBaseUrl.replace(/\/$/, '')),
+    }),
+  });
+}
+
+/** The status callback URL of a message: it carries our id, so a callback can settle an unconfirmed send. */
+export const statusCallbackUrl = (publicUrl: string, messageId: string) =>
+  `${publicUrl.replace(/\/$/, '')}/twilio/status?message_id=${encodeURIComponent(messageId)}`;
+
+export const inboundSmsUrl = (publicUrl: string) => `${publicUrl.replace(/\/$/, '')}/twilio/sms`;
+
+/** Twilio's 4xx answers are final refusals (invalid number, opted-out recipient 21610...). */
+const isRefusal = (error: unknown): error is twilio.RestException =>
+  error instanceof twilio.RestException && error.status >= 400 && error.status < 500 && error.status !== 429;
+
+export function createTwilioProvider(options: TwilioOptions): NumberProvider & SmsSender {
+  const client = twilioClient(options);
+  return {
+    async provisionNumber(accountId) {
+      const [available] = await client
+        .availablePhoneNumbers(options.country ?? 'US')
+        .local.list({ smsEnabled: true, limit: 1 });
+      if (!available) throw new Error('Twilio has no SMS-capable number available to buy');
+      const bought = await client.incomingPhoneNumbers.create({
+        phoneNumber: available.phoneNumber,
+        smsUrl: inboundSmsUrl(options.publicUrl),
+        smsMethod: 'POST',
+        friendlyName: `leadline account ${accountId}`,
+      });
+      return bought.phoneNumber;
+    },
+
+    async send(message) {
+      try {
+        const created = await client.messages.create({
+          from: message.from,
+          to: message.to,
+          body: message.body,
+          statusCallback: statusCallbackUrl(options.publicUrl, message.messageId),
+        });
+        return { providerMessageId: created.sid, status: deliveryStatusOf(created.status) ?? 'queued' };
+      } catch (error) {
+        if (isRefusal(error))
+          throw new SmsRejectedError(error.message, `twilio_${error.code ?? error.status}`);
+        throw error;
+      }
+    },
+  };
+}
+
+/** Twilio's own check of `X-Twilio-Signature` (HMAC-SHA1 over the URL and the sorted form fields). */
+export function validTwilioSignature(
+  authToken: string,
+  signature: string | undefined,
+  url: string,
+  params: Record<string, string>,
+): boolean {
+  return signature !== undefined && twilio.validateRequest(authToken, signature, url, params);
+}

@@ -1,0 +1,204 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface FakeTwilioMessage {
+  sid: string;
+  to: string;
+  from: string;
+  body: string;
+  statusCallback: string | undefined;
+}
+
+export interface FakeTwilioNumber {
+  sid: string;
+  phoneNumber: string;
+  smsUrl: string | undefined;
+  smsMethod: string | undefined;
+}
+
+export interface FakeTwilio {
+  /** Give this as TWILIO_API_BASE_URL. */
+  baseUrl: string;
+  accountSid: string;
+  authToken: string;
+  messages: FakeTwilioMessage[];
+  numbers: FakeTwilioNumber[];
+  /** Numbers Twilio refuses to send to, with its error 21211 (invalid 'To'). */
+  invalidRecipients: Set<string>;
+  close(): Promise<void>;
+}
+
+const hex = (bytes: number) => randomBytes(bytes).toString('hex');
+const rfc2822 = (date: Date) => date.toUTCString().replace('GMT', '+0000');
+
+/**
+ * Twilio's `X-Twilio-Signature`, computed as Twilio documents it: the full URL, then each POST
+ * field's name and value in name order, HMAC-SHA1 with the auth token, base64. Written here
+ * independently of the twilio package, so tests check our validation against the definition.
+ */
+export function twilioSignature(authToken: string, url: string, params: Record<string, string>): string {
+  const data = Object.keys(params)
+    .sort()
+    .reduce((acc, key) => acc + key + params[key], url);
+  return createHmac('sha1', authToken).update(Buffer.from(data, 'utf-8')).digest('base64');
+}
+
+async function readForm(request: IncomingMessage): Promise<URLSearchParams> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(chunk as Buffer);
+  return new URLSearchParams(Buffer.concat(chunks).toString('utf-8'));
+}
+
+function json(response: ServerResponse, status: number, body: unknown) {
+  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
+  response.end(JSON.stringify(body));
+}
+
+const twilioError = (status: number, code: number, message: string) => ({
+  code,
+  message,
+  more_info: `https://www.twilio.com/docs/errors/${code}`,
+  status,
+});
+
+/**
+ * A local stand-in for the parts of Twilio's REST API we use, speaking its wire format: form-encoded
+ * requests with HTTP basic auth, JSON resources as Twilio returns them, Twilio's error bodies.
+ */
+export async function startFakeTwilio(): Promise<FakeTwilio> {
+  const accountSid = `AC${hex(16)}`;
+  const authToken = hex(16);
+  const messages: FakeTwilioMessage[] = [];
+  const numbers: FakeTwilioNumber[] = [];
+  const invalidRecipients = new Set<string>();
+  let nextNumber = 1000;
+  const base = `/2010-04-01/Accounts/${accountSid}`;
+  const expectedAuth = `Basic ${Buffer.from(`${accountSid}:${authToken}`).toString('base64')}`;
+
+  const server = createServer((request, response) => {
+    void (async () => {
+      if (request.headers.authorization !== expectedAuth) {
+        return json(response, 401, twilioError(401, 20003, 'Authenticate'));
+      }
+      const url = new URL(request.url ?? '/', 'http://fake');
+      const now = new Date();
+      if (request.method === 'POST' && url.pathname === `${base}/Messages.json`) {
+        const form = await readForm(request);
+        const to = form.get('To') ?? '';
+        if (invalidRecipients.has(to)) {
+          return json(
+            response,
+            400,
+            twilioError(400, 21211, `The 'To' number ${to} is not a valid phone number.`),
+          );
+        }
+        const sid = `SM${hex(16)}`;
+        const message = {
+          sid,
+          to,
+          from: form.get('From') ?? '',
+          body: form.get('Body') ?? '',
+          statusCallback: form.get('StatusCallback') ?? undefined,
+        };
+        messages.push(message);
+        return json(response, 201, {
+          account_sid: accountSid,
+          api_version: '2010-04-01',
+          body: message.body,
+          date_created: rfc2822(now),
+          date_sent: null,
+          date_updated: rfc2822(now),
+          direction: 'outbound-api',
+          error_code: null,
+          error_message: null,
+          from: message.from,
+          messaging_service_sid: null,
+          num_media: '0',
+          num_segments: '1',
+          price: null,
+          price_unit: 'USD',
+          sid,
+          status: 'queued',
+          subresource_uris: { media: `${base}/Messages/${sid}/Media.json` },
+          to,
+          uri: `${base}/Messages/${sid}.json`,
+        });
+      }
+      if (request.method === 'GET' && url.pathname === `${base}/AvailablePhoneNumbers/US/Local.json`) {
+        const phoneNumber = `+1512555${String(nextNumber++).padStart(4, '0')}`;
+        return json(response, 200, {
+          available_phone_numbers: [
+            {
+              friendly_name: phoneNumber,
+              phone_number: phoneNumber,
+              lata: '834',
+              locality: 'Austin',
+              rate_center: 'AUSTIN',
+              latitude: '30.2672',
+              longitude: '-97.7431',
+              region: 'TX',
+              postal_code: '78701',
+              iso_country: 'US',
+              address_requirements: 'none',
+              beta: false,
+              capabilities: { voice: true, SMS: true, MMS: true, fax: false },
+            },
+          ],
+          uri: `${base}/AvailablePhoneNumbers/US/Local.json${url.search}`,
+        });
+      }
+      if (request.method === 'POST' && url.pathname === `${base}/IncomingPhoneNumbers.json`) {
+        const form = await readForm(request);
+        const number = {
+          sid: `PN${hex(16)}`,
+          phoneNumber: form.get('PhoneNumber') ?? '',
+          smsUrl: form.get('SmsUrl') ?? undefined,
+          smsMethod: form.get('SmsMethod') ?? undefined,
+        };
+        numbers.push(number);
+        return json(response, 201, {
+          account_sid: accountSid,
+          api_version: '2010-04-01',
+          capabilities: { voice: true, sms: true, mms: true, fax: false },
+          date_created: rfc2822(now),
+          date_updated: rfc2822(now),
+          friendly_name: form.get('FriendlyName') ?? number.phoneNumber,
+          phone_number: number.phoneNumber,
+          sid: number.sid,
+          sms_method: number.smsMethod ?? 'POST',
+          sms_url: number.smsUrl ?? '',
+          status: 'in-use',
+          uri: `${base}/IncomingPhoneNumbers/${number.sid}.json`,
+        });
+      }
+      return json(
+        response,
+        404,
+        twilioError(404, 20404, `The requested resource ${url.pathname} was not found`),
+      );
+    })().catch((error: unknown) => json(response, 500, { message: String(error) }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    accountSid,
+    authToken,
+    messages,
+    numbers,
+    invalidRecipients,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** A clock that moves only when told to: for timeouts, without sleeping. */
+export function fakeClock(start = new Date('2026-03-02T15:00:00Z')) {
+  let now = start.getTime();
+  return {
+    now: () => new Date(now),
+    advance(ms: number) {
+      now += ms;
+    },
+  };
+}

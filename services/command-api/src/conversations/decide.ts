@@ -1,0 +1,232 @@
+import type { EventData, NewEvent } from '@leadline/events';
+import { conflict, notFound } from '@leadline/runtime';
+import { decideLeadImports, type Lead } from '../leads/decide';
+
+/**
+ * Carrier (CTIA) and TCPA keywords. A message that is only one of these words, in any case and with
+ * surrounding spaces, is a keyword; anything else ("stop texting me please") is an ordinary reply.
+ */
+const optOutKeywords = new Set([
+  'STOP',
+  'STOPALL',
+  'UNSUBSCRIBE',
+  'CANCEL',
+  'END',
+  'QUIT',
+  'REVOKE',
+  'OPTOUT',
+]);
+const optInKeywords = new Set(['START', 'UNSTOP', 'YES']);
+const helpKeywords = new Set(['HELP']);
+
+export type Keyword = { kind: 'opt_out' | 'opt_in' | 'help'; word: string };
+
+export function keywordOf(body: string): Keyword | undefined {
+  const word = body.trim().toUpperCase();
+  if (optOutKeywords.has(word)) return { kind: 'opt_out', word };
+  if (optInKeywords.has(word)) return { kind: 'opt_in', word };
+  if (helpKeywords.has(word)) return { kind: 'help', word };
+  return undefined;
+}
+
+/** The compliance replies; each names the company, as carriers require. */
+export const complianceReplies = {
+  opt_out: (company: string) =>
+    `${company}: You are unsubscribed and will receive no more messages. Reply START to resubscribe.`,
+  opt_in: (company: string) =>
+    `${company}: You are resubscribed and will receive messages again. Reply STOP to unsubscribe.`,
+  help: (company: string) =>
+    `${company}: Reply STOP to unsubscribe, START to resubscribe. Msg & data rates may apply.`,
+};
+
+/** What deciding about a conversation reads: the account, the conversation (if any) and the lead (if any). */
+export interface ConversationState {
+  account: { status: 'active' | 'deactivated'; company_name: string; ai_pause_minutes: number };
+  conversation:
+    | { started: boolean; opted_out: boolean; needs_handoff: boolean; ai_paused_until: Date | null }
+    | undefined;
+  lead: Lead | undefined;
+}
+
+/** The AI answers unless a manual message paused it and the pause has not ended (resume-ai or timeout). */
+export const aiPaused = (conversation: { ai_paused_until: Date | null } | undefined, now: Date) =>
+  conversation?.ai_paused_until != null && conversation.ai_paused_until.getTime() > now.getTime();
+
+const leadRef = (phone: string, lead: Lead | undefined) => ({
+  phone,
+  lead_id: lead?.lead_id ?? null,
+  lead_name: lead?.name ?? null,
+});
+
+export interface SendMessage {
+  type: 'SendMessage';
+  message_id: string;
+  phone: string;
+  body: string;
+  source: 'manual' | 'sequence' | 'ai';
+  sender_name: string | null;
+}
+
+/**
+ * Every path that sends (manual now; sequences and the AI later) asks here first: an opted-out
+ * number and a deactivated account get nothing. A manual message pauses the AI for the account's
+ * `ai_pause_minutes` and clears the handoff flag. The first outbound message moves a `new` lead to
+ * `contacted` (statuses never move back automatically).
+ */
+export function decideSendMessage(command: SendMessage, state: ConversationState, now: Date): NewEvent[] {
+  const { account, conversation, lead } = state;
+  if (!lead && !conversation) throw notFound('lead');
+  if (account.status === 'deactivated') {
+    throw conflict('account_deactivated', 'The account is deactivated; reactivate it to send messages.');
+  }
+  if (conversation?.opted_out) {
+    throw conflict(
+      'lead_opted_out',
+      'This number opted out (it texted STOP); it can opt back in with START.',
+    );
+  }
+  const events: NewEvent[] = [];
+  if (!conversation?.started) {
+    events.push({
+      type: 'conversation.started',
+      data: { ...leadRef(command.phone, lead), message_id: command.message_id, direction: 'outbound' },
+    });
+  }
+  events.push({
+    type: 'message.outbound_requested',
+    data: {
+      message_id: command.message_id,
+      phone: command.phone,
+      body: command.body,
+      source: command.source,
+      sender_name: command.sender_name,
+    },
+  });
+  if (command.source === 'manual') {
+    const pausedUntil = new Date(now.getTime() + account.ai_pause_minutes * 60_000);
+    events.push({
+      type: 'conversation.ai_paused',
+      data: { phone: command.phone, paused_until: pausedUntil.toISOString(), reason: 'manual_message' },
+    });
+    if (conversation?.needs_handoff) {
+      events.push({
+        type: 'conversation.handoff_cleared',
+        data: { phone: command.phone, reason: 'manual_message' },
+      });
+    }
+  }
+  if (lead?.status === 'new') {
+    events.push({
+      type: 'lead.status_changed',
+      data: { lead_id: lead.lead_id, phone: lead.phone, previous_status: 'new', new_status: 'contacted' },
+    });
+  }
+  return events;
+}
+
+/** resume-ai: idempotent; ends a running pause and clears the handoff flag. */
+export function decideResumeAi(phone: string, state: ConversationState, now: Date): NewEvent[] {
+  if (!state.lead && !state.conversation) throw notFound('lead');
+  const events: NewEvent[] = [];
+  if (aiPaused(state.conversation, now)) events.push({ type: 'conversation.ai_resumed', data: { phone } });
+  if (state.conversation?.needs_handoff) {
+    events.push({ type: 'conversation.handoff_cleared', data: { phone, reason: 'ai_resumed' } });
+  }
+  return events;
+}
+
+export interface ReceiveMessage {
+  type: 'ReceiveMessage';
+  message_id: string;
+  phone: string;
+  to: string;
+  body: string;
+  provider_message_id: string;
+  media: EventData<'message.received'>['media'];
+}
+
+/**
+ * An inbound SMS. The provider's message id was not seen before (the caller checked, under the
+ * account's lock). An unknown sender becomes a lead through the import rules (origin
+ * `inbound_message`). Keywords: an opt-out is recorded and confirmed once; an opt-in only undoes an
+ * opt-out; HELP is always answered. A deactivated account keeps the messages and honours opt-outs but
+ * sends nothing.
+ */
+export function decideReceiveMessage(
+  command: ReceiveMessage,
+  state: ConversationState,
+  context: { newId: () => string; now: Date },
+): NewEvent[] {
+  const { account, conversation } = state;
+  const events: NewEvent[] = [];
+  let lead = state.lead;
+  if (!lead) {
+    const decision = decideLeadImports([{ phone: command.phone, auto_sequence: false }], [], {
+      ...context,
+      origin: 'inbound_message',
+    });
+    events.push(...decision.events);
+    lead = decision.outcomes[0]!.lead;
+  }
+  const ref = leadRef(command.phone, lead);
+  if (!conversation?.started) {
+    events.push({
+      type: 'conversation.started',
+      data: { ...ref, message_id: command.message_id, direction: 'inbound' },
+    });
+  }
+  const { type: _type, ...message } = command;
+  events.push({ type: 'message.received', data: message });
+  events.push({
+    type: 'conversation.reply_received',
+    data: {
+      ...ref,
+      message_id: command.message_id,
+      message_body: command.body,
+      message_direction: 'inbound',
+    },
+  });
+
+  const keyword = keywordOf(command.body);
+  const optedOut = conversation?.opted_out ?? false;
+  const reply = (kind: Keyword['kind']) => {
+    if (account.status === 'deactivated') return;
+    events.push({
+      type: 'message.outbound_requested',
+      data: {
+        message_id: context.newId(),
+        phone: command.phone,
+        body: complianceReplies[kind](account.company_name),
+        source: 'system',
+        sender_name: null,
+      },
+    });
+  };
+  if (!keyword) return events;
+  switch (keyword.kind) {
+    case 'opt_out':
+      if (optedOut) break;
+      events.push({
+        type: 'lead.opted_out',
+        data: { ...ref, keyword: keyword.word, message_id: command.message_id },
+      });
+      reply('opt_out');
+      break;
+    case 'opt_in':
+      if (!optedOut) break;
+      events.push({
+        type: 'lead.opted_in',
+        data: { ...ref, keyword: keyword.word, message_id: command.message_id },
+      });
+      reply('opt_in');
+      break;
+    case 'help':
+      reply('help');
+      break;
+    default: {
+      const unknownKind: never = keyword.kind;
+      throw new Error(`Unknown keyword ${String(unknownKind)}`);
+    }
+  }
+  return events;
+}

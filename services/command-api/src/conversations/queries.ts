@@ -1,0 +1,113 @@
+import type { Database } from '@leadline/runtime';
+import type { Kysely } from 'kysely';
+import type { z } from 'zod';
+import { findConversationRow, findLeadRow, toLead } from '../leads/queries';
+import type { AccountRow } from '../accounts/account-stream';
+import { aiPaused, type ConversationState } from './decide';
+import type { conversationListResponse, messageListResponse } from './schemas';
+
+/** What the conversation deciders read, inside the command's transaction. */
+export async function conversationState(
+  db: Kysely<Database>,
+  account: Pick<AccountRow, 'id' | 'status' | 'company_name' | 'ai_pause_minutes'>,
+  phone: string,
+): Promise<ConversationState> {
+  const [conversation, lead] = await Promise.all([
+    findConversationRow(db, account.id, phone),
+    findLeadRow(db, account.id, phone),
+  ]);
+  return {
+    account,
+    conversation: conversation && { ...conversation, started: conversation.started_at !== null },
+    lead: lead && toLead(lead),
+  };
+}
+
+export async function listConversations(
+  db: Kysely<Database>,
+  accountId: string,
+  query: { limit: number; offset: number; needs_handoff?: boolean | undefined },
+  now: Date,
+): Promise<Omit<z.infer<typeof conversationListResponse>, 'limit' | 'offset'>> {
+  let filtered = db
+    .selectFrom('conversations as c')
+    .where('c.account_id', '=', accountId)
+    .where('c.message_count', '>', 0);
+  if (query.needs_handoff !== undefined)
+    filtered = filtered.where('c.needs_handoff', '=', query.needs_handoff);
+  const [rows, count] = await Promise.all([
+    filtered
+      .leftJoin('leads as l', (join) =>
+        join.onRef('l.account_id', '=', 'c.account_id').onRef('l.phone', '=', 'c.phone'),
+      )
+      .selectAll('c')
+      .select(['l.name', 'l.status as lead_status'])
+      .orderBy('c.last_message_at', 'desc')
+      .orderBy('c.phone')
+      .limit(query.limit)
+      .offset(query.offset)
+      .execute(),
+    filtered.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
+  ]);
+  return {
+    conversations: rows.map((row) => {
+      const paused = aiPaused(row, now);
+      return {
+        phone: row.phone,
+        name: row.name,
+        preview: row.preview ?? '',
+        last_message_at: row.last_message_at!.toISOString(),
+        message_count: row.message_count,
+        needs_handoff: row.needs_handoff,
+        lead_status: row.lead_status,
+        // Sequences come with their own feature.
+        in_sequence: false,
+        opted_out: row.opted_out,
+        ai_paused: paused,
+        ai_paused_until: paused ? row.ai_paused_until!.toISOString() : null,
+      };
+    }),
+    total: Number(count.total),
+  };
+}
+
+export async function listMessages(
+  db: Kysely<Database>,
+  accountId: string,
+  phone: string,
+  query: { limit: number; offset: number },
+): Promise<Omit<z.infer<typeof messageListResponse>, 'limit' | 'offset'>> {
+  const filtered = db.selectFrom('messages').where('account_id', '=', accountId).where('phone', '=', phone);
+  const [rows, count] = await Promise.all([
+    filtered
+      .selectAll()
+      .orderBy('sent_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(query.limit)
+      .offset(query.offset)
+      .execute(),
+    filtered.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
+  ]);
+  return {
+    messages: rows.map((row) => ({
+      id: row.id,
+      direction: row.direction,
+      body: row.body,
+      sent_at: row.sent_at.toISOString(),
+      status: row.status,
+      ...(row.direction === 'outbound'
+        ? { source: row.source ?? undefined, sender_name: row.sender_name }
+        : { media: row.media }),
+    })),
+    total: Number(count.total),
+  };
+}
+
+/** A conversation's messages can be read when the lead exists or when messages were exchanged. */
+export async function conversationExists(db: Kysely<Database>, accountId: string, phone: string) {
+  const [conversation, lead] = await Promise.all([
+    findConversationRow(db, accountId, phone),
+    findLeadRow(db, accountId, phone),
+  ]);
+  return conversation !== undefined || lead !== undefined;
+}

@@ -1,0 +1,97 @@
+import fastifyFormbody from '@fastify/formbody';
+import { validTwilioSignature, deliveryStatusOf } from '@leadline/telephony';
+import { DomainError, notFound } from '@leadline/runtime';
+import type { FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { AppDeps } from '../app';
+import { normalizePhone } from '../http/phone';
+import { receiveInboundSms } from './inbound';
+import { inboundSmsForm, mediaOf, statusCallbackForm, statusCallbackQuery } from './schemas';
+
+const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>';
+
+/**
+ * Twilio's webhooks: inbound SMS/MMS and message status callbacks, outside /v1 and not part of the
+ * partner API. Whenever TWILIO_AUTH_TOKEN is set, `X-Twilio-Signature` must be Twilio's signature of
+ * the public URL and the form fields; anything else is a 403 that stores nothing.
+ */
+export const twilioRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
+  const { db, commands, twilioAuthToken } = deps;
+  const publicUrl = deps.publicUrl.replace(/\/$/, '');
+  await app.register(fastifyFormbody);
+
+  if (twilioAuthToken) {
+    app.addHook('preValidation', async (request: FastifyRequest) => {
+      const signature = request.headers['x-twilio-signature'];
+      const params = (request.body ?? {}) as Record<string, string>;
+      if (
+        !validTwilioSignature(
+          twilioAuthToken,
+          typeof signature === 'string' ? signature : undefined,
+          publicUrl + request.url,
+          params,
+        )
+      ) {
+        throw new DomainError(403, 'invalid_signature', 'X-Twilio-Signature does not match this request.');
+      }
+    });
+  }
+
+  app.post('/twilio/sms', { schema: { hide: true, body: inboundSmsForm } }, async (request, reply) => {
+    const form = request.body;
+    await receiveInboundSms(deps, {
+      // Short codes and alphanumeric senders are kept as given.
+      phone: normalizePhone(form.From) ?? form.From,
+      to: normalizePhone(form.To) ?? form.To,
+      body: form.Body,
+      provider_message_id: form.MessageSid,
+      media: mediaOf(form, form.NumMedia),
+    });
+    return reply.type('text/xml').send(EMPTY_TWIML);
+  });
+
+  app.post(
+    '/twilio/status',
+    { schema: { hide: true, body: statusCallbackForm, querystring: statusCallbackQuery } },
+    async (request, reply) => {
+      const { MessageSid, MessageStatus, ErrorCode } = request.body;
+      const status = deliveryStatusOf(MessageStatus);
+      // The URL names our message; the SID finds it too when a callback comes without it.
+      const message = await db
+        .selectFrom('messages')
+        .innerJoin('accounts', 'accounts.id', 'messages.account_id')
+        .select(['messages.id', 'messages.phone', 'messages.account_id', 'accounts.partner_id'])
+        .where((eb) =>
+          request.query.message_id
+            ? eb('messages.id', '=', request.query.message_id)
+            : eb('messages.provider_message_id', '=', MessageSid),
+        )
+        .executeTakeFirst();
+      if (!message) throw notFound('message');
+      if (status) {
+        await commands.append({
+          stream: { topic: 'account', accountId: message.account_id },
+          context: {
+            partnerId: message.partner_id,
+            actor: { kind: 'system', service: 'twilio-status' },
+            correlationId: message.id,
+          },
+          events: [
+            {
+              type: 'message.status_updated',
+              data: {
+                message_id: message.id,
+                phone: message.phone,
+                provider_message_id: MessageSid,
+                status,
+                provider_status: MessageStatus,
+                error_code: ErrorCode ?? null,
+              },
+            },
+          ],
+        });
+      }
+      return reply.type('text/xml').send(EMPTY_TWIML);
+    },
+  );
+};

@@ -1,0 +1,310 @@
+import type { DomainEvent, EventOf } from '@leadline/events';
+import type { Database } from '@leadline/runtime';
+import { sql, type RawBuilder, type Transaction } from 'kysely';
+import { defineProjection } from '../projection';
+import { runsByType } from '../runs';
+import { addUsage } from '../usage/counters';
+
+const handled = [
+  'message.received',
+  'message.outbound_requested',
+  'message.sent',
+  'message.failed',
+  'message.status_updated',
+  'conversation.started',
+  'conversation.ai_paused',
+  'conversation.ai_resumed',
+  'conversation.handoff_requested',
+  'conversation.handoff_cleared',
+  'lead.opted_out',
+  'lead.opted_in',
+] as const;
+type MessagingEvent = EventOf<(typeof handled)[number]>;
+type Trx = Transaction<Database>;
+
+/** `(a, b, c), (d, e, f)` for a VALUES list. */
+const valuesList = (rows: readonly unknown[][]) => sql.join(rows.map((row) => sql`(${sql.join(row)})`));
+
+/** A delivery status only moves forward (callbacks arrive out of order); see deliveryStatusRank. */
+const rank = (status: RawBuilder<unknown>) =>
+  sql`(case ${status} when 'queued' then 0 when 'sent' then 1 else 2 end)`;
+const rankOf = (status: string) => (status === 'queued' ? 0 : status === 'sent' ? 1 : 2);
+
+interface Touch {
+  account_id: string;
+  phone: string;
+  body: string;
+  at: string;
+}
+
+/**
+ * Counts new messages on their conversations (created on first sight) with one statement: count,
+ * preview and last_message_at, whatever order the rows come in.
+ */
+async function touchConversations(trx: Trx, touches: readonly Touch[]) {
+  const byKey = new Map<string, Touch & { count: number }>();
+  for (const touch of touches) {
+    const key = `${touch.account_id}\u0000${touch.phone}`;
+    const entry = byKey.get(key);
+    if (!entry) byKey.set(key, { ...touch, count: 1 });
+    else byKey.set(key, { ...(touch.at >= entry.at ? touch : entry), count: entry.count + 1 });
+  }
+  if (byKey.size === 0) return;
+  await trx
+    .insertInto('conversations')
+    .values(
+      [...byKey.values()].map((entry) => ({
+        account_id: entry.account_id,
+        phone: entry.phone,
+        started_at: null,
+        preview: entry.body.slice(0, 160),
+        last_message_at: entry.at,
+        message_count: entry.count,
+        ai_paused_until: null,
+        opted_out_at: null,
+      })),
+    )
+    .onConflict((oc) =>
+      oc.columns(['account_id', 'phone']).doUpdateSet({
+        message_count: sql`conversations.message_count + excluded.message_count`,
+        // Every SET expression sees the row as it was, so this compares with the old last_message_at.
+        preview: sql`case when conversations.last_message_at is null
+          or excluded.last_message_at >= conversations.last_message_at
+          then excluded.preview else conversations.preview end`,
+        last_message_at: sql`greatest(conversations.last_message_at, excluded.last_message_at)`,
+      }),
+    )
+    .execute();
+}
+
+async function received(trx: Trx, events: readonly EventOf<'message.received'>[]) {
+  // A MessageSid seen twice (by id or by provider id) is stored once and counted once.
+  const inserted = await trx
+    .insertInto('messages')
+    .values(
+      events.map(({ account_id, occurred_at, data }) => ({
+        id: data.message_id,
+        account_id,
+        phone: data.phone,
+        direction: 'inbound' as const,
+        body: data.body,
+        source: null,
+        sender_name: null,
+        status: 'received' as const,
+        provider_message_id: data.provider_message_id,
+        error_code: null,
+        media: JSON.stringify(data.media),
+        sent_at: occurred_at,
+      })),
+    )
+    .onConflict((oc) => oc.doNothing())
+    .returning('id')
+    .execute();
+  const fresh = new Set(inserted.map((row) => row.id));
+  const freshEvents = events.filter((event) => fresh.has(event.data.message_id));
+  await touchConversations(
+    trx,
+    freshEvents.map((event) => ({ ...event, ...event.data, at: event.occurred_at })),
+  );
+  await addUsage(trx, 'messages_received', freshEvents);
+}
+
+async function outboundRequested(trx: Trx, events: readonly EventOf<'message.outbound_requested'>[]) {
+  const inserted = await trx
+    .insertInto('messages')
+    .values(
+      events.map(({ account_id, occurred_at, data }) => ({
+        id: data.message_id,
+        account_id,
+        phone: data.phone,
+        direction: 'outbound' as const,
+        body: data.body,
+        source: data.source,
+        sender_name: data.sender_name,
+        status: 'queued' as const,
+        provider_message_id: null,
+        error_code: null,
+        sent_at: occurred_at,
+      })),
+    )
+    .onConflict((oc) => oc.doNothing())
+    .returning('id')
+    .execute();
+  const fresh = new Set(inserted.map((row) => row.id));
+  await touchConversations(
+    trx,
+    events
+      .filter((event) => fresh.has(event.data.message_id))
+      .map((event) => ({ ...event, ...event.data, at: event.occurred_at })),
+  );
+}
+
+/** `message.sent` once per message counts it in messages_sent; the status only moves forward. */
+async function sent(trx: Trx, events: readonly EventOf<'message.sent'>[]) {
+  const rows = events.map(({ data }) => [data.message_id, data.provider_message_id, data.status]);
+  const updated = await sql<{ id: string }>`
+    update messages as m set
+      sent = true,
+      provider_message_id = coalesce(m.provider_message_id, v.provider_message_id),
+      status = case when ${rank(sql`v.status`)} > ${rank(sql`m.status`)} then v.status else m.status end
+    from (values ${valuesList(rows)}) as v(id, provider_message_id, status)
+    where m.id = v.id and not m.sent
+    returning m.id`.execute(trx);
+  const fresh = new Set(updated.rows.map((row) => row.id));
+  const counted = new Set<string>();
+  await addUsage(
+    trx,
+    'messages_sent',
+    events.filter((event) => {
+      const id = event.data.message_id;
+      if (!fresh.has(id) || counted.has(id)) return false;
+      counted.add(id);
+      return true;
+    }),
+  );
+}
+
+async function statusUpdated(trx: Trx, events: readonly EventOf<'message.status_updated'>[]) {
+  // One row per message (an UPDATE ... FROM applies only one match): the furthest status wins.
+  const furthest = new Map<string, EventOf<'message.status_updated'>['data']>();
+  for (const { data } of events) {
+    const previous = furthest.get(data.message_id);
+    if (!previous || rankOf(data.status) >= rankOf(previous.status)) furthest.set(data.message_id, data);
+  }
+  const rows = [...furthest.values()].map((data) => [
+    data.message_id,
+    data.provider_message_id,
+    data.status,
+    data.error_code,
+  ]);
+  await sql`
+    update messages as m set
+      provider_message_id = coalesce(m.provider_message_id, v.provider_message_id),
+      status = v.status,
+      error_code = coalesce(v.error_code, m.error_code)
+    from (values ${valuesList(rows)}) as v(id, provider_message_id, status, error_code)
+    where m.id = v.id and ${rank(sql`v.status`)} > ${rank(sql`m.status`)}`.execute(trx);
+}
+
+async function started(trx: Trx, events: readonly EventOf<'conversation.started'>[]) {
+  const first = new Map(events.map((event) => [`${event.account_id}\u0000${event.data.phone}`, event]));
+  const startedRows = await trx
+    .insertInto('conversations')
+    .values(
+      [...first.values()].map((event) => ({
+        account_id: event.account_id,
+        phone: event.data.phone,
+        started_at: event.occurred_at,
+        preview: null,
+        last_message_at: null,
+        ai_paused_until: null,
+        opted_out_at: null,
+      })),
+    )
+    .onConflict((oc) =>
+      oc
+        .columns(['account_id', 'phone'])
+        .doUpdateSet({ started_at: sql`excluded.started_at` })
+        .where('conversations.started_at', 'is', null),
+    )
+    .returning(['account_id', 'phone'])
+    .execute();
+  const fresh = startedRows.map((row) => first.get(`${row.account_id}\u0000${row.phone}`)!);
+  const perAccount = new Map<string, number>();
+  for (const event of fresh) perAccount.set(event.account_id, (perAccount.get(event.account_id) ?? 0) + 1);
+  for (const [accountId, count] of perAccount) {
+    await trx
+      .updateTable('accounts')
+      .set({ total_conversations: sql`total_conversations + ${count}` })
+      .where('id', '=', accountId)
+      .execute();
+  }
+  await addUsage(trx, 'conversations', fresh);
+}
+
+/** Conversation flags are rare, one row each: an upsert, so their order against messages is free. */
+async function setFlags(
+  trx: Trx,
+  event: MessagingEvent,
+  flags: {
+    needs_handoff?: boolean;
+    ai_paused_until?: string | null;
+    opted_out?: boolean;
+    opted_out_at?: string | null;
+  },
+) {
+  await trx
+    .insertInto('conversations')
+    .values({
+      account_id: event.account_id,
+      phone: event.data.phone,
+      started_at: null,
+      preview: null,
+      last_message_at: null,
+      ai_paused_until: null,
+      opted_out_at: null,
+      ...flags,
+    })
+    .onConflict((oc) => oc.columns(['account_id', 'phone']).doUpdateSet(flags))
+    .execute();
+}
+
+async function applyRun(trx: Trx, run: MessagingEvent[]) {
+  const first = run[0]!;
+  switch (first.type) {
+    case 'message.received':
+      return received(trx, run as EventOf<'message.received'>[]);
+    case 'message.outbound_requested':
+      return outboundRequested(trx, run as EventOf<'message.outbound_requested'>[]);
+    case 'message.sent':
+      return sent(trx, run as EventOf<'message.sent'>[]);
+    case 'message.status_updated':
+      return statusUpdated(trx, run as EventOf<'message.status_updated'>[]);
+    case 'message.failed':
+      for (const { data } of run as EventOf<'message.failed'>[]) {
+        await trx
+          .updateTable('messages')
+          .set({ status: 'failed', error_code: data.error_code ?? data.reason })
+          .where('id', '=', data.message_id)
+          .where('status', 'in', ['queued', 'sent'])
+          .execute();
+      }
+      return;
+    case 'conversation.started':
+      return started(trx, run as EventOf<'conversation.started'>[]);
+    case 'conversation.ai_paused':
+      for (const event of run as EventOf<'conversation.ai_paused'>[]) {
+        await setFlags(trx, event, { ai_paused_until: event.data.paused_until });
+      }
+      return;
+    case 'conversation.ai_resumed':
+      for (const event of run) await setFlags(trx, event, { ai_paused_until: null });
+      return;
+    case 'conversation.handoff_requested':
+      for (const event of run) await setFlags(trx, event, { needs_handoff: true });
+      return;
+    case 'conversation.handoff_cleared':
+      for (const event of run) await setFlags(trx, event, { needs_handoff: false });
+      return;
+    case 'lead.opted_out':
+      for (const event of run) {
+        await setFlags(trx, event, { opted_out: true, opted_out_at: event.occurred_at });
+      }
+      return;
+    case 'lead.opted_in':
+      for (const event of run) await setFlags(trx, event, { opted_out: false, opted_out_at: null });
+      return;
+    default: {
+      const unhandled: never = first;
+      throw new Error(`Unhandled event ${(unhandled as DomainEvent).type}`);
+    }
+  }
+}
+
+/**
+ * Conversations (conversationList) and messages (conversationMessages), with the accounts'
+ * conversation totals and the conversations / messages_sent / messages_received counters.
+ */
+export const messagingProjection = defineProjection('messaging', handled, async (trx, events) => {
+  for (const run of runsByType(events)) await applyRun(trx, run);
+});

@@ -1,0 +1,13 @@
+import { infrastructureConfig } from '@leadline/runtime';
+import { telephonyConfig } from '@leadline/telephony';
+import { z } from 'zod';
+
+export const gatewayConfigSchema = infrastructureConfig.extend({
+  ...telephonyConfig.shape,
+  PROJECTION_WAIT_MS: z.coerce.number().int().positive().default(5000),
+  /** Accounts sent to at once; each account's messages go out one at a time, in order. */
+  SMS_GATEWAY_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  /** How long an interrupted send waits for Twilio's status callback before it counts as failed. */
+  SMS_SENDING_TIMEOUT_MINUTES: z.coerce.number().int().positive().default(10),
+});
+export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;

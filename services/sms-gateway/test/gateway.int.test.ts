@@ -1,0 +1,267 @@
+import type { NewEvent } from '@leadline/events';
+import { projections, startProjector, type RunningProjector } from '@leadline/projector';
+import { connectCommandServices, createDb, newUuid, type CommandServices } from '@leadline/runtime';
+import { createTwilioProvider, type SmsSender } from '@leadline/telephony';
+import {
+  createTestEnvironment,
+  eventually,
+  fakeClock,
+  startFakeTwilio,
+  type FakeTwilio,
+  type TestEnvironment,
+} from '@leadline/test-kit';
+import type { Kysely } from 'kysely';
+import type { Database } from '@leadline/runtime';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startSmsGateway, type GatewayDeps, type RunningGateway } from '../src/gateway';
+
+let env: TestEnvironment;
+let services: CommandServices;
+let projector: RunningProjector;
+let projectorDb: Kysely<Database>;
+let gatewayDb: Kysely<Database>;
+let twilio: FakeTwilio;
+let sender: SmsSender;
+const clock = fakeClock();
+const running: RunningGateway[] = [];
+
+beforeAll(async () => {
+  env = await createTestEnvironment();
+  services = await connectCommandServices({ ...env.config, PROJECTION_WAIT_MS: 10_000 }, 'gateway-test', {
+    clock,
+  });
+  projectorDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
+  projector = await startProjector({
+    ...services,
+    db: projectorDb,
+    groupId: `${env.config.TOPIC_PREFIX}leadline.projector`,
+    projections,
+  });
+  gatewayDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
+  twilio = await startFakeTwilio();
+  sender = createTwilioProvider({
+    accountSid: twilio.accountSid,
+    authToken: twilio.authToken,
+    apiBaseUrl: twilio.baseUrl,
+    publicUrl: 'http://127.0.0.1:8080',
+  });
+});
+// Each test runs its own gateways; none outlives it.
+afterEach(async () => {
+  for (const gateway of running.splice(0)) await gateway.stop();
+});
+afterAll(async () => {
+  await projector?.stop();
+  await projectorDb?.destroy();
+  await gatewayDb?.destroy();
+  await services?.close();
+  await twilio?.close();
+  await env?.dispose();
+});
+
+/** A gateway in its own consumer group (a fresh group reads the whole log from offset 0). */
+async function gateway(overrides: Partial<GatewayDeps> = {}) {
+  const started = await startSmsGateway({
+    ...services,
+    db: gatewayDb,
+    sender,
+    clock,
+    groupId: `${env.config.TOPIC_PREFIX}gateway-${newUuid()}`,
+    pollIntervalMs: 60_000,
+    onError: () => undefined,
+    ...overrides,
+  });
+  running.push(started);
+  return started;
+}
+
+const context = {
+  partnerId: 'partner-1',
+  actor: { kind: 'system' as const, service: 'test' },
+  correlationId: 'c',
+};
+const append = (accountId: string, events: NewEvent[]) =>
+  services.commands.append({ stream: { topic: 'account', accountId }, context, events });
+
+async function account(accountId: string, phoneNumber: string) {
+  await append(accountId, [
+    {
+      type: 'account.created',
+      data: {
+        name: 'Gateway Co',
+        company_name: 'Gateway Co',
+        slug: accountId,
+        phone_number: phoneNumber,
+        phone_number_provisioned: true,
+        forwarding_number: null,
+        branding: { logo_url: null, accent_color: null },
+        metadata: {},
+      },
+    },
+  ]);
+}
+
+const request = (
+  phone: string,
+  body: string,
+  source: 'manual' | 'system' = 'manual',
+  messageId = newUuid(),
+) =>
+  ({
+    type: 'message.outbound_requested',
+    data: { message_id: messageId, phone, body, source, sender_name: null },
+  }) as const;
+
+const outboxState = (messageId: string) =>
+  gatewayDb.selectFrom('sms_outbox').select('state').where('message_id', '=', messageId).executeTakeFirst();
+const settled = (messageId: string) =>
+  eventually(async () => {
+    const row = await outboxState(messageId);
+    return row?.state === 'sent' || row?.state === 'failed' ? row.state : undefined;
+  });
+const messageRow = (messageId: string) =>
+  services.db.selectFrom('messages').selectAll().where('id', '=', messageId).executeTakeFirstOrThrow();
+const sentTo = (phone: string) => twilio.messages.filter((message) => message.to === phone);
+
+describe('the SMS gateway', () => {
+  it('sends a request redelivered on the log once, and a gateway restarted from offset 0 sends nothing again', async () => {
+    await account('acc-redeliver', '+15125551001');
+    await gateway();
+    const twice = request('+15125552001', 'Only once');
+    await append('acc-redeliver', [twice]);
+    await append('acc-redeliver', [twice]);
+    expect(await settled(twice.data.message_id)).toBe('sent');
+    expect(await messageRow(twice.data.message_id)).toMatchObject({ status: 'queued', sent: true });
+
+    const replay = await gateway();
+    await eventually(async () =>
+      (await gatewayDb.selectFrom('sms_outbox').select('message_id').execute()).length > 0 ? true : undefined,
+    );
+    await replay.dispatch();
+    expect(sentTo('+15125552001')).toHaveLength(1);
+    expect(sentTo('+15125552001')[0]).toMatchObject({ from: '+15125551001', body: 'Only once' });
+    const usage = await services.db
+      .selectFrom('usage_counters')
+      .select('messages_sent')
+      .where('account_id', '=', 'acc-redeliver')
+      .executeTakeFirstOrThrow();
+    expect(usage.messages_sent).toBe(1);
+  });
+
+  it('refuses an opted-out number, except the compliance reply, and a deactivated account', async () => {
+    await account('acc-refuse', '+15125551002');
+    await gateway();
+    await append('acc-refuse', [
+      {
+        type: 'lead.opted_out',
+        data: { phone: '+15125552002', lead_id: null, lead_name: null, keyword: 'STOP', message_id: 'm0' },
+      },
+    ]);
+    const manual = request('+15125552002', 'Are you there?');
+    const confirmation = request('+15125552002', 'Gateway Co: You are unsubscribed.', 'system');
+    await append('acc-refuse', [manual, confirmation]);
+    expect(await settled(manual.data.message_id)).toBe('failed');
+    expect(await settled(confirmation.data.message_id)).toBe('sent');
+    expect(sentTo('+15125552002').map((message) => message.body)).toEqual([
+      'Gateway Co: You are unsubscribed.',
+    ]);
+    expect(await messageRow(manual.data.message_id)).toMatchObject({
+      status: 'failed',
+      error_code: 'lead_opted_out',
+    });
+
+    await append('acc-refuse', [{ type: 'account.deactivated', data: {} }]);
+    const late = request('+15125552003', 'After deactivation');
+    await append('acc-refuse', [late]);
+    expect(await settled(late.data.message_id)).toBe('failed');
+    expect(sentTo('+15125552003')).toHaveLength(0);
+  });
+
+  it('records a message Twilio refuses as failed, with its error code', async () => {
+    await account('acc-invalid', '+15125551003');
+    await gateway();
+    twilio.invalidRecipients.add('+15125552004');
+    const refused = request('+15125552004', 'Hello');
+    await append('acc-invalid', [refused]);
+    expect(await settled(refused.data.message_id)).toBe('failed');
+    expect(await messageRow(refused.data.message_id)).toMatchObject({
+      status: 'failed',
+      error_code: 'twilio_21211',
+    });
+  });
+
+  it('never resends after a crash between Twilio accepting and the send being recorded; the status callback settles it', async () => {
+    await account('acc-crash', '+15125551004');
+    // Twilio accepts the message, then the gateway "dies" before it can record that.
+    const crashing: SmsSender = {
+      async send(message) {
+        await sender.send(message);
+        throw new Error('gateway killed mid-send');
+      },
+    };
+    const first = await gateway({ sender: crashing });
+    const unlucky = request('+15125552005', 'Sent exactly once');
+    await append('acc-crash', [unlucky]);
+    await eventually(async () =>
+      (await outboxState(unlucky.data.message_id))?.state === 'sending' ? true : undefined,
+    );
+    await first.stop();
+    running.splice(running.indexOf(first), 1);
+
+    // A new gateway instance reads the request again and finds the row in flight: it never resends it.
+    const second = await gateway();
+    await second.dispatch();
+    clock.advance(2 * 60_000);
+    expect(await second.reconcile()).toBe(0);
+    expect(sentTo('+15125552005')).toHaveLength(1);
+
+    // Twilio's status callback (its URL names our message id) is projected: the send is recorded.
+    const accepted = sentTo('+15125552005')[0]!;
+    expect(accepted.statusCallback).toBe(
+      `http://127.0.0.1:8080/twilio/status?message_id=${unlucky.data.message_id}`,
+    );
+    await append('acc-crash', [
+      {
+        type: 'message.status_updated',
+        data: {
+          message_id: unlucky.data.message_id,
+          phone: '+15125552005',
+          provider_message_id: accepted.sid,
+          status: 'delivered',
+          provider_status: 'delivered',
+          error_code: null,
+        },
+      },
+    ]);
+    expect(await second.reconcile()).toBe(1);
+    expect(await outboxState(unlucky.data.message_id)).toEqual({ state: 'sent' });
+    expect(await messageRow(unlucky.data.message_id)).toMatchObject({
+      status: 'delivered',
+      sent: true,
+      provider_message_id: accepted.sid,
+    });
+    expect(sentTo('+15125552005')).toHaveLength(1);
+  });
+
+  it('records an interrupted send that Twilio never confirms as failed after the timeout, without resending', async () => {
+    await account('acc-lost', '+15125551005');
+    const lost: SmsSender = {
+      async send() {
+        throw new Error('connection reset');
+      },
+    };
+    const instance = await gateway({ sender: lost, sendingTimeoutMs: 10 * 60_000 });
+    const unknown = request('+15125552006', 'Fate unknown');
+    await append('acc-lost', [unknown]);
+    await eventually(async () =>
+      (await outboxState(unknown.data.message_id))?.state === 'sending' ? true : undefined,
+    );
+    clock.advance(11 * 60_000);
+    expect(await instance.reconcile()).toBe(1);
+    expect(await outboxState(unknown.data.message_id)).toEqual({ state: 'failed' });
+    expect(await messageRow(unknown.data.message_id)).toMatchObject({
+      status: 'failed',
+      error_code: 'send_unconfirmed',
+    });
+  });
+});
