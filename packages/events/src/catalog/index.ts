@@ -3,6 +3,7 @@ import * as accounts from './accounts';
 import * as leads from './leads';
 import * as partners from './partners';
 import * as requirements from './requirements';
+import * as webhooks from './webhooks';
 
 /**
  * Every event type on the log. To add one: define it in its feature's file with `defineEvent` and
@@ -22,6 +23,11 @@ export const eventCatalog = [
   requirements.requirementCreated,
   requirements.requirementUpdated,
   requirements.requirementDeleted,
+  webhooks.webhookCreated,
+  webhooks.webhookUpdated,
+  webhooks.webhookDeleted,
+  webhooks.webhookDisabled,
+  webhooks.webhookDeliveryFailed,
 ] as const;
 
 type Catalog = (typeof eventCatalog)[number];
@@ -37,7 +43,7 @@ export const eventDefinitionsByType: ReadonlyMap<string, Catalog> = new Map(
   eventCatalog.map((definition) => [definition.type, definition]),
 );
 
-export { accounts, leads, partners, requirements };
+export { accounts, leads, partners, requirements, webhooks };
 export { teamMemberRoles } from './accounts';
 export { leadOrigins, leadStatuses, leadStatusSchema } from './leads';
 export { requirementTypes, requirementTypeSchema } from './requirements';
