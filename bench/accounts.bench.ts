@@ -1,5 +1,12 @@
 import { projections, startProjector } from '@leadline/projector';
-import { createDb, createEventProducer, newUuid, systemClock } from '@leadline/runtime';
+import {
+  createDb,
+  createEventProducer,
+  createSecretBox,
+  DEVELOPMENT_WEBHOOK_KEY,
+  newUuid,
+  systemClock,
+} from '@leadline/runtime';
 import Fastify from 'fastify';
 import pg from 'pg';
 import { buildApp } from '../services/command-api/src/app';
@@ -41,6 +48,7 @@ export async function benchAccounts(): Promise<string> {
     newId: newUuid,
     publicUrl: 'http://127.0.0.1',
     rateLimitPerMinute: 10_000_000,
+    webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
   });
   const base = await app.listen({ port: 0, host: '127.0.0.1' });
   const key = generateApiKey();

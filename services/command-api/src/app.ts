@@ -1,7 +1,14 @@
 import fastifyRateLimit from '@fastify/rate-limit';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
-import { DomainError, type Clock, type CommandBus, type Database, type NewId } from '@leadline/runtime';
+import {
+  DomainError,
+  type Clock,
+  type CommandBus,
+  type Database,
+  type NewId,
+  type SecretBox,
+} from '@leadline/runtime';
 import Fastify, { type FastifyServerOptions } from 'fastify';
 import {
   jsonSchemaTransform,
@@ -15,6 +22,8 @@ import { partnerKeyAuthentication } from './http/auth';
 import { notFoundHandler, problemErrorHandler, problemJsonSchema } from './http/problem';
 import { apiDescription } from './openapi-description';
 import type { NumberProvider } from './telephony/port';
+import { webhookRoutes } from './webhooks/routes';
+import { webhookEventsDocumentation } from './webhooks/documentation';
 
 /** Every documented operation can answer with problem details; say so once, for all of them. */
 const documentProblems: typeof jsonSchemaTransform = (input) => {
@@ -44,6 +53,8 @@ export interface AppDeps {
   newId: NewId;
   publicUrl: string;
   rateLimitPerMinute: number;
+  /** Seals webhook signing secrets before they go on the log. */
+  webhookSecrets: SecretBox;
   /** Extra readiness checks (the event log's reachability), run by GET /health/ready. */
   readinessChecks?: (() => Promise<void>)[];
   logger?: FastifyServerOptions['logger'];
@@ -71,6 +82,8 @@ export async function buildApp(deps: AppDeps) {
         securitySchemes: { partnerKey: { type: 'apiKey', in: 'header', name: 'X-Partner-Key' } },
       },
       security: [{ partnerKey: [] }],
+      // The payloads partners receive, as OpenAPI 3.1 webhooks with their JSON Schemas.
+      webhooks: webhookEventsDocumentation(),
     },
     transform: documentProblems,
   });
@@ -103,6 +116,7 @@ export async function buildApp(deps: AppDeps) {
           ),
       });
       await v1.register(accountRoutes, deps);
+      await v1.register(webhookRoutes, deps);
     },
     { prefix: '/v1' },
   );

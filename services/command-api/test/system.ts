@@ -1,5 +1,5 @@
 import { projections, startProjector, type RunningProjector } from '@leadline/projector';
-import { createDb, newUuid, systemClock } from '@leadline/runtime';
+import { createDb, createSecretBox, DEVELOPMENT_WEBHOOK_KEY, newUuid, systemClock } from '@leadline/runtime';
 import { createTestEnvironment, type TestEnvironment } from '@leadline/test-kit';
 import { buildApp, type App } from '../src/app';
 import { generateApiKey } from '../src/partners/api-keys';
@@ -46,6 +46,7 @@ export async function startSystem(
     newId: newUuid,
     publicUrl: 'http://127.0.0.1:8080',
     rateLimitPerMinute: options.rateLimitPerMinute ?? 100_000,
+    webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
   });
   return {
     env,
