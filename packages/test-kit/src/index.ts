@@ -1,2 +1,3 @@
 export * from './environment';
 export type * from './infrastructure';
+export * from './clock';
