@@ -1,7 +1,11 @@
 import { benchAccounts } from './accounts.bench';
+import { benchWebhooks } from './webhooks.bench';
 
 /** `npm run bench`: every scenario, each with its raw baselines measured in the same run. */
-const scenarios: Record<string, () => Promise<string>> = { accounts: benchAccounts };
+const scenarios: Record<string, () => Promise<string>> = {
+  accounts: benchAccounts,
+  webhooks: benchWebhooks,
+};
 
 const only = process.argv.slice(2);
 for (const [name, run] of Object.entries(scenarios)) {

@@ -19,6 +19,8 @@ node --import tsx services/projector/src/main.ts &
 pids+=($!)
 node --import tsx services/command-api/src/main.ts &
 pids+=($!)
+node --import tsx services/webhook-relay/src/main.ts &
+pids+=($!)
 
 if [ -z "${PARTNER_API_KEY:-}" ]; then
   echo "No PARTNER_API_KEY set: create a partner with 'npm run partner -- create --name NAME'." >&2

@@ -1,5 +1,5 @@
 import type { Clock, CommandBus, Database, SecretBox } from '@leadline/runtime';
-import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import { sql, type Kysely, type Selectable, type Transaction, type Updateable } from 'kysely';
 import type { SendResult, WebhookClient } from './http-client';
 import { nextStep, parseRetryAfter, type AttemptOutcome } from './schedule';
 import { signatureHeaders } from './signing';
@@ -58,37 +58,35 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const pollIntervalMs = deps.pollIntervalMs ?? 1000;
   const reportError = deps.onError ?? ((error) => console.error('webhook-relay: dispatch failed', error));
 
+  /** The oldest due delivery nobody else holds, locked for this transaction, with its webhook. */
   async function claim(trx: Transaction<Database>, now: Date) {
     return trx
-      .selectFrom('webhook_deliveries')
-      .selectAll()
-      .where('status', '=', 'pending')
-      .where('next_attempt_at', '<=', now)
-      .orderBy('next_attempt_at')
+      .selectFrom('webhook_deliveries as d')
+      .leftJoin('webhooks as w', 'w.id', 'd.webhook_id')
+      .selectAll('d')
+      .select(['w.url', 'w.active', 'w.secret_ciphertext'])
+      .where('d.status', '=', 'pending')
+      .where('d.next_attempt_at', '<=', now)
+      .orderBy('d.next_attempt_at')
       .limit(1)
-      .forUpdate()
+      .forUpdate('d')
       .skipLocked()
       .executeTakeFirst();
   }
 
-  async function finish(
-    trx: Transaction<Database>,
-    delivery: DeliveryRow,
-    status: 'succeeded' | 'failed' | 'cancelled',
-    at: Date,
-    error?: string,
-  ) {
-    await trx
-      .updateTable('webhook_deliveries')
-      .set({
-        status,
-        next_attempt_at: null,
-        completed_at: at,
-        ...(error !== undefined && { last_error: error }),
-      })
-      .where('id', '=', delivery.id)
-      .execute();
-  }
+  const openSecret = (() => {
+    // Decrypting is cheap but not free; a webhook's ciphertext only changes with the webhook.
+    const cache = new Map<string, string>();
+    return (ciphertext: string) => {
+      let secret = cache.get(ciphertext);
+      if (secret === undefined) {
+        secret = secrets.open(ciphertext);
+        if (cache.size > 10_000) cache.clear();
+        cache.set(ciphertext, secret);
+      }
+      return secret;
+    };
+  })();
 
   async function send(
     delivery: DeliveryRow,
@@ -97,7 +95,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   ): Promise<SendResult> {
     let secret: string;
     try {
-      secret = secrets.open(webhook.secret_ciphertext);
+      secret = openSecret(webhook.secret_ciphertext);
     } catch {
       // A key mix-up between the API and the relay: record it as a failed attempt, keep retrying.
       return {
@@ -120,55 +118,63 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   /** One attempt of one due delivery, in one transaction; undefined when nothing was due. */
   async function attemptOne(): Promise<{ sent: boolean; aftermath: Aftermath } | undefined> {
     return db.transaction().execute(async (trx) => {
-      const delivery = await claim(trx, clock.now());
-      if (!delivery) return undefined;
-      const webhook = await trx
-        .selectFrom('webhooks')
-        .select(['url', 'active', 'secret_ciphertext'])
-        .where('id', '=', delivery.webhook_id)
-        .executeTakeFirst();
+      const claimed = await claim(trx, clock.now());
+      if (!claimed) return undefined;
+      const { url, active, secret_ciphertext, ...delivery } = claimed;
       // Disabled or deleted since the event was fanned out: nothing more goes to it.
-      if (!webhook || !webhook.active) {
-        await finish(
-          trx,
-          delivery,
-          'cancelled',
-          clock.now(),
-          webhook ? 'Webhook inactive' : 'Webhook deleted',
-        );
+      if (url === null || secret_ciphertext === null || !active) {
+        await trx
+          .updateTable('webhook_deliveries')
+          .set({
+            status: 'cancelled',
+            next_attempt_at: null,
+            completed_at: clock.now(),
+            last_error: url === null ? 'Webhook deleted' : 'Webhook inactive',
+          })
+          .where('id', '=', delivery.id)
+          .execute();
         return { sent: false, aftermath: undefined };
       }
 
       const attemptedAt = clock.now();
-      const result = await send(delivery, webhook, attemptedAt);
+      const result = await send(delivery, { url, secret_ciphertext }, attemptedAt);
       const answeredAt = clock.now();
       const attempt = delivery.attempts + 1;
+      const outcome = outcomeOf(result.statusCode, parseRetryAfter(result.retryAfter, answeredAt));
+      const step = nextStep(outcome, delivery.retries_done, retryDelaysSeconds, answeredAt);
+      const final = { next_attempt_at: null, completed_at: answeredAt };
+      const changes: Updateable<Database['webhook_deliveries']> =
+        step.kind === 'succeeded'
+          ? { status: 'succeeded', ...final }
+          : step.kind === 'gone'
+            ? { status: 'failed', ...final }
+            : step.kind === 'exhausted'
+              ? { status: 'failed', ...final }
+              : { next_attempt_at: step.at, retries_done: delivery.retries_done + 1 };
+
+      // The attempt and its consequence in one statement: the log entry and the schedule move together.
       await trx
-        .insertInto('webhook_delivery_attempts')
-        .values({
-          delivery_id: delivery.id,
-          attempt,
-          attempted_at: attemptedAt,
-          status_code: result.statusCode,
-          error: result.error,
-          duration_ms: result.durationMs,
-          response_excerpt: result.responseExcerpt,
-        })
-        .execute();
-      await trx
+        .with('recorded', (cte) =>
+          cte.insertInto('webhook_delivery_attempts').values({
+            delivery_id: delivery.id,
+            attempt,
+            attempted_at: attemptedAt,
+            status_code: result.statusCode,
+            error: result.error,
+            duration_ms: result.durationMs,
+            response_excerpt: result.responseExcerpt,
+          }),
+        )
         .updateTable('webhook_deliveries')
-        .set({ attempts: attempt, last_status_code: result.statusCode, last_error: result.error })
+        .set({ ...changes, attempts: attempt, last_status_code: result.statusCode, last_error: result.error })
         .where('id', '=', delivery.id)
         .execute();
 
-      const outcome = outcomeOf(result.statusCode, parseRetryAfter(result.retryAfter, answeredAt));
-      const step = nextStep(outcome, delivery.retries_done, retryDelaysSeconds, answeredAt);
       switch (step.kind) {
         case 'succeeded':
-          await finish(trx, delivery, 'succeeded', answeredAt);
+        case 'retry':
           return { sent: true, aftermath: undefined };
         case 'gone':
-          await finish(trx, delivery, 'failed', answeredAt, 'HTTP 410: the webhook is disabled');
           // Its other pending deliveries go nowhere now; rows another relay is sending are skipped.
           await sql`
             update webhook_deliveries set status = 'cancelled', next_attempt_at = null,
@@ -179,15 +185,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
               for update skip locked
             )`.execute(trx);
           return { sent: true, aftermath: { kind: 'disabled', delivery, statusCode: 410 } };
-        case 'retry':
-          await trx
-            .updateTable('webhook_deliveries')
-            .set({ next_attempt_at: step.at, retries_done: delivery.retries_done + 1 })
-            .where('id', '=', delivery.id)
-            .execute();
-          return { sent: true, aftermath: undefined };
         case 'exhausted':
-          await finish(trx, delivery, 'failed', answeredAt);
           return {
             sent: true,
             aftermath: {
