@@ -15,7 +15,7 @@ import { selfSignedCertificate } from '../services/webhook-relay/test/receiver';
 import { benchEnvironment } from './environment';
 import { measure, percentile, throughput } from './stats';
 
-const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const CONCURRENCY = 16;
 const DELIVERIES = 5000;
 const DUE_TOGETHER = 5000;
 

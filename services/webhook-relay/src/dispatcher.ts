@@ -1,5 +1,5 @@
-import type { Clock, CommandBus, Database, SecretBox } from '@leadline/runtime';
-import { sql, type Kysely, type Selectable, type Transaction, type Updateable } from 'kysely';
+import type { Clock, CommandBus, Database, SecretBox, WebhookDeliveryStatus } from '@leadline/runtime';
+import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type { SendResult, WebhookClient } from './http-client';
 import { nextStep, parseRetryAfter, type AttemptOutcome } from './schedule';
 import { signatureHeaders } from './signing';
@@ -12,8 +12,13 @@ export interface DispatcherDeps {
   client: WebhookClient;
   secrets: SecretBox;
   retryDelaysSeconds: readonly number[];
-  /** Attempts in flight at once; each holds one database connection while it sends. */
+  /** Attempts in flight at once. */
   concurrency: number;
+  /**
+   * Deliveries one transaction claims, sends concurrently and records together (default 4); the
+   * concurrency is spread over ceil(concurrency / batchSize) workers, one database connection each.
+   */
+  batchSize?: number;
   /** Appends webhook.disabled and webhook.delivery_failed to the partner topic. */
   commands: Pick<CommandBus, 'append'>;
   /** Longest idle wait between looks for due deliveries when nothing wakes the loop. */
@@ -49,16 +54,19 @@ const outcomeOf = (statusCode: number | null, retryAfter: number | null): Attemp
 
 /**
  * Sends due deliveries. Each attempt claims its row with FOR UPDATE SKIP LOCKED and holds the lock in
- * its transaction while it sends and records the answer, so two relays never send the same attempt,
+ * its transaction while it sends and records the answer (a worker does this for a few rows at once,
+ * to spend fewer round trips per delivery), so two relays never send the same attempt,
  * and an attempt cut short by a crash (lock released, nothing recorded) is simply sent again by
  * whichever relay looks next: at-least-once, with the same delivery id for the receiver to dedupe on.
  */
 export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const { db, clock, client, secrets, retryDelaysSeconds, commands } = deps;
   const pollIntervalMs = deps.pollIntervalMs ?? 1000;
+  const batchSize = Math.max(1, Math.min(deps.batchSize ?? 4, deps.concurrency));
+  const workers = Math.ceil(deps.concurrency / batchSize);
   const reportError = deps.onError ?? ((error) => console.error('webhook-relay: dispatch failed', error));
 
-  /** The oldest due delivery nobody else holds, locked for this transaction, with its webhook. */
+  /** The oldest due deliveries nobody else holds, locked for this transaction, with their webhooks. */
   async function claim(trx: Transaction<Database>, now: Date) {
     return trx
       .selectFrom('webhook_deliveries as d')
@@ -68,10 +76,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       .where('d.status', '=', 'pending')
       .where('d.next_attempt_at', '<=', now)
       .orderBy('d.next_attempt_at')
-      .limit(1)
+      .limit(batchSize)
       .forUpdate('d')
       .skipLocked()
-      .executeTakeFirst();
+      .execute();
   }
 
   const openSecret = (() => {
@@ -115,92 +123,139 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     return client.post(webhook.url, headers, delivery.body);
   }
 
-  /** One attempt of one due delivery, in one transaction; undefined when nothing was due. */
-  async function attemptOne(): Promise<{ sent: boolean; aftermath: Aftermath } | undefined> {
+  /** What an answered attempt changes on its delivery row. */
+  function consequence(delivery: DeliveryRow, result: SendResult, answeredAt: Date) {
+    const outcome = outcomeOf(result.statusCode, parseRetryAfter(result.retryAfter, answeredAt));
+    const step = nextStep(outcome, delivery.retries_done, retryDelaysSeconds, answeredAt);
+    const attempts = delivery.attempts + 1;
+    const row = {
+      id: delivery.id,
+      status: 'pending' as WebhookDeliveryStatus,
+      attempts,
+      retries_done: delivery.retries_done,
+      next_attempt_at: null as Date | null,
+      completed_at: answeredAt as Date | null,
+      last_status_code: result.statusCode,
+      last_error: result.error,
+    };
+    let aftermath: Aftermath;
+    switch (step.kind) {
+      case 'succeeded':
+        row.status = 'succeeded';
+        break;
+      case 'gone':
+        row.status = 'failed';
+        aftermath = { kind: 'disabled', delivery, statusCode: 410 };
+        break;
+      case 'exhausted':
+        row.status = 'failed';
+        aftermath = {
+          kind: 'exhausted',
+          delivery,
+          attempts,
+          statusCode: result.statusCode,
+          error: result.error,
+        };
+        break;
+      case 'retry':
+        Object.assign(row, {
+          next_attempt_at: step.at,
+          completed_at: null,
+          retries_done: delivery.retries_done + 1,
+        });
+        break;
+      default: {
+        const unknownStep: never = step;
+        throw new Error(`Unknown step ${(unknownStep as { kind: string }).kind}`);
+      }
+    }
+    return { row, aftermath };
+  }
+
+  /**
+   * One attempt of each of a few due deliveries, in one transaction: claimed together, sent
+   * concurrently, recorded with one insert and one update. Undefined when nothing was due.
+   */
+  async function attemptBatch(): Promise<{ sent: number; aftermaths: Aftermath[] } | undefined> {
     return db.transaction().execute(async (trx) => {
       const claimed = await claim(trx, clock.now());
-      if (!claimed) return undefined;
-      const { url, active, secret_ciphertext, ...delivery } = claimed;
+      if (claimed.length === 0) return undefined;
+
       // Disabled or deleted since the event was fanned out: nothing more goes to it.
-      if (url === null || secret_ciphertext === null || !active) {
+      const orphaned = claimed.filter(
+        (row) => row.url === null || row.secret_ciphertext === null || !row.active,
+      );
+      for (const row of orphaned) {
         await trx
           .updateTable('webhook_deliveries')
           .set({
             status: 'cancelled',
             next_attempt_at: null,
             completed_at: clock.now(),
-            last_error: url === null ? 'Webhook deleted' : 'Webhook inactive',
+            last_error: row.url === null ? 'Webhook deleted' : 'Webhook inactive',
           })
-          .where('id', '=', delivery.id)
+          .where('id', '=', row.id)
           .execute();
-        return { sent: false, aftermath: undefined };
       }
 
-      const attemptedAt = clock.now();
-      const result = await send(delivery, { url, secret_ciphertext }, attemptedAt);
-      const answeredAt = clock.now();
-      const attempt = delivery.attempts + 1;
-      const outcome = outcomeOf(result.statusCode, parseRetryAfter(result.retryAfter, answeredAt));
-      const step = nextStep(outcome, delivery.retries_done, retryDelaysSeconds, answeredAt);
-      const final = { next_attempt_at: null, completed_at: answeredAt };
-      const changes: Updateable<Database['webhook_deliveries']> =
-        step.kind === 'succeeded'
-          ? { status: 'succeeded', ...final }
-          : step.kind === 'gone'
-            ? { status: 'failed', ...final }
-            : step.kind === 'exhausted'
-              ? { status: 'failed', ...final }
-              : { next_attempt_at: step.at, retries_done: delivery.retries_done + 1 };
+      const attempts = await Promise.all(
+        claimed
+          .filter((row) => !orphaned.includes(row))
+          .map(async ({ url, active: _active, secret_ciphertext, ...delivery }) => {
+            const attemptedAt = clock.now();
+            const result = await send(
+              delivery,
+              { url: url!, secret_ciphertext: secret_ciphertext! },
+              attemptedAt,
+            );
+            return { delivery, attemptedAt, result, ...consequence(delivery, result, clock.now()) };
+          }),
+      );
+      if (attempts.length === 0) return { sent: 0, aftermaths: [] };
 
-      // The attempt and its consequence in one statement: the log entry and the schedule move together.
       await trx
-        .with('recorded', (cte) =>
-          cte.insertInto('webhook_delivery_attempts').values({
+        .insertInto('webhook_delivery_attempts')
+        .values(
+          attempts.map(({ delivery, attemptedAt, result, row }) => ({
             delivery_id: delivery.id,
-            attempt,
+            attempt: row.attempts,
             attempted_at: attemptedAt,
             status_code: result.statusCode,
             error: result.error,
             duration_ms: result.durationMs,
             response_excerpt: result.responseExcerpt,
-          }),
+          })),
         )
-        .updateTable('webhook_deliveries')
-        .set({ ...changes, attempts: attempt, last_status_code: result.statusCode, last_error: result.error })
-        .where('id', '=', delivery.id)
         .execute();
+      // The attempts and their consequences commit together: the log and the schedule never disagree.
+      const rows = attempts.map(({ row }) => row);
+      await sql`
+        update webhook_deliveries as d set
+          status = v.status, attempts = v.attempts, retries_done = v.retries_done,
+          next_attempt_at = v.next_attempt_at, completed_at = v.completed_at,
+          last_status_code = v.last_status_code, last_error = v.last_error
+        from unnest(
+          ${rows.map((row) => row.id)}::text[], ${rows.map((row) => row.status)}::text[],
+          ${rows.map((row) => row.attempts)}::int[], ${rows.map((row) => row.retries_done)}::int[],
+          ${rows.map((row) => row.next_attempt_at)}::timestamptz[], ${rows.map((row) => row.completed_at)}::timestamptz[],
+          ${rows.map((row) => row.last_status_code)}::int[], ${rows.map((row) => row.last_error)}::text[]
+        ) as v(id, status, attempts, retries_done, next_attempt_at, completed_at, last_status_code, last_error)
+        where d.id = v.id`.execute(trx);
 
-      switch (step.kind) {
-        case 'succeeded':
-        case 'retry':
-          return { sent: true, aftermath: undefined };
-        case 'gone':
-          // Its other pending deliveries go nowhere now; rows another relay is sending are skipped.
-          await sql`
-            update webhook_deliveries set status = 'cancelled', next_attempt_at = null,
-              completed_at = ${answeredAt}, last_error = 'Webhook disabled by a 410 answer'
-            where id in (
-              select id from webhook_deliveries
-              where webhook_id = ${delivery.webhook_id} and status = 'pending' and id <> ${delivery.id}
-              for update skip locked
-            )`.execute(trx);
-          return { sent: true, aftermath: { kind: 'disabled', delivery, statusCode: 410 } };
-        case 'exhausted':
-          return {
-            sent: true,
-            aftermath: {
-              kind: 'exhausted',
-              delivery,
-              attempts: attempt,
-              statusCode: result.statusCode,
-              error: result.error,
-            },
-          };
-        default: {
-          const unknownStep: never = step;
-          throw new Error(`Unknown step ${(unknownStep as { kind: string }).kind}`);
-        }
+      for (const { aftermath } of attempts) {
+        if (aftermath?.kind !== 'disabled') continue;
+        // Its other pending deliveries go nowhere now; rows another relay is sending are skipped.
+        await sql`
+          update webhook_deliveries set status = 'cancelled', next_attempt_at = null,
+            completed_at = ${clock.now()}, last_error = 'Webhook disabled by a 410 answer'
+          where id in (
+            select id from webhook_deliveries
+            where webhook_id = ${aftermath.delivery.webhook_id} and status = 'pending'
+              and id <> all(${rows.map((row) => row.id)}::text[])
+            for update skip locked
+          )`.execute(trx);
       }
+      return { sent: attempts.length, aftermaths: attempts.map(({ aftermath }) => aftermath) };
     });
   }
 
@@ -256,12 +311,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   async function drain(): Promise<number> {
     let sent = 0;
     await Promise.all(
-      Array.from({ length: deps.concurrency }, async () => {
+      Array.from({ length: workers }, async () => {
         for (;;) {
-          const attempt = await attemptOne();
-          if (!attempt) return;
-          if (attempt.sent) sent++;
-          await record(attempt.aftermath);
+          const batch = await attemptBatch();
+          if (!batch) return;
+          sent += batch.sent;
+          for (const aftermath of batch.aftermaths) await record(aftermath);
         }
       }),
     );
