@@ -15,7 +15,8 @@ import { createWebhookClient } from './http-client';
 import { startRelay } from './relay';
 
 const config = loadConfig(relayConfigSchema);
-// Each attempt in flight holds a connection while it sends; a few more serve the consumer.
+// Each dispatcher worker holds a connection while its claimed deliveries are sent (at most one per
+// in-flight attempt); a few more serve the consumer.
 const infrastructure = await connectInfrastructure(config, 'leadline-webhook-relay', {
   maxConnections: config.WEBHOOK_CONCURRENCY + 4,
 });
