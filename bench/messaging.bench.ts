@@ -1,7 +1,14 @@
 import fastifyFormbody from '@fastify/formbody';
 import { projections, startProjector } from '@leadline/projector';
 import type { NewEvent } from '@leadline/events';
-import { createDb, createEventProducer, newUuid, systemClock } from '@leadline/runtime';
+import {
+  createDb,
+  createEventProducer,
+  createSecretBox,
+  DEVELOPMENT_WEBHOOK_KEY,
+  newUuid,
+  systemClock,
+} from '@leadline/runtime';
 import { startSmsGateway } from '@leadline/sms-gateway';
 import { createLocalNumberPool, createLocalSmsSender } from '@leadline/telephony';
 import Fastify from 'fastify';
@@ -48,6 +55,7 @@ export async function benchMessaging(): Promise<string> {
     newId: newUuid,
     publicUrl: 'http://127.0.0.1',
     rateLimitPerMinute: 10_000_000,
+    webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
   });
   const base = await app.listen({ port: 0, host: '127.0.0.1' });
   const key = generateApiKey();

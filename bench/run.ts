@@ -1,12 +1,14 @@
 import { benchAccounts } from './accounts.bench';
 import { benchLeads } from './leads.bench';
 import { benchMessaging } from './messaging.bench';
+import { benchWebhooks } from './webhooks.bench';
 
 /** `npm run bench`: every scenario, each with its raw baselines measured in the same run. */
 const scenarios: Record<string, () => Promise<string>> = {
   accounts: benchAccounts,
   leads: benchLeads,
   messaging: benchMessaging,
+  webhooks: benchWebhooks,
 };
 
 const only = process.argv.slice(2);

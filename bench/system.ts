@@ -1,5 +1,5 @@
 import { projections, startProjector } from '@leadline/projector';
-import { createDb, newUuid, systemClock } from '@leadline/runtime';
+import { createDb, createSecretBox, DEVELOPMENT_WEBHOOK_KEY, newUuid, systemClock } from '@leadline/runtime';
 import { buildApp } from '../services/command-api/src/app';
 import { generateApiKey } from '../services/command-api/src/partners/api-keys';
 import { createPartner } from '../services/command-api/src/partners/partners';
@@ -33,6 +33,7 @@ export async function startBenchSystem() {
     newId: newUuid,
     publicUrl: 'http://127.0.0.1',
     rateLimitPerMinute: 10_000_000,
+    webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
   });
   const baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
   const key = generateApiKey();

@@ -20,6 +20,7 @@ pids+=($!)
 node --import tsx services/command-api/src/main.ts &
 pids+=($!)
 node --import tsx services/sms-gateway/src/main.ts &
+node --import tsx services/webhook-relay/src/main.ts &
 pids+=($!)
 
 if [ -z "${PARTNER_API_KEY:-}" ]; then

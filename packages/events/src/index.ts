@@ -2,3 +2,4 @@ export * from './catalog';
 export * from './codec';
 export * from './envelope';
 export * from './topics';
+export * from './webhook-events';

@@ -9,3 +9,4 @@ export * from './errors';
 export * from './kafka';
 export * from './projection-progress';
 export * from './infrastructure';
+export * from './secret-box';

@@ -191,14 +191,3 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
-
-/** A clock that moves only when told to: for timeouts, without sleeping. */
-export function fakeClock(start = new Date('2026-03-02T15:00:00Z')) {
-  let now = start.getTime();
-  return {
-    now: () => new Date(now),
-    advance(ms: number) {
-      now += ms;
-    },
-  };
-}

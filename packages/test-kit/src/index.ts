@@ -1,3 +1,4 @@
 export * from './environment';
 export type * from './infrastructure';
 export * from './fake-twilio';
+export * from './clock';

@@ -1,7 +1,14 @@
 import fastifyRateLimit from '@fastify/rate-limit';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
-import { DomainError, type Clock, type CommandBus, type Database, type NewId } from '@leadline/runtime';
+import {
+  DomainError,
+  type Clock,
+  type CommandBus,
+  type Database,
+  type NewId,
+  type SecretBox,
+} from '@leadline/runtime';
 import Fastify, { type FastifyServerOptions } from 'fastify';
 import {
   jsonSchemaTransform,
@@ -20,6 +27,8 @@ import { usageRoutes } from './usage/routes';
 import { notFoundHandler, problemErrorHandler, problemJsonSchema } from './http/problem';
 import { apiDescription } from './openapi-description';
 import type { NumberProvider } from '@leadline/telephony';
+import { webhookRoutes } from './webhooks/routes';
+import { webhookEventsDocumentation } from './webhooks/documentation';
 
 /** Every documented operation can answer with problem details; say so once, for all of them. */
 const documentProblems: typeof jsonSchemaTransform = (input) => {
@@ -51,6 +60,8 @@ export interface AppDeps {
   /** Twilio's auth token: when set, every Twilio webhook must carry a valid X-Twilio-Signature. */
   twilioAuthToken?: string | undefined;
   rateLimitPerMinute: number;
+  /** Seals webhook signing secrets before they go on the log. */
+  webhookSecrets: SecretBox;
   /** Extra readiness checks (the event log's reachability), run by GET /health/ready. */
   readinessChecks?: (() => Promise<void>)[];
   logger?: FastifyServerOptions['logger'];
@@ -78,6 +89,8 @@ export async function buildApp(deps: AppDeps) {
         securitySchemes: { partnerKey: { type: 'apiKey', in: 'header', name: 'X-Partner-Key' } },
       },
       security: [{ partnerKey: [] }],
+      // The payloads partners receive, as OpenAPI 3.1 webhooks with their JSON Schemas.
+      webhooks: webhookEventsDocumentation(),
     },
     transform: documentProblems,
   });
@@ -114,6 +127,7 @@ export async function buildApp(deps: AppDeps) {
       await v1.register(requirementRoutes, deps);
       await v1.register(conversationRoutes, deps);
       await v1.register(usageRoutes, deps);
+      await v1.register(webhookRoutes, deps);
     },
     { prefix: '/v1' },
   );

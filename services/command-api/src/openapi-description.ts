@@ -34,4 +34,12 @@ Outbound messages show their delivery \`status\` (\`queued\`, \`sent\`, \`delive
 out (\`opted_out\` on the lead and the conversation) and gets one confirmation; START, UNSTOP or YES opt
 back in; HELP is answered. These replies have \`source: system\`. Sending to an opted-out number is a 409
 \`lead_opted_out\`.
+
+**Webhooks** (see \`webhooks\` in this document for every payload's schema): at most 20 per partner, HTTPS
+only. Each delivery is signed: \`X-Service-Signature\` is the hex HMAC-SHA256 of the exact body with your
+secret; \`X-Service-Timestamp\` and \`X-Service-Timestamped-Signature\` (HMAC of \`<timestamp>.<body>\`) let
+you refuse replays older than five minutes; \`X-Service-Delivery-Id\` stays the same across retries.
+Answer 2xx within 10 s. Failures are retried 30 s, 2 min, 10 min, 1 h and 4 h after the previous
+attempt (a longer \`Retry-After\` is honoured), then dropped and logged as \`webhook.delivery_failed\`.
+Redirects are not followed. A 410 disables the webhook.
 `.trim();

@@ -20,6 +20,8 @@ describe('the OpenAPI document', () => {
     });
     // A contract change shows up in review as a change of this snapshot.
     expect(document.paths).toMatchSnapshot();
+    // So is a change of what partners receive: the webhook payloads.
+    expect(document.webhooks).toMatchSnapshot();
   });
 
   it('has a readable docs page', async () => {

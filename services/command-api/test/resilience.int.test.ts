@@ -1,5 +1,5 @@
 import { projections, startProjector } from '@leadline/projector';
-import { createDb, newUuid, systemClock } from '@leadline/runtime';
+import { createDb, createSecretBox, DEVELOPMENT_WEBHOOK_KEY, newUuid, systemClock } from '@leadline/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app';
 import { partnerClient, type PartnerClient } from './client';
@@ -58,6 +58,7 @@ describe('operations', () => {
       newId: newUuid,
       publicUrl: 'http://127.0.0.1:8080',
       rateLimitPerMinute: 3,
+      webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
     });
     try {
       const limited = partnerClient(app, await system.createPartner('Busy CRM'));

@@ -1,6 +1,13 @@
 import { projections, startProjector, type RunningProjector } from '@leadline/projector';
 import { startSmsGateway, type RunningGateway } from '@leadline/sms-gateway';
-import { createDb, newUuid, systemClock, type Clock } from '@leadline/runtime';
+import {
+  createDb,
+  createSecretBox,
+  DEVELOPMENT_WEBHOOK_KEY,
+  newUuid,
+  systemClock,
+  type Clock,
+} from '@leadline/runtime';
 import { createLocalSmsSender, createTwilioProvider } from '@leadline/telephony';
 import { createTestEnvironment, type FakeTwilio, type TestEnvironment } from '@leadline/test-kit';
 import { buildApp, type App } from '../src/app';
@@ -72,6 +79,7 @@ export async function startSystem(
     publicUrl: PUBLIC_URL,
     twilioAuthToken: options.twilio?.authToken,
     rateLimitPerMinute: options.rateLimitPerMinute ?? 100_000,
+    webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
   });
   const gatewayDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
   const gateway = options.gateway

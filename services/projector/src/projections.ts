@@ -3,6 +3,7 @@ import { leadsProjection } from './leads/projection';
 import { messagingProjection } from './messaging/projection';
 import type { Projection } from './projection';
 import { requirementsProjection } from './requirements/projection';
+import { webhooksProjection } from './webhooks/projection';
 
 /**
  * Every read model, applied in this order within each batch: accounts first, since others keep
@@ -13,4 +14,5 @@ export const projections: readonly Projection[] = [
   leadsProjection,
   requirementsProjection,
   messagingProjection,
+  webhooksProjection,
 ];

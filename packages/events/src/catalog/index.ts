@@ -4,6 +4,7 @@ import * as leads from './leads';
 import * as messaging from './messaging';
 import * as partners from './partners';
 import * as requirements from './requirements';
+import * as webhooks from './webhooks';
 
 /**
  * Every event type on the log. To add one: define it in its feature's file with `defineEvent` and
@@ -36,6 +37,11 @@ export const eventCatalog = [
   messaging.conversationHandoffCleared,
   messaging.leadOptedOut,
   messaging.leadOptedIn,
+  webhooks.webhookCreated,
+  webhooks.webhookUpdated,
+  webhooks.webhookDeleted,
+  webhooks.webhookDisabled,
+  webhooks.webhookDeliveryFailed,
 ] as const;
 
 type Catalog = (typeof eventCatalog)[number];
@@ -51,7 +57,7 @@ export const eventDefinitionsByType: ReadonlyMap<string, Catalog> = new Map(
   eventCatalog.map((definition) => [definition.type, definition]),
 );
 
-export { accounts, leads, messaging, partners, requirements };
+export { accounts, leads, messaging, partners, requirements, webhooks };
 export { teamMemberRoles } from './accounts';
 export { leadOrigins, leadStatuses, leadStatusSchema } from './leads';
 export { deliveryStatuses, messageFailureReasons, messageSources } from './messaging';

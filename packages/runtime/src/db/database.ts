@@ -25,6 +25,11 @@ export function createPool(url: string, options: DbOptions = {}): pg.Pool {
   // An idle connection the server closed (a restart, a failover) is dropped from the pool and
   // replaced on next use; without a listener it would take the whole process down.
   pool.on('error', (error) => console.warn(`postgres: idle connection lost: ${error.message}`));
+  // A connection lost while checked out (a transaction waiting on a webhook answer, say) fails its
+  // next query; without a listener its 'error' event would take the whole process down first.
+  pool.on('connect', (client) => {
+    client.on('error', (error) => console.warn(`postgres: connection lost: ${error.message}`));
+  });
   return pool;
 }
 

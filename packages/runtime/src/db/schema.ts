@@ -122,6 +122,18 @@ export interface ReadModelTables {
     forwarding_number: string | null;
     invited_at: Timestamp;
   };
+  webhooks: {
+    id: string;
+    partner_id: string;
+    url: string;
+    events: string[];
+    active: boolean;
+    /** AES-256-GCM ciphertext (see secret-box); the plaintext secret is never stored. */
+    secret_ciphertext: string;
+    disabled_reason: string | null;
+    created_at: Timestamp;
+    updated_at: Timestamp;
+  };
 }
 
 /**
@@ -156,6 +168,45 @@ export interface OperationalTables {
     created_at: ColumnType<Date, Date | string | undefined, Date | string>;
     updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
   };
+  webhook_relay_checkpoints: { topic: string; partition: number; next_offset: Int64; updated_at: Timestamp };
+  webhook_lead_names: {
+    account_id: string;
+    phone: string;
+    name: string | null;
+    first_name: string | null;
+    last_name: string | null;
+  };
+  webhook_deliveries: {
+    id: string;
+    webhook_id: string;
+    partner_id: string;
+    account_id: string | null;
+    event_id: string;
+    event_type: string;
+    /** The exact bytes sent on every attempt, so retries carry the same body and signature. */
+    body: string;
+    status: WebhookDeliveryStatus;
+    attempts: Generated<number>;
+    /** Automatic retries already spent; indexes the retry schedule. */
+    retries_done: Generated<number>;
+    next_attempt_at: Timestamp | null;
+    last_status_code: number | null;
+    last_error: string | null;
+    created_at: Timestamp;
+    completed_at: Timestamp | null;
+  };
+  webhook_delivery_attempts: {
+    delivery_id: string;
+    attempt: number;
+    attempted_at: Timestamp;
+    status_code: number | null;
+    error: string | null;
+    duration_ms: number;
+    response_excerpt: string | null;
+  };
 }
+
+/** pending: an attempt is scheduled; the other three are final. failed = retries exhausted. */
+export type WebhookDeliveryStatus = 'pending' | 'succeeded' | 'failed' | 'cancelled';
 
 export type Database = ReadModelTables & OperationalTables;

@@ -22,6 +22,60 @@ export const operationalMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0002_webhook_relay': {
+    async up(db: Kysely<unknown>) {
+      // The webhook relay's own state: where it is in the log, the lead names it resolves payloads
+      // with, and the delivery schedule with its attempts log. Not a read model: it records what the
+      // relay did (attempts, answers), which the log does not hold, so `rebuild` leaves it alone.
+      await sql`
+        create table webhook_relay_checkpoints (
+          topic text not null,
+          partition integer not null,
+          next_offset bigint not null,
+          updated_at timestamptz not null,
+          primary key (topic, partition)
+        );
+        create table webhook_lead_names (
+          account_id text not null,
+          phone text not null,
+          name text,
+          first_name text,
+          last_name text,
+          primary key (account_id, phone)
+        );
+        create table webhook_deliveries (
+          id text primary key,
+          webhook_id text not null,
+          partner_id text not null,
+          account_id text,
+          event_id text not null,
+          event_type text not null,
+          body text not null,
+          status text not null,
+          attempts integer not null default 0,
+          retries_done integer not null default 0,
+          next_attempt_at timestamptz,
+          last_status_code integer,
+          last_error text,
+          created_at timestamptz not null,
+          completed_at timestamptz,
+          unique (webhook_id, event_id)
+        );
+        create index webhook_deliveries_due on webhook_deliveries (next_attempt_at) where status = 'pending';
+        create index webhook_deliveries_log on webhook_deliveries (webhook_id, created_at desc, id desc);
+        create table webhook_delivery_attempts (
+          delivery_id text not null references webhook_deliveries (id) on delete cascade,
+          attempt integer not null,
+          attempted_at timestamptz not null,
+          status_code integer,
+          error text,
+          duration_ms integer not null,
+          response_excerpt text,
+          primary key (delivery_id, attempt)
+        );
+      `.execute(db);
+    },
+  },
   '0003_messaging': {
     async up(db: Kysely<unknown>) {
       await sql`

@@ -122,6 +122,25 @@ export const readModelMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0002_webhooks': {
+    async up(db: Kysely<unknown>) {
+      // One row per live webhook of a partner; deleting a webhook deletes its row.
+      await sql`
+        create table webhooks (
+          id text primary key,
+          partner_id text not null,
+          url text not null,
+          events text[] not null,
+          active boolean not null,
+          secret_ciphertext text not null,
+          disabled_reason text,
+          created_at timestamptz not null,
+          updated_at timestamptz not null
+        );
+        create index webhooks_partner_created on webhooks (partner_id, created_at, id);
+      `.execute(db);
+    },
+  },
   '0003_messaging': {
     async up(db: Kysely<unknown>) {
       await sql`

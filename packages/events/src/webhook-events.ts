@@ -1,0 +1,130 @@
+import { z } from 'zod';
+import { leadOrigins, leadStatusSchema } from './catalog/leads';
+
+/**
+ * What partners receive: the nine subscribable webhook events of spec §6 and their `data` shapes.
+ * These are a public contract separate from the domain events on the log (the relay maps one to the
+ * other), so the log can evolve without breaking receivers. The four shapes the spec shows are exact;
+ * the other five follow DESIGN §8: `phone` and `lead_name` on each, plus what the event is about.
+ */
+export const webhookEventTypes = [
+  'conversation.started',
+  'conversation.reply_received',
+  'conversation.handoff_requested',
+  'lead.status_changed',
+  'lead.created',
+  'checklist.item_collected',
+  'checklist.completed',
+  'sequence.completed',
+  'sequence.reply_received',
+] as const;
+export type WebhookEventType = (typeof webhookEventTypes)[number];
+
+const phone = z.string().meta({ description: 'The lead phone number, E.164.', example: '+15125550123' });
+const leadName = z
+  .string()
+  .nullable()
+  .meta({ description: "The lead's `name`, else first and last name joined, else null." });
+const messageDirection = z.enum(['inbound', 'outbound']);
+const progress = z.number().min(0).max(1).meta({ description: 'Fraction of items collected, 0 to 1.' });
+
+export const webhookEventData = {
+  'conversation.started': z.strictObject({
+    phone,
+    lead_name: leadName,
+    message_body: z.string().meta({ description: 'The first message exchanged.' }),
+    message_direction: messageDirection,
+    message_source: z
+      .enum(['sequence', 'ai', 'manual'])
+      .nullable()
+      .meta({ description: 'Who sent the first message when outbound; null when inbound.' }),
+  }),
+  'conversation.reply_received': z.strictObject({
+    phone,
+    lead_name: leadName,
+    message_body: z.string(),
+    message_direction: messageDirection,
+  }),
+  'conversation.handoff_requested': z.strictObject({ phone, lead_name: leadName, reason: z.string() }),
+  'lead.status_changed': z.strictObject({
+    phone,
+    lead_name: leadName,
+    previous_status: leadStatusSchema,
+    new_status: leadStatusSchema,
+  }),
+  'lead.created': z.strictObject({
+    phone,
+    lead_name: leadName,
+    first_name: z.string().nullable(),
+    last_name: z.string().nullable(),
+    email: z.string().nullable(),
+    company: z.string().nullable(),
+    source: z.string().nullable(),
+    external_id: z.string().nullable(),
+    status: leadStatusSchema,
+    origin: z
+      .enum(leadOrigins)
+      .meta({ description: 'Imported one at a time (`api`), in bulk, or created by an inbound message.' }),
+    metadata: z.record(z.string(), z.unknown()),
+  }),
+  'checklist.item_collected': z.strictObject({
+    phone,
+    lead_name: leadName,
+    requirement_id: z.string(),
+    requirement_name: z.string(),
+    requirement_type: z.enum(['document', 'text', 'email', 'phone', 'number', 'date']),
+    value: z.string().nullable().meta({ description: 'The collected value; null for a document.' }),
+    file_url: z.string().nullable().meta({ description: 'Signed URL of a document; null otherwise.' }),
+    collected_at: z.string(),
+    checklist_progress: progress,
+  }),
+  'checklist.completed': z.strictObject({
+    phone,
+    lead_name: leadName,
+    checklist_progress: progress,
+    completed_items: z.number().int(),
+    total_items: z.number().int(),
+  }),
+  'sequence.completed': z.strictObject({
+    phone,
+    lead_name: leadName,
+    sequence_id: z.string(),
+    sequence_name: z.string(),
+    total_steps: z.number().int(),
+  }),
+  'sequence.reply_received': z.strictObject({
+    phone,
+    lead_name: leadName,
+    sequence_id: z.string(),
+    sequence_name: z.string(),
+    current_step: z.number().int().meta({ description: '0-based step the lead replied after.' }),
+    message_body: z.string(),
+  }),
+} satisfies Record<WebhookEventType, z.ZodType>;
+
+export type WebhookEventData<T extends WebhookEventType> = z.infer<(typeof webhookEventData)[T]>;
+
+/** Sent only by POST /webhooks/:webhook_id/test; never on a subscription. */
+export const webhookTestEventType = 'webhook.test';
+export const webhookTestData = z.strictObject({ webhook_id: z.string(), message: z.string() });
+
+/** The envelope of every delivery (spec §6). `account_id` is null only on the test event. */
+export function webhookEnvelopeSchema<const T extends string, D extends z.ZodType>(type: T, data: D) {
+  return z.strictObject({
+    id: z.string().meta({ description: 'Event id: the same for every webhook and every retry.' }),
+    type: z.literal(type),
+    account_id: type === webhookTestEventType ? z.string().nullable() : z.string(),
+    created_at: z.string().meta({ description: 'When the event happened, ISO 8601 UTC.' }),
+    data,
+  });
+}
+
+export type WebhookEnvelope = {
+  [T in WebhookEventType]: {
+    id: string;
+    type: T;
+    account_id: string;
+    created_at: string;
+    data: WebhookEventData<T>;
+  };
+}[WebhookEventType];

@@ -1,0 +1,37 @@
+import { infrastructureConfig, webhookSecretConfig, withWebhookEncryptionKey } from '@leadline/runtime';
+import { z } from 'zod';
+import { DEFAULT_RETRY_DELAYS_SECONDS } from './schedule';
+
+const retryDelays = z
+  .string()
+  .default(DEFAULT_RETRY_DELAYS_SECONDS.join(','))
+  .transform((value, context) => {
+    const delays = value
+      .split(',')
+      .map((part) => part.trim())
+      .filter((part) => part.length > 0)
+      .map(Number);
+    if (delays.some((delay) => !Number.isFinite(delay) || delay < 0)) {
+      context.addIssue({ code: 'custom', message: 'Must be comma-separated seconds, such as 30,120,600.' });
+      return z.NEVER;
+    }
+    return delays;
+  });
+
+export const relayConfigSchema = infrastructureConfig
+  .extend({
+    /** A 2xx must arrive within this; otherwise the attempt failed. Spec §6: 10 seconds. */
+    WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+    /** Seconds after each failed attempt; one entry per retry. */
+    WEBHOOK_RETRY_DELAYS: retryDelays,
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: z
+      .enum(['true', 'false'])
+      .default('false')
+      .transform((value) => value === 'true'),
+    WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
+    /** Bound on waiting for the projector after appending webhook.disabled / delivery_failed. */
+    PROJECTION_WAIT_MS: z.coerce.number().int().positive().default(5000),
+    ...webhookSecretConfig,
+  })
+  .transform(withWebhookEncryptionKey);
+export type RelayConfig = z.infer<typeof relayConfigSchema>;

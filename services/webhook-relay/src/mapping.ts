@@ -1,0 +1,83 @@
+import type {
+  DomainEvent,
+  EventOf,
+  EventType,
+  WebhookEnvelope,
+  WebhookEventData,
+  WebhookEventType,
+} from '@leadline/events';
+
+/** The name fields of a lead, as the relay keeps them to fill `lead_name`. */
+export interface LeadNameFields {
+  name: string | null;
+  first_name: string | null;
+  last_name: string | null;
+}
+
+export interface LeadNames {
+  get(accountId: string, phone: string): LeadNameFields | undefined;
+}
+
+/** `lead_name`: the lead's `name`, else first and last name joined, else null. */
+export function leadName(fields: LeadNameFields | undefined): string | null {
+  if (!fields) return null;
+  if (fields.name?.trim()) return fields.name.trim();
+  const joined = [fields.first_name, fields.last_name]
+    .map((part) => part?.trim())
+    .filter(Boolean)
+    .join(' ');
+  return joined || null;
+}
+
+type Mapped = { [T in WebhookEventType]: { type: T; data: WebhookEventData<T> } }[WebhookEventType];
+type Mapper<T extends EventType> = (event: EventOf<T>, leads: LeadNames) => Mapped;
+
+/**
+ * Domain event type → webhook event. Each feature that puts a webhook-worthy event on the log adds one
+ * entry here (conversation.*, checklist.* and sequence.* arrive with their features); the data shapes
+ * are fixed in @leadline/events' webhook-events.
+ */
+export const webhookMappings: { [T in EventType]?: Mapper<T> } = {
+  'lead.created': (event) => {
+    const { data } = event;
+    return {
+      type: 'lead.created',
+      data: {
+        phone: data.phone,
+        lead_name: leadName(data),
+        first_name: data.first_name,
+        last_name: data.last_name,
+        email: data.email,
+        company: data.company,
+        source: data.source,
+        external_id: data.external_id,
+        status: data.status,
+        origin: data.origin,
+        metadata: data.metadata,
+      },
+    };
+  },
+  'lead.status_changed': (event, leads) => ({
+    type: 'lead.status_changed',
+    data: {
+      phone: event.data.phone,
+      lead_name: leadName(leads.get(event.account_id, event.data.phone)),
+      previous_status: event.data.previous_status,
+      new_status: event.data.new_status,
+    },
+  }),
+};
+
+/** The webhook event a domain event becomes, or undefined when partners are not told about it. */
+export function toWebhookEvent(event: DomainEvent, leads: LeadNames): WebhookEnvelope | undefined {
+  const mapper = webhookMappings[event.type] as Mapper<EventType> | undefined;
+  if (!mapper || event.account_id === null) return undefined;
+  const mapped = mapper(event as EventOf<EventType>, leads);
+  return {
+    // The domain event's id: the same event id for every webhook and every retry.
+    id: event.id,
+    account_id: event.account_id,
+    created_at: event.occurred_at,
+    ...mapped,
+  } as WebhookEnvelope;
+}

@@ -1,0 +1,124 @@
+import { webhookEnvelopeSchema, webhookEventData, type DomainEvent } from '@leadline/events';
+import { describe, expect, it } from 'vitest';
+import { leadName, toWebhookEvent, type LeadNameFields } from './mapping';
+
+const envelope = {
+  id: '0190f5d2-0000-7000-8000-000000000001',
+  version: 1,
+  account_id: 'acc-1',
+  partner_id: 'partner-1',
+  occurred_at: '2026-03-08T10:00:00.000Z',
+  actor: { kind: 'system', service: 'test' },
+  correlation_id: 'c',
+  causation_id: null,
+} as const;
+
+const leadCreated = {
+  ...envelope,
+  type: 'lead.created',
+  data: {
+    lead_id: 'lead-1',
+    phone: '+15125550123',
+    name: null,
+    first_name: 'Ana',
+    last_name: 'Silva',
+    email: 'ana@example.com',
+    company: null,
+    notes: 'private notes',
+    source: 'application',
+    external_id: 'crm-9',
+    property_address: null,
+    metadata: { loan: 'refi' },
+    status: 'new',
+    auto_sequence: false,
+    origin: 'api',
+  },
+} satisfies DomainEvent;
+
+const statusChanged = {
+  ...envelope,
+  type: 'lead.status_changed',
+  data: { lead_id: 'lead-1', phone: '+15125550123', previous_status: 'new', new_status: 'qualified' },
+} satisfies DomainEvent;
+
+const names = (entries: Record<string, LeadNameFields> = {}) => ({
+  get: (accountId: string, phone: string) => entries[`${accountId}/${phone}`],
+});
+
+describe('lead_name', () => {
+  it.each([
+    [{ name: 'Ana Silva', first_name: 'X', last_name: 'Y' }, 'Ana Silva'],
+    [{ name: '  ', first_name: 'Ana', last_name: 'Silva' }, 'Ana Silva'],
+    [{ name: null, first_name: null, last_name: 'Silva' }, 'Silva'],
+    [{ name: null, first_name: null, last_name: null }, null],
+    [undefined, null],
+  ])('%j is %j', (fields, expected) => expect(leadName(fields)).toBe(expected));
+});
+
+describe('mapping domain events to webhook events', () => {
+  it('maps lead.created to the documented shape, without internal fields such as notes', () => {
+    const mapped = toWebhookEvent(leadCreated, names());
+    expect(mapped).toEqual({
+      id: envelope.id,
+      type: 'lead.created',
+      account_id: 'acc-1',
+      created_at: '2026-03-08T10:00:00.000Z',
+      data: {
+        phone: '+15125550123',
+        lead_name: 'Ana Silva',
+        first_name: 'Ana',
+        last_name: 'Silva',
+        email: 'ana@example.com',
+        company: null,
+        source: 'application',
+        external_id: 'crm-9',
+        status: 'new',
+        origin: 'api',
+        metadata: { loan: 'refi' },
+      },
+    });
+    expect(() =>
+      webhookEnvelopeSchema('lead.created', webhookEventData['lead.created']).parse(mapped),
+    ).not.toThrow();
+  });
+
+  it('maps lead.status_changed to exactly the spec fields, naming the lead from the relay lookup', () => {
+    const mapped = toWebhookEvent(
+      statusChanged,
+      names({ 'acc-1/+15125550123': { name: 'Ana S.', first_name: null, last_name: null } }),
+    );
+    expect(mapped?.data).toEqual({
+      phone: '+15125550123',
+      lead_name: 'Ana S.',
+      previous_status: 'new',
+      new_status: 'qualified',
+    });
+    expect(toWebhookEvent(statusChanged, names())?.data).toMatchObject({ lead_name: null });
+  });
+
+  it('keeps the four spec shapes exact', () => {
+    const fields = (type: keyof typeof webhookEventData) => Object.keys(webhookEventData[type].shape).sort();
+    expect(fields('checklist.completed')).toEqual(
+      ['phone', 'lead_name', 'checklist_progress', 'completed_items', 'total_items'].sort(),
+    );
+    expect(fields('conversation.reply_received')).toEqual(
+      ['phone', 'lead_name', 'message_body', 'message_direction'].sort(),
+    );
+    expect(fields('lead.status_changed')).toEqual(
+      ['phone', 'lead_name', 'previous_status', 'new_status'].sort(),
+    );
+    expect(fields('conversation.handoff_requested')).toEqual(['phone', 'lead_name', 'reason'].sort());
+    for (const type of Object.keys(webhookEventData) as (keyof typeof webhookEventData)[]) {
+      expect(fields(type)).toEqual(expect.arrayContaining(['phone', 'lead_name']));
+    }
+  });
+
+  it('tells partners nothing about events without a mapping', () => {
+    expect(
+      toWebhookEvent(
+        { ...envelope, type: 'lead.deleted', data: { lead_id: 'l', phone: '+15125550123' } },
+        names(),
+      ),
+    ).toBeUndefined();
+  });
+});

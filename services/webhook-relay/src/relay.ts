@@ -1,0 +1,293 @@
+import { UnknownEventTypeError, type DomainEvent, type EventCodec, type TopicNames } from '@leadline/events';
+import type { Clock, Database, NewId } from '@leadline/runtime';
+import { sql, type Insertable, type Kysely, type Transaction } from 'kysely';
+import type { Kafka } from 'kafkajs';
+import { toWebhookEvent, type LeadNameFields } from './mapping';
+
+export interface PositionedEvent {
+  offset: string;
+  /** Undefined for a record of a type this version does not know (written by a newer producer). */
+  event: DomainEvent | undefined;
+}
+
+export interface RelayDeps {
+  kafka: Kafka;
+  db: Kysely<Database>;
+  codec: EventCodec;
+  topics: TopicNames;
+  groupId: string;
+  clock: Clock;
+  newId: NewId;
+  /** Called after a batch committed new deliveries, so the dispatcher sends them at once. */
+  onDeliveriesQueued?: () => void;
+  onCrash?: (error: Error, willRestart: boolean) => void;
+}
+
+export interface RunningRelay {
+  stop(): Promise<void>;
+}
+
+const INSERT_CHUNK = 500;
+const keyOf = (accountId: string, phone: string) => `${accountId}\u0000${phone}`;
+
+/** The relay's own lead-name lookup, changed in log order as the batch goes. */
+async function loadLeadNames(trx: Transaction<Database>, events: readonly DomainEvent[]) {
+  const wanted = new Map<string, { account_id: string; phone: string }>();
+  for (const event of events) {
+    const phone = (event.data as { phone?: unknown }).phone;
+    if (event.account_id && typeof phone === 'string') {
+      wanted.set(keyOf(event.account_id, phone), { account_id: event.account_id, phone });
+    }
+  }
+  const names = new Map<string, LeadNameFields | null>();
+  if (wanted.size === 0) return names;
+  const rows = await trx
+    .selectFrom('webhook_lead_names')
+    .selectAll()
+    .where(
+      sql<boolean>`(account_id, phone) in (select * from unnest(${[...wanted.values()].map((key) => key.account_id)}::text[], ${[...wanted.values()].map((key) => key.phone)}::text[]))`,
+    )
+    .execute();
+  for (const row of rows) names.set(keyOf(row.account_id, row.phone), row);
+  return names;
+}
+
+/**
+ * Applies one partition's batch in one transaction with the relay's checkpoint for that partition:
+ * keeps the lead names current, maps each event, and queues one delivery per matching webhook.
+ * Records below the checkpoint were handled by an earlier delivery and are skipped; the unique
+ * (webhook_id, event_id) makes a queued delivery idempotent as well. Returns the deliveries queued.
+ */
+export async function relayBatch(
+  deps: Pick<RelayDeps, 'db' | 'clock' | 'newId'>,
+  topic: string,
+  partition: number,
+  records: readonly PositionedEvent[],
+): Promise<number> {
+  const last = records.at(-1);
+  if (!last) return 0;
+  const { db, clock, newId } = deps;
+  return db.transaction().execute(async (trx) => {
+    await trx
+      .insertInto('webhook_relay_checkpoints')
+      .values({ topic, partition, next_offset: '0', updated_at: clock.now() })
+      .onConflict((oc) => oc.columns(['topic', 'partition']).doNothing())
+      .execute();
+    const checkpoint = await trx
+      .selectFrom('webhook_relay_checkpoints')
+      .select('next_offset')
+      .where('topic', '=', topic)
+      .where('partition', '=', partition)
+      .forUpdate()
+      .executeTakeFirstOrThrow();
+    const from = BigInt(checkpoint.next_offset);
+    const events = records
+      .filter((record) => BigInt(record.offset) >= from)
+      .flatMap((record) => (record.event ? [record.event] : []));
+
+    let queued = 0;
+    if (events.length > 0) {
+      const names = await loadLeadNames(trx, events);
+      const changedNames = new Set<string>();
+      const leads = {
+        get: (accountId: string, phone: string) => names.get(keyOf(accountId, phone)) ?? undefined,
+      };
+      const mapped: { event: DomainEvent; webhookEvent: NonNullable<ReturnType<typeof toWebhookEvent>> }[] =
+        [];
+      for (const event of events) {
+        const webhookEvent = toWebhookEvent(event, leads);
+        if (webhookEvent) mapped.push({ event, webhookEvent });
+        if (event.type === 'lead.created') {
+          const { name, first_name, last_name, phone } = event.data;
+          names.set(keyOf(event.account_id, phone), { name, first_name, last_name });
+          changedNames.add(keyOf(event.account_id, phone));
+        } else if (event.type === 'lead.updated') {
+          const key = keyOf(event.account_id, event.data.phone);
+          const { name, first_name, last_name } = event.data.changes;
+          if (name !== undefined || first_name !== undefined || last_name !== undefined) {
+            const known = names.get(key) ?? { name: null, first_name: null, last_name: null };
+            names.set(key, {
+              name: name !== undefined ? name : known.name,
+              first_name: first_name !== undefined ? first_name : known.first_name,
+              last_name: last_name !== undefined ? last_name : known.last_name,
+            });
+            changedNames.add(key);
+          }
+        } else if (event.type === 'lead.deleted') {
+          names.set(keyOf(event.account_id, event.data.phone), null);
+          changedNames.add(keyOf(event.account_id, event.data.phone));
+        }
+      }
+      await saveLeadNames(trx, names, changedNames);
+      queued = await queueDeliveries(trx, mapped, clock.now(), newId);
+    }
+
+    await trx
+      .updateTable('webhook_relay_checkpoints')
+      .set({ next_offset: (BigInt(last.offset) + 1n).toString(), updated_at: clock.now() })
+      .where('topic', '=', topic)
+      .where('partition', '=', partition)
+      .execute();
+    return queued;
+  });
+}
+
+async function saveLeadNames(
+  trx: Transaction<Database>,
+  names: Map<string, LeadNameFields | null>,
+  changed: Set<string>,
+) {
+  const upserts: Insertable<Database['webhook_lead_names']>[] = [];
+  const deletes: { account_id: string; phone: string }[] = [];
+  for (const key of changed) {
+    const [account_id, phone] = key.split('\u0000') as [string, string];
+    const fields = names.get(key);
+    if (fields) upserts.push({ account_id, phone, ...fields });
+    else deletes.push({ account_id, phone });
+  }
+  for (let start = 0; start < upserts.length; start += INSERT_CHUNK) {
+    await trx
+      .insertInto('webhook_lead_names')
+      .values(upserts.slice(start, start + INSERT_CHUNK))
+      .onConflict((oc) =>
+        oc.columns(['account_id', 'phone']).doUpdateSet((eb) => ({
+          name: eb.ref('excluded.name'),
+          first_name: eb.ref('excluded.first_name'),
+          last_name: eb.ref('excluded.last_name'),
+        })),
+      )
+      .execute();
+  }
+  if (deletes.length > 0) {
+    await sql`
+      delete from webhook_lead_names
+      where (account_id, phone) in (
+        select * from unnest(${deletes.map((key) => key.account_id)}::text[], ${deletes.map((key) => key.phone)}::text[])
+      )`.execute(trx);
+  }
+}
+
+/**
+ * Which webhooks receive an event: those of the event's partner that are active and subscribe to its
+ * type when the relay processes it, and that existed when it happened (a new webhook does not receive
+ * the history, so a relay catching up after downtime sends only what each webhook signed up for).
+ */
+async function queueDeliveries(
+  trx: Transaction<Database>,
+  mapped: { event: DomainEvent; webhookEvent: NonNullable<ReturnType<typeof toWebhookEvent>> }[],
+  now: Date,
+  newId: NewId,
+): Promise<number> {
+  if (mapped.length === 0) return 0;
+  const partners = [...new Set(mapped.map(({ event }) => event.partner_id))];
+  const webhooks = await trx
+    .selectFrom('webhooks')
+    .select(['id', 'partner_id', 'events', 'created_at'])
+    .where('partner_id', 'in', partners)
+    .where('active', '=', true)
+    .execute();
+  if (webhooks.length === 0) return 0;
+
+  const rows: Insertable<Database['webhook_deliveries']>[] = [];
+  for (const { event, webhookEvent } of mapped) {
+    const occurredAt = new Date(event.occurred_at);
+    const targets = webhooks.filter(
+      (webhook) =>
+        webhook.partner_id === event.partner_id &&
+        webhook.events.includes(webhookEvent.type) &&
+        webhook.created_at <= occurredAt,
+    );
+    if (targets.length === 0) continue;
+    // Serialized once: these exact bytes are what every attempt sends and signs.
+    const body = JSON.stringify(webhookEvent);
+    for (const webhook of targets) {
+      rows.push({
+        id: newId(),
+        webhook_id: webhook.id,
+        partner_id: event.partner_id,
+        account_id: webhookEvent.account_id,
+        event_id: webhookEvent.id,
+        event_type: webhookEvent.type,
+        body,
+        status: 'pending',
+        next_attempt_at: now,
+        last_status_code: null,
+        last_error: null,
+        created_at: now,
+        completed_at: null,
+      });
+    }
+  }
+  let queued = 0;
+  for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
+    const result = await trx
+      .insertInto('webhook_deliveries')
+      .values(rows.slice(start, start + INSERT_CHUNK))
+      .onConflict((oc) => oc.columns(['webhook_id', 'event_id']).doNothing())
+      .executeTakeFirst();
+    queued += Number(result.numInsertedOrUpdatedRows ?? 0n);
+  }
+  return queued;
+}
+
+async function decodeAll(codec: EventCodec, messages: { offset: string; value: Buffer | null }[]) {
+  return Promise.all(
+    messages.map(async ({ offset, value }): Promise<PositionedEvent> => {
+      if (!value) return { offset, event: undefined };
+      try {
+        return { offset, event: await codec.decode(value) };
+      } catch (error) {
+        // A newer producer's event type: nothing a partner subscribed to yet (tolerant reader).
+        if (error instanceof UnknownEventTypeError) return { offset, event: undefined };
+        throw error;
+      }
+    }),
+  );
+}
+
+/**
+ * Consumes the account topic with the relay's own consumer group. As in the projector, the offsets
+ * that matter are the relay's checkpoints in Postgres; on every assignment the consumer seeks to them.
+ */
+export async function startRelay(deps: RelayDeps): Promise<RunningRelay> {
+  const { kafka, db, codec, topics, groupId } = deps;
+  const consumer = kafka.consumer({
+    groupId,
+    allowAutoTopicCreation: false,
+    maxBytesPerPartition: 4 << 20,
+    sessionTimeout: 10_000,
+    heartbeatInterval: 2_000,
+  });
+  await consumer.connect();
+  // Webhook events are about sub-accounts; partner-level events never become deliveries.
+  await consumer.subscribe({ topics: [topics.account], fromBeginning: true });
+
+  consumer.on(consumer.events.GROUP_JOIN, async ({ payload }) => {
+    const checkpoints = await db.selectFrom('webhook_relay_checkpoints').selectAll().execute();
+    for (const [topic, partitions] of Object.entries(payload.memberAssignment)) {
+      for (const partition of partitions) {
+        const checkpoint = checkpoints.find((row) => row.topic === topic && row.partition === partition);
+        consumer.seek({ topic, partition, offset: checkpoint?.next_offset ?? '0' });
+      }
+    }
+  });
+  consumer.on(consumer.events.CRASH, ({ payload }) => deps.onCrash?.(payload.error, payload.restart));
+
+  await consumer.run({
+    eachBatchAutoResolve: false,
+    eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+      if (!isRunning() || isStale() || batch.messages.length === 0) return;
+      const records = await decodeAll(codec, batch.messages);
+      const queued = await relayBatch(deps, batch.topic, batch.partition, records);
+      resolveOffset(batch.lastOffset());
+      await heartbeat();
+      if (queued > 0) deps.onDeliveriesQueued?.();
+    },
+  });
+
+  return {
+    async stop() {
+      await consumer.disconnect();
+    },
+  };
+}

@@ -1,0 +1,105 @@
+import type { DomainEvent } from '@leadline/events';
+import { connectInfrastructure, newUuid, type Infrastructure } from '@leadline/runtime';
+import { createTestEnvironment, fakeClock, type TestEnvironment } from '@leadline/test-kit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { relayBatch, type PositionedEvent } from '../src/relay';
+import { leadCreated, statusChanged } from './harness';
+
+let env: TestEnvironment;
+let infrastructure: Infrastructure;
+const clock = fakeClock(new Date('2030-01-07T09:00:00.000Z'));
+const partnerId = 'partner-under-test';
+const accountId = 'account-under-test';
+
+beforeAll(async () => {
+  env = await createTestEnvironment();
+  infrastructure = await connectInfrastructure(env.config, 'leadline-relay-batch-test');
+  // The read model as the projector leaves it after a webhook.created (setup only).
+  await infrastructure.db
+    .insertInto('webhooks')
+    .values({
+      id: 'webhook-1',
+      partner_id: partnerId,
+      url: 'https://hooks.example.com/in',
+      events: ['lead.created', 'lead.status_changed'],
+      active: true,
+      secret_ciphertext: 'v1.a.b.c',
+      disabled_reason: null,
+      created_at: new Date('2026-01-01T00:00:00.000Z'),
+      updated_at: new Date('2026-01-01T00:00:00.000Z'),
+    })
+    .execute();
+});
+afterAll(async () => {
+  await infrastructure?.close();
+  await env?.dispose();
+});
+
+let offset = 0;
+function record(
+  event: { type: DomainEvent['type']; data: unknown },
+  occurredAt = '2026-02-01T00:00:00.000Z',
+): PositionedEvent {
+  return {
+    offset: String(offset++),
+    event: {
+      id: newUuid(),
+      version: 1,
+      account_id: accountId,
+      partner_id: partnerId,
+      occurred_at: occurredAt,
+      actor: { kind: 'system', service: 'test' },
+      correlation_id: 'test',
+      causation_id: null,
+      ...event,
+    } as DomainEvent,
+  };
+}
+
+const deliveries = () =>
+  infrastructure.db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .orderBy('created_at')
+    .orderBy('event_type')
+    .execute();
+const deps = () => ({ db: infrastructure.db, clock, newId: newUuid });
+
+describe('relaying a batch', () => {
+  it('queues each event once, even when the batch is delivered again', async () => {
+    const batch = [
+      record(leadCreated('+15125550301', { first_name: 'Cy', last_name: 'Oak' })),
+      record(statusChanged('+15125550301', 'new', 'contacted')),
+      record({
+        type: 'lead.updated',
+        data: { lead_id: 'l', phone: '+15125550301', changes: { name: 'Cyrus Oak' } },
+      }),
+      record(statusChanged('+15125550301', 'contacted', 'qualified')),
+    ];
+    expect(await relayBatch(deps(), 'topic', 0, batch)).toBe(3);
+    const once = await deliveries();
+    expect(await relayBatch(deps(), 'topic', 0, batch)).toBe(0);
+    expect(await deliveries()).toEqual(once);
+    // The names follow the log inside the batch: before and after the rename.
+    const names = once
+      .filter((row) => row.event_type === 'lead.status_changed')
+      .map((row) => JSON.parse(row.body).data)
+      .sort((a, b) => a.new_status.localeCompare(b.new_status));
+    expect(names.map((data) => [data.new_status, data.lead_name])).toEqual([
+      ['contacted', 'Cy Oak'],
+      ['qualified', 'Cyrus Oak'],
+    ]);
+  });
+
+  it('forgets a deleted lead and sends history to no webhook created after it', async () => {
+    const before = (await deliveries()).length;
+    const batch = [
+      record({ type: 'lead.deleted', data: { lead_id: 'l', phone: '+15125550301' } }),
+      record(statusChanged('+15125550301', 'qualified', 'lost')),
+      record(leadCreated('+15125550302'), '2025-12-31T23:59:59.999Z'),
+    ];
+    expect(await relayBatch(deps(), 'topic', 0, batch)).toBe(1);
+    const [latest] = (await deliveries()).slice(before);
+    expect(JSON.parse(latest!.body).data).toMatchObject({ new_status: 'lost', lead_name: null });
+  });
+});
