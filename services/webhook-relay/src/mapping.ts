@@ -34,7 +34,7 @@ type Mapper<T extends EventType> = (event: EventOf<T>, leads: LeadNames) => Mapp
 
 /**
  * Domain event type → webhook event. Each feature that puts a webhook-worthy event on the log adds one
- * entry here (conversation.*, checklist.* and sequence.* arrive with their features); the data shapes
+ * entry here (checklist.* and sequence.* arrive with their features); the data shapes
  * are fixed in @leadline/events' webhook-events.
  */
 export const webhookMappings: { [T in EventType]?: Mapper<T> } = {
@@ -57,6 +57,31 @@ export const webhookMappings: { [T in EventType]?: Mapper<T> } = {
       },
     };
   },
+  'conversation.started': ({ data }) => ({
+    type: 'conversation.started',
+    data: {
+      phone: data.phone,
+      lead_name: data.lead_name,
+      message_body: data.message_body,
+      message_direction: data.direction,
+      // `system` (a STOP/HELP compliance reply) always answers an inbound message, so it never starts
+      // a conversation; null keeps the payload within its documented sources all the same.
+      message_source: data.message_source === 'system' ? null : data.message_source,
+    },
+  }),
+  'conversation.reply_received': ({ data }) => ({
+    type: 'conversation.reply_received',
+    data: {
+      phone: data.phone,
+      lead_name: data.lead_name,
+      message_body: data.message_body,
+      message_direction: data.message_direction,
+    },
+  }),
+  'conversation.handoff_requested': ({ data }) => ({
+    type: 'conversation.handoff_requested',
+    data: { phone: data.phone, lead_name: data.lead_name, reason: data.reason },
+  }),
   'lead.status_changed': (event, leads) => ({
     type: 'lead.status_changed',
     data: {

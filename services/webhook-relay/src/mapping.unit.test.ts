@@ -113,6 +113,61 @@ describe('mapping domain events to webhook events', () => {
     }
   });
 
+  it('maps the conversation events to their documented shapes', () => {
+    const lead = { phone: '+15125550123', lead_id: 'lead-1', lead_name: 'Ana Silva' };
+    const started = toWebhookEvent(
+      {
+        ...envelope,
+        type: 'conversation.started',
+        data: {
+          ...lead,
+          message_id: 'm-1',
+          direction: 'outbound',
+          message_body: 'Hi Ana',
+          message_source: 'manual',
+        },
+      },
+      names(),
+    );
+    expect(started).toMatchObject({
+      type: 'conversation.started',
+      data: {
+        phone: '+15125550123',
+        lead_name: 'Ana Silva',
+        message_body: 'Hi Ana',
+        message_direction: 'outbound',
+        message_source: 'manual',
+      },
+    });
+    const reply = toWebhookEvent(
+      {
+        ...envelope,
+        type: 'conversation.reply_received',
+        data: { ...lead, message_id: 'm-2', message_body: 'Sure', message_direction: 'inbound' },
+      },
+      names(),
+    );
+    expect(reply?.data).toEqual({
+      phone: '+15125550123',
+      lead_name: 'Ana Silva',
+      message_body: 'Sure',
+      message_direction: 'inbound',
+    });
+    const handoff = toWebhookEvent(
+      { ...envelope, type: 'conversation.handoff_requested', data: { ...lead, reason: 'asks for a human' } },
+      names(),
+    );
+    expect(handoff?.data).toEqual({
+      phone: '+15125550123',
+      lead_name: 'Ana Silva',
+      reason: 'asks for a human',
+    });
+    for (const mapped of [started, reply, handoff]) {
+      const type = mapped!.type as keyof typeof webhookEventData;
+      expect(() => webhookEnvelopeSchema(type, webhookEventData[type]).parse(mapped)).not.toThrow();
+    }
+  });
+
   it('tells partners nothing about events without a mapping', () => {
     expect(
       toWebhookEvent(

@@ -102,6 +102,9 @@ export const conversationStarted = defineEvent('conversation.started', {
     ...leadRef,
     message_id: z.string(),
     direction: z.enum(['inbound', 'outbound']),
+    message_body: z.string(),
+    /** Who sent the first message when it was outbound; null when the lead texted first. */
+    message_source: z.enum(['manual', 'sequence', 'ai', 'system']).nullable(),
   }),
 });
 

@@ -89,7 +89,13 @@ export function decideSendMessage(command: SendMessage, state: ConversationState
   if (!conversation?.started) {
     events.push({
       type: 'conversation.started',
-      data: { ...leadRef(command.phone, lead), message_id: command.message_id, direction: 'outbound' },
+      data: {
+        ...leadRef(command.phone, lead),
+        message_id: command.message_id,
+        direction: 'outbound',
+        message_body: command.body,
+        message_source: command.source,
+      },
     });
   }
   events.push({
@@ -172,7 +178,13 @@ export function decideReceiveMessage(
   if (!conversation?.started) {
     events.push({
       type: 'conversation.started',
-      data: { ...ref, message_id: command.message_id, direction: 'inbound' },
+      data: {
+        ...ref,
+        message_id: command.message_id,
+        direction: 'inbound',
+        message_body: command.body,
+        message_source: null,
+      },
     });
   }
   const { type: _type, ...message } = command;
