@@ -10,3 +10,4 @@ export * from './kafka';
 export * from './projection-progress';
 export * from './infrastructure';
 export * from './secret-box';
+export * from './log-consumer';

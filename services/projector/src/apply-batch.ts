@@ -1,13 +1,13 @@
-import type { DomainEvent } from '@leadline/events';
-import { PROGRESS_CHANNEL, type Database, type PartitionProgress } from '@leadline/runtime';
+import {
+  advanceCheckpoint,
+  freshRecords,
+  PROGRESS_CHANNEL,
+  type Database,
+  type PartitionProgress,
+  type PositionedEvent,
+} from '@leadline/runtime';
 import { sql, type Kysely } from 'kysely';
 import type { Projection } from './projection';
-
-export interface PositionedEvent {
-  offset: string;
-  /** Undefined for a record of a type this version does not know (written by a newer producer). */
-  event: DomainEvent | undefined;
-}
 
 /**
  * Every live batch takes this lock in shared mode; `rebuild` takes it exclusively for the instant it
@@ -17,8 +17,9 @@ export const APPLY_LOCK = sql`hashtextextended('leadline.projector.apply', 0)`;
 
 /**
  * Applies one partition's batch in one transaction, together with the partition's checkpoint; the
- * live projector (not a rebuild into a side schema) also notifies waiting commands on commit. Records below the checkpoint were applied by an earlier
- * delivery and are skipped, so a redelivered batch changes nothing.
+ * live projector (not a rebuild into a side schema) also notifies waiting commands on commit. Records
+ * below the checkpoint were applied by an earlier delivery and are skipped, so a redelivered batch
+ * changes nothing.
  */
 export async function applyBatch(
   db: Kysely<Database>,
@@ -32,20 +33,7 @@ export async function applyBatch(
   if (!last) return 0;
   return db.transaction().execute(async (trx) => {
     if (options.live) await sql`select pg_advisory_xact_lock_shared(${APPLY_LOCK})`.execute(trx);
-    await trx
-      .insertInto('projection_checkpoints')
-      .values({ topic, partition, next_offset: '0', updated_at: new Date() })
-      .onConflict((oc) => oc.columns(['topic', 'partition']).doNothing())
-      .execute();
-    const checkpoint = await trx
-      .selectFrom('projection_checkpoints')
-      .select('next_offset')
-      .where('topic', '=', topic)
-      .where('partition', '=', partition)
-      .forUpdate()
-      .executeTakeFirstOrThrow();
-    const from = BigInt(checkpoint.next_offset);
-    const fresh = records.filter((record) => BigInt(record.offset) >= from);
+    const fresh = await freshRecords(trx, 'projection_checkpoints', topic, partition, records, new Date());
     if (fresh.length === 0) return 0;
 
     const events = fresh.flatMap((record) => (record.event ? [record.event] : []));
@@ -54,13 +42,14 @@ export async function applyBatch(
       if (handled.length > 0) await projection.apply(trx, handled);
     }
 
-    const nextOffset = (BigInt(last.offset) + 1n).toString();
-    await trx
-      .updateTable('projection_checkpoints')
-      .set({ next_offset: nextOffset, updated_at: new Date() })
-      .where('topic', '=', topic)
-      .where('partition', '=', partition)
-      .execute();
+    const nextOffset = await advanceCheckpoint(
+      trx,
+      'projection_checkpoints',
+      topic,
+      partition,
+      last.offset,
+      new Date(),
+    );
     if (options.live) {
       const progress: PartitionProgress[] = [{ topic, partition, next_offset: nextOffset }];
       // Delivered only if and when the transaction commits.

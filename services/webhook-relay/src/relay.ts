@@ -1,14 +1,19 @@
-import { UnknownEventTypeError, type DomainEvent, type EventCodec, type TopicNames } from '@leadline/events';
-import type { Clock, Database, NewId } from '@leadline/runtime';
+import type { DomainEvent, EventCodec, TopicNames } from '@leadline/events';
+import {
+  advanceCheckpoint,
+  freshRecords,
+  startLogConsumer,
+  type Clock,
+  type Database,
+  type NewId,
+  type PositionedEvent,
+  type RunningConsumer,
+} from '@leadline/runtime';
 import { sql, type Insertable, type Kysely, type Transaction } from 'kysely';
 import type { Kafka } from 'kafkajs';
 import { toWebhookEvent, type LeadNameFields } from './mapping';
 
-export interface PositionedEvent {
-  offset: string;
-  /** Undefined for a record of a type this version does not know (written by a newer producer). */
-  event: DomainEvent | undefined;
-}
+export type { PositionedEvent };
 
 export interface RelayDeps {
   kafka: Kafka;
@@ -23,9 +28,7 @@ export interface RelayDeps {
   onCrash?: (error: Error, willRestart: boolean) => void;
 }
 
-export interface RunningRelay {
-  stop(): Promise<void>;
-}
+export type RunningRelay = RunningConsumer;
 
 const INSERT_CHUNK = 500;
 const keyOf = (accountId: string, phone: string) => `${accountId}\u0000${phone}`;
@@ -68,22 +71,15 @@ export async function relayBatch(
   if (!last) return 0;
   const { db, clock, newId } = deps;
   return db.transaction().execute(async (trx) => {
-    await trx
-      .insertInto('webhook_relay_checkpoints')
-      .values({ topic, partition, next_offset: '0', updated_at: clock.now() })
-      .onConflict((oc) => oc.columns(['topic', 'partition']).doNothing())
-      .execute();
-    const checkpoint = await trx
-      .selectFrom('webhook_relay_checkpoints')
-      .select('next_offset')
-      .where('topic', '=', topic)
-      .where('partition', '=', partition)
-      .forUpdate()
-      .executeTakeFirstOrThrow();
-    const from = BigInt(checkpoint.next_offset);
-    const events = records
-      .filter((record) => BigInt(record.offset) >= from)
-      .flatMap((record) => (record.event ? [record.event] : []));
+    const fresh = await freshRecords(
+      trx,
+      'webhook_relay_checkpoints',
+      topic,
+      partition,
+      records,
+      clock.now(),
+    );
+    const events = fresh.flatMap((record) => (record.event ? [record.event] : []));
 
     let queued = 0;
     if (events.length > 0) {
@@ -122,12 +118,7 @@ export async function relayBatch(
       queued = await queueDeliveries(trx, mapped, clock.now(), newId);
     }
 
-    await trx
-      .updateTable('webhook_relay_checkpoints')
-      .set({ next_offset: (BigInt(last.offset) + 1n).toString(), updated_at: clock.now() })
-      .where('topic', '=', topic)
-      .where('partition', '=', partition)
-      .execute();
+    await advanceCheckpoint(trx, 'webhook_relay_checkpoints', topic, partition, last.offset, clock.now());
     return queued;
   });
 }
@@ -230,64 +221,18 @@ async function queueDeliveries(
   return queued;
 }
 
-async function decodeAll(codec: EventCodec, messages: { offset: string; value: Buffer | null }[]) {
-  return Promise.all(
-    messages.map(async ({ offset, value }): Promise<PositionedEvent> => {
-      if (!value) return { offset, event: undefined };
-      try {
-        return { offset, event: await codec.decode(value) };
-      } catch (error) {
-        // A newer producer's event type: nothing a partner subscribed to yet (tolerant reader).
-        if (error instanceof UnknownEventTypeError) return { offset, event: undefined };
-        throw error;
-      }
-    }),
-  );
-}
-
 /**
- * Consumes the account topic with the relay's own consumer group. As in the projector, the offsets
- * that matter are the relay's checkpoints in Postgres; on every assignment the consumer seeks to them.
+ * Consumes the account topic with the relay's own consumer group and checkpoints (webhook events are
+ * about sub-accounts; partner-level events never become deliveries).
  */
-export async function startRelay(deps: RelayDeps): Promise<RunningRelay> {
-  const { kafka, db, codec, topics, groupId } = deps;
-  const consumer = kafka.consumer({
-    groupId,
-    allowAutoTopicCreation: false,
-    maxBytesPerPartition: 4 << 20,
-    sessionTimeout: 10_000,
-    heartbeatInterval: 2_000,
-  });
-  await consumer.connect();
-  // Webhook events are about sub-accounts; partner-level events never become deliveries.
-  await consumer.subscribe({ topics: [topics.account], fromBeginning: true });
-
-  consumer.on(consumer.events.GROUP_JOIN, async ({ payload }) => {
-    const checkpoints = await db.selectFrom('webhook_relay_checkpoints').selectAll().execute();
-    for (const [topic, partitions] of Object.entries(payload.memberAssignment)) {
-      for (const partition of partitions) {
-        const checkpoint = checkpoints.find((row) => row.topic === topic && row.partition === partition);
-        consumer.seek({ topic, partition, offset: checkpoint?.next_offset ?? '0' });
-      }
-    }
-  });
-  consumer.on(consumer.events.CRASH, ({ payload }) => deps.onCrash?.(payload.error, payload.restart));
-
-  await consumer.run({
-    eachBatchAutoResolve: false,
-    eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
-      if (!isRunning() || isStale() || batch.messages.length === 0) return;
-      const records = await decodeAll(codec, batch.messages);
-      const queued = await relayBatch(deps, batch.topic, batch.partition, records);
-      resolveOffset(batch.lastOffset());
-      await heartbeat();
+export function startRelay(deps: RelayDeps): Promise<RunningRelay> {
+  return startLogConsumer({
+    ...deps,
+    topics: [deps.topics.account],
+    checkpoints: 'webhook_relay_checkpoints',
+    handleBatch: async (topic, partition, records) => {
+      const queued = await relayBatch(deps, topic, partition, records);
       if (queued > 0) deps.onDeliveriesQueued?.();
     },
   });
-
-  return {
-    async stop() {
-      await consumer.disconnect();
-    },
-  };
 }
