@@ -47,7 +47,9 @@ async function created(trx: Transaction<Database>, events: readonly EventOf<'lea
         updated_at: occurred_at,
       })),
     )
-    .onConflict((oc) => oc.column('id').doNothing())
+    // Any conflict, not only on the id: replaying a create whose lead was deleted since must not
+    // collide with a newer lead of the same phone.
+    .onConflict((oc) => oc.doNothing())
     .returning('id')
     .execute();
   const fresh = new Set(inserted.map((row) => row.id));
