@@ -5,7 +5,7 @@ import { leadOrigins, leadStatusSchema } from './catalog/leads';
  * What partners receive: the nine subscribable webhook events of spec §6 and their `data` shapes.
  * These are a public contract separate from the domain events on the log (the relay maps one to the
  * other), so the log can evolve without breaking receivers. The four shapes the spec shows are exact;
- * the other five follow DESIGN §8: `phone` and `lead_name` on each, plus what the event is about.
+ * the other five carry `phone` and `lead_name` on each, plus what the event is about (our design).
  */
 export const webhookEventTypes = [
   'conversation.started',

@@ -1,7 +1,7 @@
 import type { NewEvent, WebhookEventType } from '@leadline/events';
 import { conflict, notFound } from '@leadline/runtime';
 
-/** Spec §8 leaves it open; DESIGN §8 sets it. */
+/** The spec leaves the number of webhooks per partner open; we allow 20 (documented in the OpenAPI). */
 export const MAX_WEBHOOKS_PER_PARTNER = 20;
 
 export interface Webhook {
