@@ -1,24 +1,12 @@
 import fastifyFormbody from '@fastify/formbody';
-import { projections, startProjector } from '@leadline/projector';
 import type { NewEvent } from '@leadline/events';
-import {
-  createDb,
-  createEventProducer,
-  createSecretBox,
-  DEVELOPMENT_WEBHOOK_KEY,
-  newUuid,
-  systemClock,
-} from '@leadline/runtime';
+import { createDb, createEventProducer, newUuid, systemClock } from '@leadline/runtime';
 import { startSmsGateway } from '@leadline/sms-gateway';
-import { createLocalNumberPool, createLocalSmsSender } from '@leadline/telephony';
+import { createLocalSmsSender } from '@leadline/telephony';
 import Fastify from 'fastify';
 import pg from 'pg';
-import { buildApp } from '../services/command-api/src/app';
-import { generateApiKey } from '../services/command-api/src/partners/api-keys';
-import { createPartner } from '../services/command-api/src/partners/partners';
-import { connectCommandServices } from '../services/command-api/src/services';
-import { benchEnvironment } from './environment';
 import { comparisonTable, measureAtRate, type Measurement } from './stats';
+import { startBenchSystem } from './system';
 
 const ACCOUNTS = 10;
 const INBOUND = 600;
@@ -33,34 +21,10 @@ const GATEWAY_CONCURRENCY = 4;
  * minimally costs (one acks=all event and one row update) with the same number of workers.
  */
 export async function benchMessaging(): Promise<string> {
-  const env = await benchEnvironment();
-  const services = await connectCommandServices(
-    { ...env.config, PROJECTION_WAIT_MS: 30_000 },
-    'leadline-bench',
-  );
-  const projectorDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
+  const system = await startBenchSystem();
+  const { env, services, headers } = system;
+  const base = system.baseUrl;
   const gatewayDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
-  const numbers = createLocalNumberPool(env.config.DATABASE_URL);
-  const projector = await startProjector({
-    ...services,
-    db: projectorDb,
-    groupId: `${env.config.TOPIC_PREFIX}leadline.projector`,
-    projections,
-  });
-  const app = await buildApp({
-    db: services.db,
-    commands: services.commands,
-    numbers,
-    clock: systemClock,
-    newId: newUuid,
-    publicUrl: 'http://127.0.0.1',
-    rateLimitPerMinute: 10_000_000,
-    webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
-  });
-  const base = await app.listen({ port: 0, host: '127.0.0.1' });
-  const key = generateApiKey();
-  await createPartner({ ...services, newId: newUuid }, 'Bench partner', key);
-  const headers = { 'x-partner-key': key, 'content-type': 'application/json' };
   const accounts: { id: string; phone_number: string }[] = [];
   for (let i = 0; i < ACCOUNTS; i++) {
     const response = await fetch(`${base}/v1/accounts`, {
@@ -201,13 +165,8 @@ export async function benchMessaging(): Promise<string> {
   await producer.disconnect();
   await gateway.stop();
   await pool.end();
-  await app.close();
-  await projector.stop();
-  await projectorDb.destroy();
   await gatewayDb.destroy();
-  await numbers.close();
-  await services.close();
-  await env.dispose();
+  await system.close();
 
   return [
     `Messaging (${ACCOUNTS} accounts; ${INBOUND} inbound at ${INBOUND_PER_SECOND}/s; a backlog of ${SENDS} sends, ${GATEWAY_CONCURRENCY} gateway workers; latency of a send = time until it is recorded since the backlog was appended)`,
