@@ -1,0 +1,81 @@
+import { eventually } from '@leadline/test-kit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, type Harness, type RelayInstance } from './harness';
+import { opensslHmacHex } from './receiver';
+
+let harness: Harness;
+let relay: RelayInstance;
+
+beforeAll(async () => {
+  harness = await startHarness();
+  relay = await harness.startRelayInstance();
+});
+afterAll(() => harness?.close());
+
+const SECRET = 'whsec_end_to_end_0123456789';
+
+describe('from a text message to a partner webhook', () => {
+  it('turns an inbound SMS from an unknown sender into signed lead.created, conversation.started and reply_received deliveries', async () => {
+    const partner = await harness.createPartner('End to End CRM');
+    const { body: account } = await partner.api.get(`/accounts/${partner.accountId}`);
+    const { body: webhook } = await partner.api.post('/webhooks', {
+      url: harness.receiver.url('/e2e'),
+      events: ['lead.created', 'conversation.started', 'conversation.reply_received'],
+      secret: SECRET,
+    });
+
+    // Twilio posts the inbound message (no TWILIO_AUTH_TOKEN in this system, so it is not signed).
+    const inbound = await harness.system.app.inject({
+      method: 'POST',
+      url: '/twilio/sms',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({
+        MessageSid: 'SM0000000000000000000000000000e2e1',
+        From: '+15125550777',
+        To: account.phone_number,
+        Body: 'Is the rate still 6.1%?',
+        NumMedia: '0',
+      }).toString(),
+    });
+    expect(inbound.statusCode).toBe(200);
+
+    await eventually(async () => {
+      const rows = await harness.system.services.db
+        .selectFrom('webhook_deliveries')
+        .select('id')
+        .where('webhook_id', '=', webhook.id)
+        .execute();
+      return rows.length === 3 ? rows : undefined;
+    });
+    await relay.dispatcher.drain();
+
+    const requests = harness.receiver.requests('/e2e');
+    for (const { headers, body } of requests) {
+      expect(String(headers['x-service-signature'])).toBe(opensslHmacHex(SECRET, body));
+    }
+    const payloads = requests.map(({ body }) => JSON.parse(body.toString('utf8')));
+    expect(payloads.map((payload) => payload.type).sort()).toEqual([
+      'conversation.reply_received',
+      'conversation.started',
+      'lead.created',
+    ]);
+    const byType = Object.fromEntries(payloads.map((payload) => [payload.type, payload]));
+    expect(byType['conversation.reply_received']).toMatchObject({
+      account_id: partner.accountId,
+      data: {
+        phone: '+15125550777',
+        lead_name: null,
+        message_body: 'Is the rate still 6.1%?',
+        message_direction: 'inbound',
+      },
+    });
+    expect(byType['conversation.started'].data).toEqual({
+      phone: '+15125550777',
+      lead_name: null,
+      message_body: 'Is the rate still 6.1%?',
+      message_direction: 'inbound',
+      message_source: null,
+    });
+    expect(byType['lead.created'].data).toMatchObject({ phone: '+15125550777', origin: 'inbound_message' });
+  });
+});
