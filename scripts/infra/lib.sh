@@ -211,8 +211,12 @@ http_status() {
   curl -s -o /dev/null -m 5 -w '%{http_code}' "$1" 2>/dev/null || true
 }
 
+# The registry's global configuration: a Confluent-compatible endpoint whose cost does not grow with
+# the number of subjects (Apicurio's GET /subjects gets slower with every subject ever registered).
+REGISTRY_PROBE_PATH=/config
+
 registry_ready() {
-  [[ $(http_status "$SCHEMA_REGISTRY_CCOMPAT_URL/subjects") == 200 ]]
+  [[ $(http_status "$SCHEMA_REGISTRY_CCOMPAT_URL$REGISTRY_PROBE_PATH") == 200 ]]
 }
 
 # ---------------------------------------------------------------- cache layout

@@ -43,7 +43,7 @@ if registry_ready; then
     sed -n 's/.*"version" *: *"\([^"]*\)".*/\1/p')
   ok "schema-registry  UP    $SCHEMA_REGISTRY_CCOMPAT_URL  [$registry_owner]${version:+ (Apicurio $version)}"
 else
-  warn "schema-registry  DOWN  $SCHEMA_REGISTRY_CCOMPAT_URL (GET /subjects -> $(http_status "$SCHEMA_REGISTRY_CCOMPAT_URL/subjects"))  [$registry_owner]"
+  warn "schema-registry  DOWN  $SCHEMA_REGISTRY_CCOMPAT_URL (GET $REGISTRY_PROBE_PATH -> $(http_status "$SCHEMA_REGISTRY_CCOMPAT_URL$REGISTRY_PROBE_PATH"))  [$registry_owner]"
   rc=1
 fi
 

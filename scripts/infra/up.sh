@@ -369,11 +369,11 @@ start_registry() {
   if port_open "$INFRA_HOST" "$SCHEMA_REGISTRY_PORT"; then
     warn "schema-registry: $INFRA_HOST:$SCHEMA_REGISTRY_PORT is already served by a process this checkout did not start."
     if registry_ready; then
-      warn "schema-registry: it answers $SCHEMA_REGISTRY_CCOMPAT_URL/subjects; using it as is (down.sh will not stop it)."
+      warn "schema-registry: it answers $SCHEMA_REGISTRY_CCOMPAT_URL$REGISTRY_PROBE_PATH; using it as is (down.sh will not stop it)."
       return 0
     fi
     die "schema-registry: port $SCHEMA_REGISTRY_PORT is taken by something that is not a schema registry
-       (GET $SCHEMA_REGISTRY_CCOMPAT_URL/subjects -> $(http_status "$SCHEMA_REGISTRY_CCOMPAT_URL/subjects")).
+       (GET $SCHEMA_REGISTRY_CCOMPAT_URL$REGISTRY_PROBE_PATH -> $(http_status "$SCHEMA_REGISTRY_CCOMPAT_URL$REGISTRY_PROBE_PATH")).
        Free the port or set SCHEMA_REGISTRY_PORT to another port."
   fi
   # Only the fast-jar builds (3.1+) have Quarkus' separate management interface.

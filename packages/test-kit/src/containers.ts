@@ -17,7 +17,7 @@ export async function startContainers(): Promise<{
   ]);
   const registry = await new GenericContainer('apicurio/apicurio-registry:3.3.3')
     .withExposedPorts(8080)
-    .withWaitStrategy(Wait.forHttp('/apis/ccompat/v7/subjects', 8080))
+    .withWaitStrategy(Wait.forHttp('/apis/ccompat/v7/config', 8080))
     .start();
   return {
     infrastructure: {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createKafka, type InfrastructureConfig } from '@leadline/runtime';
-import { topicNames } from '@leadline/events';
+import { eventCatalog, subjectOf, topicNames } from '@leadline/events';
 import pg from 'pg';
 import { inject } from 'vitest';
 
@@ -29,10 +29,19 @@ export async function createTestEnvironment(): Promise<TestEnvironment> {
     async dispose() {
       const admin = createKafka(kafkaBrokers, 'leadline-test-kit').admin();
       await admin.connect();
-      await admin
-        .deleteTopics({ topics: Object.values(topicNames(config.TOPIC_PREFIX)) })
-        .catch(() => undefined);
+      const topics = topicNames(config.TOPIC_PREFIX);
+      await admin.deleteTopics({ topics: Object.values(topics) }).catch(() => undefined);
       await admin.disconnect();
+      // The file's registry subjects go too, so the registry does not grow with every run (a soft
+      // delete, then a permanent one, as the Confluent API wants).
+      await Promise.all(
+        eventCatalog.map(async (definition) => {
+          const subject = subjectOf(topics[definition.topic], definition.type);
+          const url = `${schemaRegistryUrl}/subjects/${encodeURIComponent(subject)}`;
+          await fetch(url, { method: 'DELETE' }).catch(() => undefined);
+          await fetch(`${url}?permanent=true`, { method: 'DELETE' }).catch(() => undefined);
+        }),
+      );
       const client = new pg.Client({ connectionString: postgresAdminUrl });
       await client.connect();
       await client.query(`drop database if exists "leadline_test_${id}" with (force)`);
