@@ -96,6 +96,58 @@ describe('applying batches', () => {
     expect(row?.metadata).toEqual({ visits: 2 });
   });
 
+  it('applies a run of lead updates in one statement, folding repeated changes of one lead in log order', async () => {
+    const accountId = newUuid();
+    const [first, second] = [newUuid(), newUuid()];
+    const created = (leadId: string, phone: string) =>
+      event('lead.created', accountId, {
+        lead_id: leadId,
+        phone,
+        name: 'Before',
+        first_name: null,
+        last_name: null,
+        email: 'before@example.com',
+        company: null,
+        notes: 'keep me',
+        source: null,
+        external_id: null,
+        property_address: null,
+        metadata: { keep: true, drop: 1 },
+        status: 'new',
+        auto_sequence: false,
+        origin: 'api',
+      });
+    const update = (leadId: string, phone: string, changes: EventData<'lead.updated'>['changes']) =>
+      event('lead.updated', accountId, { lead_id: leadId, phone, changes });
+    const records = [
+      created(first, '+15125550901'),
+      created(second, '+15125550902'),
+      update(first, '+15125550901', { name: 'Middle', metadata: { added: 1 } }),
+      update(second, '+15125550902', { email: null, auto_sequence: true }),
+      update(first, '+15125550901', { name: 'After', metadata: { added: null, drop: null } }),
+    ].map((record, offset) => ({ offset: String(offset), event: record }));
+    await applyBatch(infrastructure.db, projections, 'lead-update-runs', 0, records);
+    const rows = await infrastructure.db
+      .selectFrom('leads')
+      .select(['id', 'name', 'email', 'notes', 'auto_sequence', 'metadata'])
+      .where('id', 'in', [first, second])
+      .execute();
+    expect(rows.find((row) => row.id === first)).toMatchObject({
+      name: 'After',
+      email: 'before@example.com',
+      notes: 'keep me',
+      auto_sequence: false,
+      metadata: { keep: true },
+    });
+    expect(rows.find((row) => row.id === second)).toMatchObject({
+      name: 'Before',
+      email: null,
+      notes: 'keep me',
+      auto_sequence: true,
+      metadata: { keep: true, drop: 1 },
+    });
+  });
+
   it('has handlers that change nothing when the same events are applied twice', async () => {
     const accountId = newUuid();
     const events = [

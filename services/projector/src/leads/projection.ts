@@ -1,7 +1,6 @@
-import type { DomainEvent, EventOf } from '@leadline/events';
+import { leads, type DomainEvent, type EventOf } from '@leadline/events';
 import type { Database } from '@leadline/runtime';
 import { sql, type Transaction } from 'kysely';
-import { mergedMetadata } from '../metadata';
 import { defineProjection } from '../projection';
 import { runsByType } from '../runs';
 import { addUsage } from '../usage/counters';
@@ -67,17 +66,55 @@ async function created(trx: Transaction<Database>, events: readonly EventOf<'lea
   );
 }
 
-async function updated(trx: Transaction<Database>, event: EventOf<'lead.updated'>) {
-  const { metadata, ...fields } = event.data.changes;
-  await trx
-    .updateTable('leads')
-    .set({
-      ...fields,
-      ...(metadata && { metadata: mergedMetadata(metadata) }),
-      updated_at: event.occurred_at,
-    })
-    .where('id', '=', event.data.lead_id)
-    .execute();
+type LeadChanges = EventOf<'lead.updated'>['data']['changes'];
+
+/** The text columns a `lead.updated` may set, from the catalog (everything but `metadata`). */
+const textFields = leads.leadFieldsSchema.keyof().options.filter((field) => field !== 'metadata');
+
+/**
+ * A run of updates as one statement, however many leads a bulk re-import filled in. A lead changed
+ * more than once in the run has its changes folded in log order first (later values win; metadata
+ * patches merge, a null still removing its key).
+ */
+async function updated(trx: Transaction<Database>, events: readonly EventOf<'lead.updated'>[]) {
+  const folded = new Map<string, { changes: LeadChanges; at: string }>();
+  for (const { data, occurred_at } of events) {
+    const previous = folded.get(data.lead_id)?.changes;
+    const metadata =
+      previous?.metadata || data.changes.metadata
+        ? { ...previous?.metadata, ...data.changes.metadata }
+        : undefined;
+    folded.set(data.lead_id, {
+      changes: { ...previous, ...data.changes, ...(metadata && { metadata }) },
+      at: occurred_at,
+    });
+  }
+  const rows = [...folded].map(([id, { changes, at }]) => {
+    const patch = Object.entries(changes.metadata ?? {});
+    return {
+      id,
+      at,
+      c: changes,
+      metadata_set: Object.fromEntries(patch.filter(([, value]) => value !== null)),
+      metadata_removed: patch.filter(([, value]) => value === null).map(([key]) => key),
+    };
+  });
+  // `c ? 'field'` tells a field set to null (cleared) from a field not changed.
+  const setText = textFields.map(
+    (field) =>
+      sql`${sql.id(field)} = case when u.c ? ${field} then u.c ->> ${field} else leads.${sql.id(field)} end`,
+  );
+  await sql`
+    update leads set
+      ${sql.join(setText)},
+      auto_sequence = case when u.c ? 'auto_sequence' then (u.c ->> 'auto_sequence')::boolean
+        else leads.auto_sequence end,
+      metadata = (leads.metadata || u.metadata_set)
+        - array(select jsonb_array_elements_text(u.metadata_removed)),
+      updated_at = u.at
+    from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+      as u(id text, at timestamptz, c jsonb, metadata_set jsonb, metadata_removed jsonb)
+    where leads.id = u.id`.execute(trx);
 }
 
 async function deleted(trx: Transaction<Database>, events: readonly EventOf<'lead.deleted'>[]) {
@@ -97,8 +134,7 @@ async function applyRun(trx: Transaction<Database>, run: LeadEvent[]) {
     case 'lead.created':
       return created(trx, run as EventOf<'lead.created'>[]);
     case 'lead.updated':
-      for (const event of run as EventOf<'lead.updated'>[]) await updated(trx, event);
-      return;
+      return updated(trx, run as EventOf<'lead.updated'>[]);
     case 'lead.status_changed':
       for (const event of run as EventOf<'lead.status_changed'>[]) {
         await trx
