@@ -1,4 +1,5 @@
 import { notFound } from '@leadline/runtime';
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
 import { executeOnAccount, requireAccount } from '../accounts/account-stream';
@@ -60,7 +61,7 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
 
   /** Decides a whole import against the account's caught-up leads and appends it as one batch. */
   async function importLeads(
-    request: Parameters<typeof executeOnAccount>[1],
+    request: FastifyRequest,
     accountId: string,
     leads: LeadImport[],
     origin: 'api' | 'bulk',
@@ -80,7 +81,7 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
 
   /** Runs a command on one lead, found by its (normalized) phone in the caller's account. */
   function onLead(
-    request: Parameters<typeof executeOnAccount>[1],
+    request: FastifyRequest,
     accountId: string,
     phone: string,
     command: (lead: Lead) => LeadCommand,
@@ -143,16 +144,12 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
     },
     async (request) => {
       const { valid, errors } = validateBulk(request.body.leads);
+      const leads = valid.map((entry) => entry.lead);
+      // With nothing valid to import there is no command, but the account must still be the caller's.
       const outcomes =
-        valid.length > 0
-          ? await importLeads(
-              request,
-              request.params.id,
-              valid.map((entry) => entry.lead),
-              'bulk',
-            )
-          : [];
-      if (valid.length === 0) await requireAccount(db, request, request.params.id);
+        leads.length > 0
+          ? await importLeads(request, request.params.id, leads, 'bulk')
+          : await requireAccount(db, request, request.params.id).then(() => []);
       const count = (action: string) => outcomes.filter((outcome) => outcome.action === action).length;
       return {
         success: true as const,

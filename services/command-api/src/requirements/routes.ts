@@ -1,5 +1,6 @@
 import type { EventOf } from '@leadline/events';
 import { notFound, type Database } from '@leadline/runtime';
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Kysely, Selectable } from 'kysely';
 import { executeOnAccount, requireAccount } from '../accounts/account-stream';
@@ -40,11 +41,7 @@ const requirementsOf = (db: Kysely<Database>, accountId: string) =>
 export const requirementRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   const { db, commands, newId } = deps;
 
-  function execute(
-    request: Parameters<typeof executeOnAccount>[1],
-    accountId: string,
-    command: RequirementCommand,
-  ) {
+  function execute(request: FastifyRequest, accountId: string, command: RequirementCommand) {
     return executeOnAccount(commands, request, accountId, async (trx) => {
       const rows = await requirementsOf(trx, accountId);
       if (command.type !== 'CreateRequirement' && !rows.some((row) => row.id === command.requirement_id)) {
