@@ -4,6 +4,7 @@ import * as leads from './leads';
 import * as messaging from './messaging';
 import * as partners from './partners';
 import * as requirements from './requirements';
+import * as sequences from './sequences';
 import * as webhooks from './webhooks';
 
 /**
@@ -37,6 +38,8 @@ export const eventCatalog = [
   messaging.conversationHandoffCleared,
   messaging.leadOptedOut,
   messaging.leadOptedIn,
+  sequences.sequenceAiStepRequested,
+  sequences.sequenceAiStepFailed,
   webhooks.webhookCreated,
   webhooks.webhookUpdated,
   webhooks.webhookDeleted,
@@ -57,7 +60,8 @@ export const eventDefinitionsByType: ReadonlyMap<string, Catalog> = new Map(
   eventCatalog.map((definition) => [definition.type, definition]),
 );
 
-export { accounts, leads, messaging, partners, requirements, webhooks };
+export { accounts, leads, messaging, partners, requirements, sequences, webhooks };
+export { sequenceStepRefSchema } from './sequences';
 export { teamMemberRoles } from './accounts';
 export { leadOrigins, leadStatuses, leadStatusSchema } from './leads';
 export { deliveryStatuses, messageFailureReasons, messageSources } from './messaging';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { defineEvent } from '../define';
+import { sequenceStepRefSchema } from './sequences';
 
 /**
  * Messages and conversations. A conversation is keyed by (account, lead phone) and outlives the lead:
@@ -40,6 +41,8 @@ export const messageOutboundRequested = defineEvent('message.outbound_requested'
     source: z.enum(messageSources),
     /** Who wrote a manual message, for internal tracking. */
     sender_name: z.string().nullable(),
+    /** The sequence step this message carries out, for messages with `source: sequence`. */
+    sequence_step: sequenceStepRefSchema.optional(),
   }),
 });
 

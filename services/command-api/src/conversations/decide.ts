@@ -65,6 +65,8 @@ export interface SendMessage {
   body: string;
   source: 'manual' | 'sequence' | 'ai';
   sender_name: string | null;
+  /** For a sequence step: which one, so the sequencer can advance the enrollment from the log. */
+  sequence_step?: EventData<'message.outbound_requested'>['sequence_step'];
 }
 
 /**
@@ -106,6 +108,7 @@ export function decideSendMessage(command: SendMessage, state: ConversationState
       body: command.body,
       source: command.source,
       sender_name: command.sender_name,
+      ...(command.sequence_step && { sequence_step: command.sequence_step }),
     },
   });
   if (command.source === 'manual') {

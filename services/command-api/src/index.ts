@@ -1,0 +1,13 @@
+/**
+ * The conversation deciders, shared with the services that send on their own (the sequencer and the
+ * AI agent): every outbound message, whoever writes it, is decided by the same rules (opt-out,
+ * deactivation, AI pause, first-contact status).
+ */
+export {
+  aiPaused,
+  decideSendMessage,
+  keywordOf,
+  type ConversationState,
+  type SendMessage,
+} from './conversations/decide';
+export { conversationState } from './conversations/queries';
