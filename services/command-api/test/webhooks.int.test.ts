@@ -186,8 +186,10 @@ describe('webhook management', () => {
         'webhook.test',
       ].sort(),
     );
-    const schema =
+    const { $ref } =
       document.webhooks['lead.status_changed'].post.requestBody.content['application/json'].schema;
+    expect($ref).toBe('#/components/schemas/LeadStatusChangedEvent');
+    const schema = document.components.schemas.LeadStatusChangedEvent;
     expect(schema.required).toEqual(['id', 'type', 'account_id', 'created_at', 'data']);
     expect(schema.properties.data.required).toEqual(['phone', 'lead_name', 'previous_status', 'new_status']);
     expect(schema.properties.data.additionalProperties).toBe(false);
