@@ -130,7 +130,7 @@ export async function startSystem(
  * so the document cannot drift from what the API does: an undocumented status, content type, missing
  * required header or a body off its schema fails the request that produced it.
  */
-function checkResponsesAgainstDocument(app: App) {
+export function checkResponsesAgainstDocument(app: App) {
   const inject = app.inject.bind(app);
   let check: ReturnType<typeof openApiResponseValidator> | undefined;
   app.inject = (async (options: InjectOptions | string) => {
