@@ -26,7 +26,7 @@ import { twilioRoutes } from './twilio/routes';
 import { usageRoutes } from './usage/routes';
 import { finishOpenApiDocument } from './http/openapi-contract';
 import { notFoundHandler, problemErrorHandler } from './http/problem';
-import { apiDescription } from './openapi-description';
+import { apiDescription, apiTags } from './openapi-description';
 import type { NumberProvider } from '@leadline/telephony';
 import { webhookRoutes } from './webhooks/routes';
 import { webhookEventsDocumentation } from './webhooks/documentation';
@@ -76,29 +76,7 @@ export async function buildApp(deps: AppDeps) {
         securitySchemes: { partnerKey: { type: 'apiKey', in: 'header', name: 'X-Partner-Key' } },
       },
       security: [{ partnerKey: [] }],
-      tags: [
-        {
-          name: 'Accounts',
-          description: 'Sub-accounts: one per customer of the partner, each with its own number.',
-        },
-        {
-          name: 'Leads',
-          description: 'The people an account follows up, keyed by phone number within the account.',
-        },
-        {
-          name: 'Requirements',
-          description: 'The checklist of documents and data points the AI collects from leads.',
-        },
-        {
-          name: 'Conversations',
-          description: 'SMS threads with leads, keyed by phone; manual messages and the AI pause.',
-        },
-        { name: 'Usage', description: 'Monthly counters for billing.' },
-        {
-          name: 'Webhooks',
-          description: 'Signed event notifications to the partner, with their deliveries log.',
-        },
-      ],
+      tags: apiTags,
       // The payloads partners receive, as OpenAPI 3.1 webhooks with their JSON Schemas.
       webhooks: webhookEventsDocumentation(),
     },

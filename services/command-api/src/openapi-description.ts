@@ -52,3 +52,28 @@ Answer 2xx within 10 s. Failures are retried 30 s, 2 min, 10 min, 1 h and 4 h af
 attempt (a longer \`Retry-After\` is honoured), then dropped and logged as \`webhook.delivery_failed\`.
 Redirects are not followed. A 410 disables the webhook.
 `.trim();
+
+/** The document's tags: every operation's tag is declared here, with what it groups. */
+export const apiTags = [
+  {
+    name: 'Accounts',
+    description: 'Sub-accounts: one per customer of the partner, each with its own number.',
+  },
+  {
+    name: 'Leads',
+    description: 'The people an account follows up, keyed by phone number within the account.',
+  },
+  {
+    name: 'Requirements',
+    description: 'The checklist of documents and data points the AI collects from leads.',
+  },
+  {
+    name: 'Conversations',
+    description: 'SMS threads with leads, keyed by phone; manual messages and the AI pause.',
+  },
+  { name: 'Usage', description: 'Monthly counters for billing.' },
+  {
+    name: 'Webhooks',
+    description: 'Signed event notifications to the partner, with their deliveries log.',
+  },
+];
