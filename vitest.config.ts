@@ -11,7 +11,7 @@ export default defineConfig({
       {
         test: {
           name: 'int',
-          include: ['{packages,services}/*/{src,test}/**/*.int.test.ts'],
+          include: ['{packages,services}/*/{src,test}/**/*.int.test.ts', 'examples/test/**/*.int.test.ts'],
           globalSetup: ['packages/test-kit/src/global-setup.ts'],
           testTimeout: 180_000,
           hookTimeout: 120_000,

@@ -8,6 +8,7 @@ bash scripts/install-deps.sh
 npx tsc -p tsconfig.json --noEmit
 npx eslint .
 npx prettier --check . >/dev/null || { npx prettier --check .; exit 1; }
+bash scripts/lint-openapi.sh
 
 if ! docker info >/dev/null 2>&1 && ! bash scripts/infra/status.sh >/dev/null 2>&1; then
   [ "${LEADLINE_KEEP_INFRA:-}" = 1 ] || trap 'bash scripts/infra/down.sh' EXIT

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { eventCatalog } from './catalog';
-import { jsonSchemaOf } from './codec';
+import { jsonSchemaOf, subjectOf } from './codec';
 
 describe('the event catalog', () => {
   it('names every event type once, in past-tense dotted form', () => {
@@ -10,10 +10,15 @@ describe('the event catalog', () => {
   });
 
   it.each(eventCatalog.map((definition) => [definition.type, definition] as const))(
-    '%s has a draft-07 JSON Schema with the whole envelope required',
+    '%s has a draft-07 JSON Schema titled with its type, with the whole envelope required',
     (_type, definition) => {
-      const schema = JSON.parse(jsonSchemaOf(definition.schema));
+      const schema = JSON.parse(jsonSchemaOf(definition));
       expect(schema.$schema).toBe('http://json-schema.org/draft-07/schema#');
+      // TopicRecordNameStrategy's subject is `<topic>-<title>`: exactly our subject for the type.
+      expect(schema.title).toBe(definition.type);
+      expect(subjectOf('leadline.account-events', schema.title)).toBe(
+        `leadline.account-events-${definition.type}`,
+      );
       expect(schema.required).toEqual(
         expect.arrayContaining([
           'id',

@@ -1,6 +1,7 @@
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import { z } from 'zod';
 import { eventCatalog, eventDefinitionsByType, type DomainEvent } from './catalog';
+import type { EventDefinition } from './define';
 import type { TopicNames } from './topics';
 
 export interface EventCodec {
@@ -14,19 +15,21 @@ export class UnknownEventTypeError extends Error {}
  * The JSON Schema registered for an event type: draft-07, which every registry and validator reads.
  * `format` keywords are left out: strict validators (Ajv's default, used by the registry clients)
  * refuse unknown formats, and every formatted string also carries the equivalent `pattern`.
+ * The `title` is the event type: Confluent's TopicRecordNameStrategy names a JSON Schema's subject
+ * `<topic>-<title>`, so stock serializers, ksqlDB, Connect and Flink find our subjects by it. A title
+ * is an annotation, so adding it to a registered schema is a BACKWARD-compatible new version.
  */
-export function jsonSchemaOf(schema: z.ZodType): string {
-  return JSON.stringify(
-    z.toJSONSchema(schema, {
-      target: 'draft-7',
-      override: ({ jsonSchema }) => {
-        delete jsonSchema.format;
-      },
-    }),
-  );
+export function jsonSchemaOf(definition: Pick<EventDefinition, 'type' | 'schema'>): string {
+  const { $schema, ...schema } = z.toJSONSchema(definition.schema, {
+    target: 'draft-7',
+    override: ({ jsonSchema }) => {
+      delete jsonSchema.format;
+    },
+  });
+  return JSON.stringify({ $schema, title: definition.type, ...schema });
 }
 
-/** Subject per record type (TopicRecordNameStrategy): `<topic>-<event type>`. */
+/** Subject per record type (TopicRecordNameStrategy): `<topic>-<title>`, the title being the event type. */
 export function subjectOf(topic: string, eventType: string): string {
   return `${topic}-${eventType}`;
 }
@@ -62,7 +65,7 @@ async function registerOnce(
 export async function createEventCodec(registry: SchemaRegistry, topics: TopicNames): Promise<EventCodec> {
   const schemaIds = new Map<string, number>();
   for (const definition of eventCatalog) {
-    const schema = { type: SchemaType.JSON as const, schema: jsonSchemaOf(definition.schema) };
+    const schema = { type: SchemaType.JSON as const, schema: jsonSchemaOf(definition) };
     const subject = subjectOf(topics[definition.topic], definition.type);
     schemaIds.set(definition.type, await registerOnce(registry, schema, subject));
   }

@@ -20,7 +20,12 @@ export const webhookEventTypes = [
 ] as const;
 export type WebhookEventType = (typeof webhookEventTypes)[number];
 
-const phone = z.string().meta({ description: 'The lead phone number, E.164.', example: '+15125550123' });
+const phone = z
+  .string()
+  .regex(/^\+[1-9]\d{1,14}$/)
+  .meta({ description: 'The lead phone number, E.164.', example: '+15125550123' });
+const timestamp = z.iso.datetime({ offset: true });
+const count = z.number().int().min(0).max(2_147_483_647);
 const leadName = z
   .string()
   .nullable()
@@ -70,34 +75,34 @@ export const webhookEventData = {
   'checklist.item_collected': z.strictObject({
     phone,
     lead_name: leadName,
-    requirement_id: z.string(),
+    requirement_id: z.uuid(),
     requirement_name: z.string(),
     requirement_type: z.enum(['document', 'text', 'email', 'phone', 'number', 'date']),
     value: z.string().nullable().meta({ description: 'The collected value; null for a document.' }),
     file_url: z.string().nullable().meta({ description: 'Signed URL of a document; null otherwise.' }),
-    collected_at: z.string(),
+    collected_at: timestamp,
     checklist_progress: progress,
   }),
   'checklist.completed': z.strictObject({
     phone,
     lead_name: leadName,
     checklist_progress: progress,
-    completed_items: z.number().int(),
-    total_items: z.number().int(),
+    completed_items: count,
+    total_items: count,
   }),
   'sequence.completed': z.strictObject({
     phone,
     lead_name: leadName,
-    sequence_id: z.string(),
+    sequence_id: z.uuid(),
     sequence_name: z.string(),
-    total_steps: z.number().int(),
+    total_steps: count,
   }),
   'sequence.reply_received': z.strictObject({
     phone,
     lead_name: leadName,
-    sequence_id: z.string(),
+    sequence_id: z.uuid(),
     sequence_name: z.string(),
-    current_step: z.number().int().meta({ description: '0-based step the lead replied after.' }),
+    current_step: count.meta({ description: '0-based step the lead replied after.' }),
     message_body: z.string(),
   }),
 } satisfies Record<WebhookEventType, z.ZodType>;
@@ -106,15 +111,15 @@ export type WebhookEventData<T extends WebhookEventType> = z.infer<(typeof webho
 
 /** Sent only by POST /webhooks/:webhook_id/test; never on a subscription. */
 export const webhookTestEventType = 'webhook.test';
-export const webhookTestData = z.strictObject({ webhook_id: z.string(), message: z.string() });
+export const webhookTestData = z.strictObject({ webhook_id: z.uuid(), message: z.string() });
 
 /** The envelope of every delivery (spec §6). `account_id` is null only on the test event. */
 export function webhookEnvelopeSchema<const T extends string, D extends z.ZodType>(type: T, data: D) {
   return z.strictObject({
-    id: z.string().meta({ description: 'Event id: the same for every webhook and every retry.' }),
+    id: z.uuid().meta({ description: 'Event id: the same for every webhook and every retry.' }),
     type: z.literal(type),
-    account_id: type === webhookTestEventType ? z.string().nullable() : z.string(),
-    created_at: z.string().meta({ description: 'When the event happened, ISO 8601 UTC.' }),
+    account_id: type === webhookTestEventType ? z.uuid().nullable() : z.uuid(),
+    created_at: timestamp.meta({ description: 'When the event happened, ISO 8601 UTC.' }),
     data,
   });
 }

@@ -24,31 +24,12 @@ import { leadRoutes } from './leads/routes';
 import { requirementRoutes } from './requirements/routes';
 import { twilioRoutes } from './twilio/routes';
 import { usageRoutes } from './usage/routes';
-import { notFoundHandler, problemErrorHandler, problemJsonSchema } from './http/problem';
-import { apiDescription } from './openapi-description';
+import { finishOpenApiDocument } from './http/openapi-contract';
+import { notFoundHandler, problemErrorHandler } from './http/problem';
+import { apiDescription, apiTags } from './openapi-description';
 import type { NumberProvider } from '@leadline/telephony';
 import { webhookRoutes } from './webhooks/routes';
 import { webhookEventsDocumentation } from './webhooks/documentation';
-
-/** Every documented operation can answer with problem details; say so once, for all of them. */
-const documentProblems: typeof jsonSchemaTransform = (input) => {
-  const transformed = jsonSchemaTransform(input);
-  if (transformed.schema.hide) return transformed;
-  const response = (transformed.schema.response ?? {}) as Record<string, unknown>;
-  return {
-    ...transformed,
-    schema: {
-      ...transformed.schema,
-      response: {
-        ...response,
-        '4XX': {
-          description: 'Problem details (RFC 9457); branch on `code`.',
-          content: { 'application/problem+json': { schema: problemJsonSchema } },
-        },
-      },
-    },
-  };
-};
 
 export interface AppDeps {
   db: Kysely<Database>;
@@ -82,17 +63,25 @@ export async function buildApp(deps: AppDeps) {
   await app.register(fastifySwagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Leadline Partner API', version: '1.0.0', description: apiDescription },
+      info: {
+        title: 'Leadline Partner API',
+        version: '1.0.0',
+        description: apiDescription,
+        contact: { name: 'Leadline support', url: 'https://docs.leadline.dev/support' },
+        license: { name: 'Proprietary', url: 'https://docs.leadline.dev/terms' },
+      },
       // Paths in the document are relative to this server URL, as in the spec (its base path is stripped).
       servers: [{ url: `${deps.publicUrl}/v1` }],
       components: {
         securitySchemes: { partnerKey: { type: 'apiKey', in: 'header', name: 'X-Partner-Key' } },
       },
       security: [{ partnerKey: [] }],
+      tags: apiTags,
       // The payloads partners receive, as OpenAPI 3.1 webhooks with their JSON Schemas.
       webhooks: webhookEventsDocumentation(),
     },
-    transform: documentProblems,
+    transform: jsonSchemaTransform,
+    transformObject: finishOpenApiDocument,
   });
   await app.register(fastifySwaggerUi, { routePrefix: '/v1/docs' });
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -6,16 +6,25 @@ export const apiDescription = `
 AI-driven SMS follow-up for the customers of partner platforms. Every request carries the partner's
 key in \`X-Partner-Key\`; the key covers all of the partner's sub-accounts (accounts).
 
-**Errors** are RFC 9457 \`application/problem+json\` with a stable \`code\`: 400 bad input (with
-\`errors[]\`, one entry per field), 401 missing or invalid key, 404 unknown resource (another partner's
-resources are 404 too), 409 conflict, 413 too large, 429 rate limited (with \`Retry-After\`), 503 the
-event log or its read models are briefly unavailable (nothing was written; retry after \`Retry-After\`).
+**Errors** are RFC 9457 \`application/problem+json\` (the \`Problem\` schema) with a stable \`code\`; the
+Problem schema lists every code with its status and meaning, and each operation lists the statuses it
+can answer with the codes behind each. In short: 400 bad input (with \`errors[]\`, one entry per field),
+401 missing or invalid key, 404 unknown resource (another partner's resources are 404 too), 409 conflict,
+413 body over 2 MB, 415 not JSON, 429 rate limited, 500 our fault, 503 the event log or its read models
+are briefly unavailable (nothing was written). Branch on \`code\`, not on \`detail\`.
+
+**Request bodies** refuse unknown fields: a misspelt or read-only field is a 400 \`validation_failed\`
+whose \`errors[]\` names it (\`body.active\`: Unknown field), never silently dropped.
 
 **Consistency**: a write answers once its effect is readable, so a GET right after a POST sees it.
 
 **Lists** take \`limit\` (1-250, default 50) and \`offset\` (0 or more); a value out of range is a 400.
 
-**Rate limit**: 600 requests a minute per partner key by default.
+**Rate limit**: each partner key may make 600 requests a minute by default (a fixed one-minute window,
+counted per key across all its accounts). Every answer to a request with a valid key carries
+\`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\` and \`X-RateLimit-Reset\` (seconds until the window
+ends). Past the limit the answer is 429 \`rate_limited\` with \`Retry-After\` in seconds. A 503 also
+carries \`Retry-After\`; retrying after it is safe, since nothing was written.
 
 **Slugs** are the lowercased name with every run of other characters as \`-\`, made unique within the
 partner by a numeric suffix (\`acme\`, \`acme-2\`); they never change.
@@ -43,3 +52,28 @@ Answer 2xx within 10 s. Failures are retried 30 s, 2 min, 10 min, 1 h and 4 h af
 attempt (a longer \`Retry-After\` is honoured), then dropped and logged as \`webhook.delivery_failed\`.
 Redirects are not followed. A 410 disables the webhook.
 `.trim();
+
+/** The document's tags: every operation's tag is declared here, with what it groups. */
+export const apiTags = [
+  {
+    name: 'Accounts',
+    description: 'Sub-accounts: one per customer of the partner, each with its own number.',
+  },
+  {
+    name: 'Leads',
+    description: 'The people an account follows up, keyed by phone number within the account.',
+  },
+  {
+    name: 'Requirements',
+    description: 'The checklist of documents and data points the AI collects from leads.',
+  },
+  {
+    name: 'Conversations',
+    description: 'SMS threads with leads, keyed by phone; manual messages and the AI pause.',
+  },
+  { name: 'Usage', description: 'Monthly counters for billing.' },
+  {
+    name: 'Webhooks',
+    description: 'Signed event notifications to the partner, with their deliveries log.',
+  },
+];

@@ -198,7 +198,7 @@ describe('importing leads', () => {
     ['a missing phone', { name: 'X' }, 'body.phone'],
     ['an unparseable phone', { phone: '12' }, 'body.phone'],
     ['a bad email', { phone: '+15125550120', email: 'nope' }, 'body.email'],
-    ['a status on import', { phone: '+15125550120', status: 'new' }, 'body'],
+    ['a status on import', { phone: '+15125550120', status: 'new' }, 'body.status'],
   ])('answers %s with a 400 problem and writes nothing', async (_case, body, field) => {
     const account = await newAccount();
     const before = await logSize(system.services);

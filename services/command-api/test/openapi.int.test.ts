@@ -22,6 +22,7 @@ describe('the OpenAPI document', () => {
     expect(document.paths).toMatchSnapshot();
     // So is a change of what partners receive: the webhook payloads.
     expect(document.webhooks).toMatchSnapshot();
+    expect(document.components.schemas).toMatchSnapshot();
   });
 
   it('has a readable docs page', async () => {

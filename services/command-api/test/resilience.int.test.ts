@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app';
 import { partnerClient, type PartnerClient } from './client';
 import { logSize } from './log';
-import { startSystem, type TestSystem } from './system';
+import { checkResponsesAgainstDocument, startSystem, type TestSystem } from './system';
 
 let system: TestSystem;
 let partner: PartnerClient;
@@ -60,11 +60,15 @@ describe('operations', () => {
       rateLimitPerMinute: 3,
       webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
     });
+    checkResponsesAgainstDocument(app);
     try {
       const limited = partnerClient(app, await system.createPartner('Busy CRM'));
-      const statuses = [];
-      for (let i = 0; i < 4; i++) statuses.push((await limited.get('/accounts')).status);
-      expect(statuses).toEqual([200, 200, 200, 429]);
+      const answers = [];
+      for (let i = 0; i < 4; i++) answers.push(await limited.get('/accounts'));
+      expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200, 429]);
+      // The documented policy, on every answer.
+      expect(answers[0]!.headers).toMatchObject({ 'x-ratelimit-limit': '3', 'x-ratelimit-remaining': '2' });
+      expect(Number(answers[0]!.headers['x-ratelimit-reset'])).toBeGreaterThan(0);
       const refused = await limited.get('/accounts');
       expect(refused.body).toMatchObject({ status: 429, code: 'rate_limited' });
       expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);

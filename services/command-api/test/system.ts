@@ -9,7 +9,13 @@ import {
   type Clock,
 } from '@leadline/runtime';
 import { createLocalSmsSender, createTwilioProvider } from '@leadline/telephony';
-import { createTestEnvironment, type FakeTwilio, type TestEnvironment } from '@leadline/test-kit';
+import {
+  createTestEnvironment,
+  openApiResponseValidator,
+  type FakeTwilio,
+  type TestEnvironment,
+} from '@leadline/test-kit';
+import type { InjectOptions } from 'fastify';
 import { buildApp, type App } from '../src/app';
 import { generateApiKey } from '../src/partners/api-keys';
 import { createPartner } from '../src/partners/partners';
@@ -81,6 +87,7 @@ export async function startSystem(
     rateLimitPerMinute: options.rateLimitPerMinute ?? 100_000,
     webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
   });
+  checkResponsesAgainstDocument(app);
   const gatewayDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
   const gateway = options.gateway
     ? await startSmsGateway({
@@ -116,4 +123,30 @@ export async function startSystem(
       await env.dispose();
     },
   };
+}
+
+/**
+ * Every answer a test receives from the app is checked against the OpenAPI document the app serves,
+ * so the document cannot drift from what the API does: an undocumented status, content type, missing
+ * required header or a body off its schema fails the request that produced it.
+ */
+export function checkResponsesAgainstDocument(app: App) {
+  const inject = app.inject.bind(app);
+  let check: ReturnType<typeof openApiResponseValidator> | undefined;
+  app.inject = (async (options: InjectOptions | string) => {
+    const response = await inject(options);
+    check ??= openApiResponseValidator(app.swagger(), '/v1');
+    const request = typeof options === 'string' ? { method: 'GET', url: options } : options;
+    const violations = check({
+      method: String(request.method ?? 'GET'),
+      url: String(request.url ?? request.path ?? ''),
+      statusCode: response.statusCode,
+      headers: response.headers,
+      body: response.body,
+    });
+    if (violations.length > 0) {
+      throw new Error(`The answer does not match the OpenAPI document:\n${violations.join('\n')}`);
+    }
+    return response;
+  }) as typeof app.inject;
 }

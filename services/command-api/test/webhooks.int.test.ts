@@ -77,6 +77,8 @@ describe('webhook management', () => {
     ['no secret', { url: valid.url, events: valid.events }, 'body.secret'],
     ['a short secret', { ...valid, secret: 'short' }, 'body.secret'],
     ['no url', { events: valid.events, secret: SECRET }, 'body.url'],
+    // Not a create field: refused by name rather than dropped (which would create an active webhook).
+    ['an unknown field', { ...valid, active: false }, 'body.active'],
   ])('answers %s with a 400 problem and writes nothing', async (_case, body, field) => {
     const before = await partnerLogSize();
     const response = await acme.post('/webhooks', body);
@@ -186,8 +188,10 @@ describe('webhook management', () => {
         'webhook.test',
       ].sort(),
     );
-    const schema =
+    const { $ref } =
       document.webhooks['lead.status_changed'].post.requestBody.content['application/json'].schema;
+    expect($ref).toBe('#/components/schemas/LeadStatusChangedEvent');
+    const schema = document.components.schemas.LeadStatusChangedEvent;
     expect(schema.required).toEqual(['id', 'type', 'account_id', 'created_at', 'data']);
     expect(schema.properties.data.required).toEqual(['phone', 'lead_name', 'previous_status', 'new_status']);
     expect(schema.properties.data.additionalProperties).toBe(false);

@@ -5,7 +5,7 @@ import { leadName, toWebhookEvent, type LeadNameFields } from './mapping';
 const envelope = {
   id: '0190f5d2-0000-7000-8000-000000000001',
   version: 1,
-  account_id: 'acc-1',
+  account_id: '0190f5d2-0000-7000-8000-0000000000a1',
   partner_id: 'partner-1',
   occurred_at: '2026-03-08T10:00:00.000Z',
   actor: { kind: 'system', service: 'test' },
@@ -61,7 +61,7 @@ describe('mapping domain events to webhook events', () => {
     expect(mapped).toEqual({
       id: envelope.id,
       type: 'lead.created',
-      account_id: 'acc-1',
+      account_id: '0190f5d2-0000-7000-8000-0000000000a1',
       created_at: '2026-03-08T10:00:00.000Z',
       data: {
         phone: '+15125550123',
@@ -85,7 +85,13 @@ describe('mapping domain events to webhook events', () => {
   it('maps lead.status_changed to exactly the spec fields, naming the lead from the relay lookup', () => {
     const mapped = toWebhookEvent(
       statusChanged,
-      names({ 'acc-1/+15125550123': { name: 'Ana S.', first_name: null, last_name: null } }),
+      names({
+        '0190f5d2-0000-7000-8000-0000000000a1/+15125550123': {
+          name: 'Ana S.',
+          first_name: null,
+          last_name: null,
+        },
+      }),
     );
     expect(mapped?.data).toEqual({
       phone: '+15125550123',

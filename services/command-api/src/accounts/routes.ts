@@ -58,7 +58,10 @@ export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
     {
       schema: {
         tags,
+        operationId: 'createAccount',
         summary: 'Create an account',
+        description:
+          'Creates a sub-account with its own phone number (provisioned when `phone_number` is omitted) and isolated data. The slug is derived from the name and never changes.',
         body: createAccountBody,
         response: { 201: accountResponse },
       },
@@ -108,7 +111,10 @@ export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
     {
       schema: {
         tags,
+        operationId: 'listAccounts',
         summary: 'List accounts',
+        description:
+          "The partner's accounts, newest first, with their counters; filter by `status` or a name `search`.",
         querystring: listAccountsQuery,
         response: { 200: accountListResponse },
       },
@@ -132,7 +138,15 @@ export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
   app.get(
     '/accounts/:id',
     {
-      schema: { tags, summary: 'Get an account', params: accountParams, response: { 200: accountResponse } },
+      schema: {
+        tags,
+        operationId: 'getAccount',
+        summary: 'Get an account',
+        description:
+          "The whole account with its branding, metadata and counters. Another partner's account is a 404.",
+        params: accountParams,
+        response: { 200: accountResponse },
+      },
     },
     async (request) => toAccountResponse(await requireAccount(db, request, request.params.id)),
   );
@@ -142,6 +156,7 @@ export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
     {
       schema: {
         tags,
+        operationId: 'updateAccount',
         summary: 'Update an account',
         description: 'Returns the whole account after the change.',
         params: accountParams,
@@ -160,6 +175,7 @@ export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
     {
       schema: {
         tags,
+        operationId: 'deactivateAccount',
         summary: 'Deactivate an account',
         description:
           'Data is kept, the AI stops answering and sequences pause. Deactivating a deactivated account ' +
@@ -183,6 +199,7 @@ export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
     {
       schema: {
         tags,
+        operationId: 'inviteTeamMember',
         summary: 'Invite a team member',
         description: 'Stores the member on the account; an e-mail already on the team is a 409.',
         params: accountParams,
@@ -205,7 +222,9 @@ export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
     {
       schema: {
         tags,
+        operationId: 'listTeamMembers',
         summary: 'List team members',
+        description: 'The members invited to the account, in the order they were invited.',
         params: accountParams,
         response: { 200: teamListResponse },
       },

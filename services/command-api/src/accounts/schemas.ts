@@ -1,10 +1,12 @@
 import { teamMemberRoles } from '@leadline/events';
 import { z } from 'zod';
+import { count, e164, idParam, PAGE_MAX, timestamp, uuid } from '../http/fields';
 import { pageFields, paginationQuery } from '../http/pagination';
 import { phoneNumberSchema } from '../http/phone';
 
 const hexColor = z
   .string()
+  .max(7)
   .regex(/^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/, 'Must be a hex colour such as #1A73E8.')
   .meta({ example: '#1A73E8' });
 
@@ -19,7 +21,7 @@ export const metadataInput = z
 
 const name = z.string().trim().min(1, 'Must not be empty.').max(200);
 
-export const accountParams = z.object({ id: z.string().describe('The account id.') });
+export const accountParams = z.object({ id: idParam('The account id.') });
 
 const aiPauseMinutes = z
   .number()
@@ -28,15 +30,17 @@ const aiPauseMinutes = z
   .max(525_600)
   .describe('Minutes a manual message pauses the AI in its conversation (until resume-ai at the latest).');
 
-export const createAccountBody = z.object({
-  name,
-  company_name: name.optional().describe('Used by the AI in conversations. Defaults to `name`.'),
-  phone_number: phoneNumberSchema.optional().describe('Provisioned automatically when omitted.'),
-  forwarding_number: phoneNumberSchema.optional(),
-  branding: z.object({ logo_url: httpUrl.optional(), accent_color: hexColor.optional() }).optional(),
-  metadata: metadataInput.optional(),
-  ai_pause_minutes: aiPauseMinutes.default(1440),
-});
+export const createAccountBody = z
+  .strictObject({
+    name,
+    company_name: name.optional().describe('Used by the AI in conversations. Defaults to `name`.'),
+    phone_number: phoneNumberSchema.optional().describe('Provisioned automatically when omitted.'),
+    forwarding_number: phoneNumberSchema.optional(),
+    branding: z.strictObject({ logo_url: httpUrl.optional(), accent_color: hexColor.optional() }).optional(),
+    metadata: metadataInput.optional(),
+    ai_pause_minutes: aiPauseMinutes.default(1440),
+  })
+  .meta({ id: 'CreateAccountRequest' });
 
 export const updateAccountBody = z
   .object({
@@ -44,7 +48,7 @@ export const updateAccountBody = z
     company_name: name.optional(),
     forwarding_number: phoneNumberSchema.nullable().optional().describe('null removes it.'),
     branding: z
-      .object({ logo_url: httpUrl.nullable().optional(), accent_color: hexColor.nullable().optional() })
+      .strictObject({ logo_url: httpUrl.nullable().optional(), accent_color: hexColor.nullable().optional() })
       .optional()
       .describe('Only the given fields change; null removes one.'),
     metadata: metadataInput
@@ -55,6 +59,7 @@ export const updateAccountBody = z
   })
   .strict()
   .meta({
+    id: 'UpdateAccountRequest',
     description:
       'Mutable fields: name, company_name, forwarding_number, branding, metadata, ai_pause_minutes and status. ' +
       'The phone number and slug cannot change.',
@@ -65,66 +70,71 @@ export const listAccountsQuery = paginationQuery.extend({
   search: z.string().trim().min(1).max(200).optional().describe('Case-insensitive match on the name.'),
 });
 
-export const inviteTeamMemberBody = z.object({
-  email: z.email().max(320),
-  name: name.optional(),
-  role: z.enum(teamMemberRoles).default('member'),
-  phone_number: phoneNumberSchema.optional(),
-  forwarding_number: phoneNumberSchema.optional(),
-});
+export const inviteTeamMemberBody = z
+  .strictObject({
+    email: z.email().max(320),
+    name: name.optional(),
+    role: z.enum(teamMemberRoles).default('member'),
+    phone_number: phoneNumberSchema.optional(),
+    forwarding_number: phoneNumberSchema.optional(),
+  })
+  .meta({ id: 'InviteTeamMemberRequest' });
 
-const stats = z.object({
-  total_leads: z.number().int(),
-  total_conversations: z.number().int(),
-  active_sequences: z.number().int(),
-});
+const stats = z
+  .object({ total_leads: count(), total_conversations: count(), active_sequences: count() })
+  .meta({ id: 'AccountStats' });
 
-export const accountResponse = z.object({
-  id: z.string(),
-  name: z.string(),
-  company_name: z.string(),
-  slug: z.string(),
-  status: z.enum(['active', 'deactivated']),
-  phone_number: z.string(),
-  forwarding_number: z.string().nullable(),
-  branding: z.object({ logo_url: z.string().nullable(), accent_color: z.string().nullable() }),
-  metadata: z.record(z.string(), z.unknown()),
-  ai_pause_minutes: z.number().int(),
-  created_at: z.string(),
-  deactivated_at: z.string().nullable(),
-  stats,
-});
+export const accountResponse = z
+  .object({
+    id: uuid(),
+    name: z.string(),
+    company_name: z.string(),
+    slug: z.string(),
+    status: z.enum(['active', 'deactivated']),
+    phone_number: e164(),
+    forwarding_number: e164().nullable(),
+    branding: z
+      .object({ logo_url: z.string().nullable(), accent_color: z.string().nullable() })
+      .meta({ id: 'Branding' }),
+    metadata: z.record(z.string(), z.unknown()),
+    ai_pause_minutes: z.number().int().min(1).max(525_600).meta({ format: 'int32' }),
+    created_at: timestamp(),
+    deactivated_at: timestamp().nullable(),
+    stats,
+  })
+  .meta({ id: 'Account' });
 
-export const accountListResponse = z.object({
-  accounts: z.array(
-    accountResponse.pick({
-      id: true,
-      name: true,
-      status: true,
-      phone_number: true,
-      stats: true,
-      created_at: true,
-    }),
-  ),
-  ...pageFields,
-});
+export const accountListResponse = z
+  .object({
+    accounts: z
+      .array(
+        accountResponse
+          .pick({ id: true, name: true, status: true, phone_number: true, stats: true, created_at: true })
+          .meta({ id: 'AccountSummary' }),
+      )
+      .max(PAGE_MAX),
+    ...pageFields,
+  })
+  .meta({ id: 'AccountList' });
 
-export const deactivateResponse = z.object({
-  id: z.string(),
-  status: z.literal('deactivated'),
-  deactivated_at: z.string(),
-});
+export const deactivateResponse = z
+  .object({ id: uuid(), status: z.literal('deactivated'), deactivated_at: timestamp() })
+  .meta({ id: 'DeactivatedAccount' });
 
-export const teamMemberResponse = z.object({
-  id: z.string(),
-  account_id: z.string(),
-  email: z.string(),
-  name: z.string().nullable(),
-  role: z.enum(teamMemberRoles),
-  phone_number: z.string().nullable(),
-  forwarding_number: z.string().nullable(),
-  status: z.literal('invited'),
-  invited_at: z.string(),
-});
+export const teamMemberResponse = z
+  .object({
+    id: uuid(),
+    account_id: uuid(),
+    email: z.string(),
+    name: z.string().nullable(),
+    role: z.enum(teamMemberRoles),
+    phone_number: e164().nullable(),
+    forwarding_number: e164().nullable(),
+    status: z.literal('invited'),
+    invited_at: timestamp(),
+  })
+  .meta({ id: 'TeamMember' });
 
-export const teamListResponse = z.object({ team_members: z.array(teamMemberResponse) });
+export const teamListResponse = z
+  .object({ team_members: z.array(teamMemberResponse).max(10_000) })
+  .meta({ id: 'TeamMemberList' });

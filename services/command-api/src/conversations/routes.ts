@@ -26,6 +26,7 @@ export const conversationRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, de
     {
       schema: {
         tags,
+        operationId: 'listConversations',
         summary: 'List conversations',
         description:
           'Most recent first. A conversation outlives its lead; `name` and `lead_status` are then null.',
@@ -46,6 +47,7 @@ export const conversationRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, de
     {
       schema: {
         tags,
+        operationId: 'listMessages',
         summary: "List a conversation's messages",
         description: 'Newest first. A 404 when the account has neither a lead nor messages with this phone.',
         params: conversationParams,
@@ -66,6 +68,7 @@ export const conversationRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, de
     {
       schema: {
         tags,
+        operationId: 'sendMessage',
         summary: 'Send a manual message',
         description:
           "Queued for sending at once (its `status` follows delivery). Pauses the AI in this conversation until resume-ai or the account's `ai_pause_minutes`, and clears `needs_handoff`; the first outbound message moves a `new` lead to `contacted`. " +
@@ -104,6 +107,7 @@ export const conversationRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, de
     {
       schema: {
         tags,
+        operationId: 'resumeAi',
         summary: 'Resume the AI',
         description:
           'Ends a pause from a manual message and clears `needs_handoff`. Resuming an active AI changes nothing.',

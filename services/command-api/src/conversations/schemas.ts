@@ -1,10 +1,11 @@
 import { deliveryStatuses, leadStatuses, messageSources } from '@leadline/events';
 import { z } from 'zod';
+import { count, e164, idParam, PAGE_MAX, timestamp, uuid } from '../http/fields';
 import { pageFields, paginationQuery } from '../http/pagination';
 import { phoneNumberSchema } from '../http/phone';
 
 export const conversationParams = z.object({
-  id: z.string().describe('The account id.'),
+  id: idParam('The account id.'),
   phone: phoneNumberSchema.describe('The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`.'),
 });
 
@@ -16,67 +17,95 @@ export const listConversationsQuery = paginationQuery.extend({
     .describe('Only conversations flagged for a human (`true`) or not flagged (`false`).'),
 });
 
-const timestamp = z.string();
+export const conversationListResponse = z
+  .object({
+    conversations: z
+      .array(
+        z
+          .object({
+            phone: e164(),
+            name: z
+              .string()
+              .nullable()
+              .describe("The lead's name; null when unknown or the lead was deleted."),
+            preview: z.string().describe('The latest message, cut at 160 characters.'),
+            last_message_at: timestamp(),
+            message_count: count(),
+            needs_handoff: z.boolean(),
+            lead_status: z.enum(leadStatuses).nullable().describe('Null when the lead was deleted.'),
+            in_sequence: z.boolean(),
+            opted_out: z.boolean().describe('The number opted out (STOP); nothing can be sent to it.'),
+            ai_paused: z
+              .boolean()
+              .describe('A manual message paused the AI; resume-ai or the timeout ends it.'),
+            ai_paused_until: timestamp()
+              .nullable()
+              .describe('When the pause ends by itself; null when not paused.'),
+          })
+          .meta({ id: 'Conversation' }),
+      )
+      .max(PAGE_MAX),
+    ...pageFields,
+  })
+  .meta({ id: 'ConversationList' });
 
-export const conversationListResponse = z.object({
-  conversations: z.array(
-    z.object({
-      phone: z.string(),
-      name: z.string().nullable().describe("The lead's name; null when unknown or the lead was deleted."),
-      preview: z.string().describe('The latest message, cut at 160 characters.'),
-      last_message_at: timestamp,
-      message_count: z.number().int(),
-      needs_handoff: z.boolean(),
-      lead_status: z.enum(leadStatuses).nullable().describe('Null when the lead was deleted.'),
-      in_sequence: z.boolean(),
-      opted_out: z.boolean().describe('The number opted out (STOP); nothing can be sent to it.'),
-      ai_paused: z.boolean().describe('A manual message paused the AI; resume-ai or the timeout ends it.'),
-      ai_paused_until: timestamp.nullable().describe('When the pause ends by itself; null when not paused.'),
-    }),
-  ),
-  ...pageFields,
-});
+export const messageListResponse = z
+  .object({
+    messages: z
+      .array(
+        z
+          .object({
+            id: uuid(),
+            direction: z.enum(['inbound', 'outbound']),
+            body: z.string(),
+            sent_at: timestamp().describe('When the message was received, or requested for an outbound one.'),
+            source: z
+              .enum(messageSources)
+              .optional()
+              .describe('Outbound only. `system` marks the compliance replies to STOP, START and HELP.'),
+            sender_name: z
+              .string()
+              .nullable()
+              .optional()
+              .describe('Outbound only: who wrote a manual message.'),
+            status: z
+              .enum(['received', ...deliveryStatuses])
+              .describe('`received` for inbound messages; the delivery status of an outbound one.'),
+            media: z
+              .array(z.object({ url: z.string(), content_type: z.string().nullable() }))
+              .max(10)
+              .optional()
+              .describe('Inbound only: the MMS attachments, as the provider reported them.'),
+          })
+          .meta({ id: 'Message' }),
+      )
+      .max(PAGE_MAX),
+    ...pageFields,
+  })
+  .meta({ id: 'MessageList' });
 
-export const messageListResponse = z.object({
-  messages: z.array(
-    z.object({
-      id: z.string(),
-      direction: z.enum(['inbound', 'outbound']),
-      body: z.string(),
-      sent_at: timestamp.describe('When the message was received, or requested for an outbound one.'),
-      source: z
-        .enum(messageSources)
-        .optional()
-        .describe('Outbound only. `system` marks the compliance replies to STOP, START and HELP.'),
-      sender_name: z.string().nullable().optional().describe('Outbound only: who wrote a manual message.'),
-      status: z
-        .enum(['received', ...deliveryStatuses])
-        .describe('`received` for inbound messages; the delivery status of an outbound one.'),
-      media: z
-        .array(z.object({ url: z.string(), content_type: z.string().nullable() }))
-        .optional()
-        .describe('Inbound only: the MMS attachments, as the provider reported them.'),
-    }),
-  ),
-  ...pageFields,
-});
+export const sendMessageBody = z
+  .strictObject({
+    body: z.string().trim().min(1, 'Must not be empty.').max(1600),
+    sender_name: z
+      .string()
+      .trim()
+      .min(1)
+      .max(200)
+      .optional()
+      .describe('Display name of the person sending, for internal tracking.'),
+  })
+  .meta({ id: 'SendMessageRequest' });
 
-export const sendMessageBody = z.object({
-  body: z.string().trim().min(1, 'Must not be empty.').max(1600),
-  sender_name: z
-    .string()
-    .trim()
-    .min(1)
-    .max(200)
-    .optional()
-    .describe('Display name of the person sending, for internal tracking.'),
-});
+export const sendMessageResponse = z
+  .object({
+    success: z.literal(true),
+    message_id: uuid(),
+    direction: z.literal('outbound'),
+    source: z.literal('manual'),
+  })
+  .meta({ id: 'SentMessage' });
 
-export const sendMessageResponse = z.object({
-  success: z.literal(true),
-  message_id: z.string(),
-  direction: z.literal('outbound'),
-  source: z.literal('manual'),
-});
-
-export const resumeAiResponse = z.object({ success: z.literal(true), ai_enabled: z.literal(true) });
+export const resumeAiResponse = z
+  .object({ success: z.literal(true), ai_enabled: z.literal(true) })
+  .meta({ id: 'AiResumed' });

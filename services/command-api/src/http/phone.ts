@@ -24,4 +24,9 @@ export const phoneNumberSchema = z
     }
     return normalized;
   })
-  .meta({ description: 'E.164, or 10 digits meaning +1.', example: '+15125550123' });
+  .meta({
+    description: 'E.164, or 10 digits meaning +1; stored and answered as E.164.',
+    pattern: '^\\+?[0-9 ().-]{10,25}$',
+    maxLength: 25,
+    examples: ['+15125550123', '5125550123'],
+  });

@@ -1,6 +1,8 @@
 import { DomainError } from '@leadline/runtime';
+import { z } from 'zod';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
+import { errorCatalog, errorCodes } from './error-catalog';
 
 /** RFC 9457 problem details; `code` is stable and is what clients should branch on. */
 export interface Problem {
@@ -13,26 +15,45 @@ export interface Problem {
   errors?: { field: string; message: string }[];
 }
 
-export const problemJsonSchema = {
-  type: 'object',
-  required: ['type', 'title', 'status', 'detail', 'code'],
-  properties: {
-    type: { type: 'string', description: 'A URI naming the problem type.' },
-    title: { type: 'string' },
-    status: { type: 'integer' },
-    detail: { type: 'string', description: 'What went wrong, for a person to read.' },
-    code: { type: 'string', description: 'Stable, machine-readable: validation_failed, account_not_found…' },
-    instance: { type: 'string' },
-    errors: {
-      type: 'array',
-      description: 'For validation_failed: one entry per invalid field.',
-      items: {
-        type: 'object',
-        properties: { field: { type: 'string' }, message: { type: 'string' } },
-      },
-    },
-  },
-};
+const codeTable = errorCodes
+  .map((code) => `| \`${code}\` | ${errorCatalog[code].status} | ${errorCatalog[code].description} |`)
+  .join('\n');
+
+/** The Problem component of the OpenAPI document: `code` is an enum of the error catalog. */
+export const problemSchema = z
+  .object({
+    type: z.url().max(2048).meta({
+      description: 'A URI naming the problem type: `https://docs.leadline.dev/problems/<code>`.',
+      example: 'https://docs.leadline.dev/problems/lead_not_found',
+    }),
+    title: z.string().max(100).meta({ description: 'The HTTP reason phrase.', example: 'Not Found' }),
+    status: z.number().int().min(400).max(599).meta({ description: 'The HTTP status, repeated.' }),
+    detail: z.string().max(2000).meta({ description: 'What went wrong, for a person to read.' }),
+    code: z.enum(errorCodes).meta({
+      description: `Stable and machine-readable: branch on it.\n\n| code | status | meaning |\n| --- | --- | --- |\n${codeTable}`,
+      'x-enumDescriptions': Object.fromEntries(
+        errorCodes.map((code) => [code, errorCatalog[code].description]),
+      ),
+    }),
+    instance: z.string().max(2048).meta({ description: 'The path of the request that failed.' }),
+    errors: z
+      .array(
+        z.object({
+          field: z.string().max(200).meta({ description: 'Where: `body.leads.3.phone`, `query.limit`…' }),
+          message: z.string().max(500),
+        }),
+      )
+      .max(1000)
+      .optional()
+      .meta({ description: 'For `validation_failed`: one entry per invalid field.' }),
+  })
+  .catchall(z.unknown())
+  .meta({
+    id: 'Problem',
+    description:
+      'RFC 9457 problem details, as `application/problem+json`. Some codes add members of their own ' +
+      '(`webhook_limit_reached` adds `limit`).',
+  });
 
 const titles: Record<number, string> = {
   400: 'Bad Request',
@@ -75,10 +96,17 @@ export function problemErrorHandler(error: FastifyError, request: FastifyRequest
     return sendProblem(reply, request, error.status, error.code, error.message, error.details);
   }
   if (hasZodFastifySchemaValidationErrors(error)) {
-    const errors = error.validation.map((issue) => ({
-      field: [error.validationContext, ...issue.instancePath.split('/').filter(Boolean)].join('.'),
-      message: issue.message ?? 'Invalid value.',
-    }));
+    const fieldOf = (path: string, ...more: string[]) =>
+      [error.validationContext, ...path.split('/').filter(Boolean), ...more].join('.');
+    // An unknown field is reported at its own name, so a typo is found without reading the message.
+    const errors = error.validation.flatMap((issue) =>
+      issue.keyword === 'unrecognized_keys'
+        ? ((issue.params as { keys?: string[] }).keys ?? []).map((key) => ({
+            field: fieldOf(issue.instancePath, key),
+            message: `Unknown field "${key}".`,
+          }))
+        : [{ field: fieldOf(issue.instancePath), message: issue.message ?? 'Invalid value.' }],
+    );
     return sendProblem(reply, request, 400, 'validation_failed', 'The request is not valid.', { errors });
   }
   if (isResponseSerializationError(error)) {

@@ -109,6 +109,7 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
     {
       schema: {
         tags,
+        operationId: 'importLead',
         summary: 'Import a lead',
         description:
           'Deduplicated by phone, then by external_id: an existing lead keeps its fields and only has empty ' +
@@ -132,6 +133,7 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
     {
       schema: {
         tags,
+        operationId: 'importLeads',
         summary: 'Import up to 1,000 leads',
         description:
           'Decided together and appended as one batch. Invalid leads are reported in `errors` ' +
@@ -166,7 +168,10 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
     {
       schema: {
         tags,
+        operationId: 'listLeads',
         summary: 'List leads',
+        description:
+          "The account's leads, newest first; filter by `status`, `source` or a `search` on name, email or phone.",
         params: accountParams,
         querystring: listLeadsQuery,
         response: { 200: leadListResponse },
@@ -181,7 +186,16 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
 
   app.get(
     '/accounts/:id/leads/:phone',
-    { schema: { tags, summary: 'Get a lead', params: leadParams, response: { 200: leadDetailsResponse } } },
+    {
+      schema: {
+        tags,
+        operationId: 'getLead',
+        summary: 'Get a lead',
+        description: 'The lead with its checklist, conversation and sequence enrollment.',
+        params: leadParams,
+        response: { 200: leadDetailsResponse },
+      },
+    },
     async (request) => {
       const account = await requireAccount(db, request, request.params.id);
       const row = await findLeadRow(db, account.id, request.params.phone);
@@ -195,6 +209,7 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
     {
       schema: {
         tags,
+        operationId: 'updateLead',
         summary: 'Update a lead',
         description:
           'Returns the lead details after the change. A status change emits `lead.status_changed`.',
@@ -224,6 +239,7 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
     {
       schema: {
         tags,
+        operationId: 'deleteLead',
         summary: 'Delete a lead',
         description:
           'Removes the lead with its checklist progress and sequence enrollment; its conversation is kept.',
@@ -242,7 +258,9 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
     {
       schema: {
         tags,
+        operationId: 'getLeadChecklist',
         summary: "Get a lead's checklist",
+        description: "Every requirement of the account with the lead's progress on it.",
         params: leadParams,
         response: { 200: checklistResponse },
       },

@@ -1,10 +1,13 @@
 import { leadStatuses, requirementTypes } from '@leadline/events';
 import { z } from 'zod';
 import { metadataInput } from '../accounts/schemas';
+import { count, e164, idParam, PAGE_MAX, timestamp, uuid } from '../http/fields';
 import { pageFields, paginationQuery } from '../http/pagination';
 import { phoneNumberSchema } from '../http/phone';
 
 const text = (max: number) => z.string().trim().max(max);
+
+const progress = z.number().min(0).max(1).meta({ description: 'Fraction collected, 0 to 1.' });
 
 /** The lead fields a partner may set; all optional but the phone on import. */
 const leadFields = z.object({
@@ -35,23 +38,29 @@ export const leadImportBody = leadFields
     auto_sequence: z.boolean().default(false).describe('Start the default sequence immediately.'),
     metadata: metadataInput.optional(),
   })
-  .strict();
+  .strict()
+  .meta({ id: 'LeadImport' });
 
 export const BULK_LIMIT = 1000;
 
-export const bulkImportBody = z.object({
-  leads: z
-    .array(z.unknown())
-    .min(1)
-    .max(BULK_LIMIT, `At most ${BULK_LIMIT} leads per request.`)
-    .describe(
-      `Up to ${BULK_LIMIT} lead import objects, as for POST /accounts/{id}/leads. Each is validated on its own: ` +
-        'an invalid one is reported in `errors` and the valid ones are imported.',
-    ),
-});
+export const bulkImportBody = z
+  .strictObject({
+    leads: z
+      .array(z.unknown())
+      // Each entry is validated on its own by the route (one bad lead must not refuse the others), so
+      // the validator takes anything while the document shows what each entry must be.
+      .meta({ items: { $ref: '#/components/schemas/LeadImportInput' } })
+      .min(1)
+      .max(BULK_LIMIT, `At most ${BULK_LIMIT} leads per request.`)
+      .describe(
+        `Up to ${BULK_LIMIT} lead import objects, as for POST /accounts/{id}/leads. Each is validated on its own: ` +
+          'an invalid one is reported in `errors` and the valid ones are imported.',
+      ),
+  })
+  .meta({ id: 'BulkLeadImport' });
 
 export const leadParams = z.object({
-  id: z.string().describe('The account id.'),
+  id: idParam('The account id.'),
   phone: phoneNumberSchema.describe('The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`.'),
 });
 
@@ -65,7 +74,10 @@ export const updateLeadBody = z
       .describe('Merged into the existing metadata; a key set to null is removed.'),
   })
   .strict()
-  .meta({ description: 'Only the given fields change; null clears a field. The phone cannot change.' });
+  .meta({
+    id: 'UpdateLeadRequest',
+    description: 'Only the given fields change; null clears a field. The phone cannot change.',
+  });
 
 export const listLeadsQuery = paginationQuery.extend({
   status: z.enum(leadStatuses).optional(),
@@ -79,122 +91,155 @@ export const listLeadsQuery = paginationQuery.extend({
     .describe('Matches name, email or phone, case-insensitive.'),
 });
 
-const timestamp = z.string();
+export const importedLead = z
+  .object({
+    phone: e164(),
+    name: z.string().nullable(),
+    email: z.string().nullable(),
+    source: z.string().nullable(),
+    external_id: z.string().nullable(),
+    status: z.enum(leadStatuses),
+    sequence_enrolled: z.boolean(),
+    created_at: timestamp(),
+  })
+  .meta({ id: 'ImportedLead' });
 
-export const importedLead = z.object({
-  phone: z.string(),
-  name: z.string().nullable(),
-  email: z.string().nullable(),
-  source: z.string().nullable(),
-  external_id: z.string().nullable(),
-  status: z.enum(leadStatuses),
-  sequence_enrolled: z.boolean(),
-  created_at: timestamp,
-});
+export const importResponse = z
+  .object({
+    success: z.literal(true),
+    action: z.enum(['created', 'updated', 'skipped']),
+    lead: importedLead,
+  })
+  .meta({ id: 'LeadImportResult' });
 
-export const importResponse = z.object({
-  success: z.literal(true),
-  action: z.enum(['created', 'updated', 'skipped']),
-  lead: importedLead,
-});
+export const bulkImportResponse = z
+  .object({
+    success: z.literal(true),
+    imported: count(),
+    updated: count(),
+    skipped: count(),
+    errors: z
+      .array(
+        z
+          .object({
+            index: count()
+              .max(BULK_LIMIT - 1)
+              .describe('Position of the lead in the request.'),
+            phone: z.string().nullable().describe('The phone as sent, if any.'),
+            code: z
+              .enum(['invalid_phone', 'validation_failed'])
+              .describe('`invalid_phone` when the phone is the problem, `validation_failed` otherwise.'),
+            message: z.string().describe('The field and what is wrong with it.'),
+          })
+          .meta({ id: 'BulkImportError' }),
+      )
+      .max(BULK_LIMIT),
+  })
+  .meta({ id: 'BulkImportResult' });
 
-export const bulkImportResponse = z.object({
-  success: z.literal(true),
-  imported: z.number().int(),
-  updated: z.number().int(),
-  skipped: z.number().int(),
-  errors: z.array(
-    z.object({
-      index: z.number().int().describe('Position of the lead in the request.'),
-      phone: z.string().nullable().describe('The phone as sent, if any.'),
-      code: z.string(),
-      message: z.string(),
-    }),
-  ),
-});
-
-export const leadListResponse = z.object({
-  leads: z.array(
-    z.object({
-      phone: z.string(),
-      name: z.string().nullable(),
-      email: z.string().nullable(),
-      status: z.enum(leadStatuses),
-      source: z.string().nullable(),
-      checklist_progress: z.number(),
-      last_message_at: timestamp.nullable(),
-      created_at: timestamp,
-    }),
-  ),
-  ...pageFields,
-});
+export const leadListResponse = z
+  .object({
+    leads: z
+      .array(
+        z
+          .object({
+            phone: e164(),
+            name: z.string().nullable(),
+            email: z.string().nullable(),
+            status: z.enum(leadStatuses),
+            source: z.string().nullable(),
+            checklist_progress: progress,
+            last_message_at: timestamp().nullable(),
+            created_at: timestamp(),
+          })
+          .meta({ id: 'Lead' }),
+      )
+      .max(PAGE_MAX),
+    ...pageFields,
+  })
+  .meta({ id: 'LeadList' });
 
 const checklistStatus = z.enum(['completed', 'pending']);
 
-export const leadDetailsResponse = z.object({
-  phone: z.string(),
-  name: z.string().nullable(),
-  first_name: z.string().nullable(),
-  last_name: z.string().nullable(),
-  email: z.string().nullable(),
-  company: z.string().nullable(),
-  notes: z.string().nullable(),
-  status: z.enum(leadStatuses),
-  source: z.string().nullable(),
-  external_id: z.string().nullable(),
-  property_address: z.string().nullable(),
-  auto_sequence: z.boolean(),
-  metadata: z.record(z.string(), z.unknown()),
-  opted_out: z
-    .boolean()
-    .describe('The number texted STOP (or another opt-out keyword): no message can be sent to it.'),
-  last_message_at: timestamp.nullable(),
-  created_at: timestamp,
-  checklist: z.object({
-    progress: z.number(),
-    items: z.array(
-      z.object({
-        name: z.string(),
-        type: z.enum(requirementTypes),
-        status: checklistStatus,
-        collected_at: timestamp.optional(),
-        value: z.string().optional(),
-      }),
-    ),
-  }),
-  conversation: z.object({
-    message_count: z.number().int(),
-    last_message_at: timestamp.nullable(),
-    summary: z.string(),
-    needs_handoff: z.boolean(),
-  }),
-  sequence: z
-    .object({
-      name: z.string(),
-      status: z.string(),
-      current_step: z.number().int(),
-      total_steps: z.number().int(),
-    })
-    .nullable()
-    .describe('The enrollment, or null when the lead is in no sequence.'),
-});
+/** Requirements per account are capped, so are checklist items. */
+const CHECKLIST_MAX = 100;
 
-export const checklistResponse = z.object({
-  checklist: z.array(
-    z.object({
-      requirement_id: z.string(),
-      name: z.string(),
-      type: z.enum(requirementTypes),
-      required: z.boolean(),
-      status: checklistStatus,
-      file_url: z.string().optional(),
-      collected_at: timestamp.optional(),
-      value: z.string().optional(),
+export const leadDetailsResponse = z
+  .object({
+    phone: e164(),
+    name: z.string().nullable(),
+    first_name: z.string().nullable(),
+    last_name: z.string().nullable(),
+    email: z.string().nullable(),
+    company: z.string().nullable(),
+    notes: z.string().nullable(),
+    status: z.enum(leadStatuses),
+    source: z.string().nullable(),
+    external_id: z.string().nullable(),
+    property_address: z.string().nullable(),
+    auto_sequence: z.boolean(),
+    metadata: z.record(z.string(), z.unknown()),
+    opted_out: z
+      .boolean()
+      .describe('The number texted STOP (or another opt-out keyword): no message can be sent to it.'),
+    last_message_at: timestamp().nullable(),
+    created_at: timestamp(),
+    checklist: z.object({
+      progress,
+      items: z
+        .array(
+          z.object({
+            name: z.string(),
+            type: z.enum(requirementTypes),
+            status: checklistStatus,
+            collected_at: timestamp().optional(),
+            value: z.string().optional(),
+          }),
+        )
+        .max(CHECKLIST_MAX),
     }),
-  ),
-  completed_count: z.number().int(),
-  total_count: z.number().int(),
-  progress: z.number().describe('Share of required items collected (of all items when none is required).'),
-});
+    conversation: z.object({
+      message_count: count(),
+      last_message_at: timestamp().nullable(),
+      summary: z.string(),
+      needs_handoff: z.boolean(),
+    }),
+    sequence: z
+      .object({
+        name: z.string(),
+        status: z.string(),
+        current_step: count(),
+        total_steps: count(),
+      })
+      .nullable()
+      .describe('The enrollment, or null when the lead is in no sequence.'),
+  })
+  .meta({ id: 'LeadDetails' });
 
-export const deletedResponse = z.object({ success: z.literal(true), deleted: z.literal(true) });
+export const checklistResponse = z
+  .object({
+    checklist: z
+      .array(
+        z
+          .object({
+            requirement_id: uuid(),
+            name: z.string(),
+            type: z.enum(requirementTypes),
+            required: z.boolean(),
+            status: checklistStatus,
+            file_url: z.string().optional(),
+            collected_at: timestamp().optional(),
+            value: z.string().optional(),
+          })
+          .meta({ id: 'ChecklistItem' }),
+      )
+      .max(CHECKLIST_MAX),
+    completed_count: count(),
+    total_count: count(),
+    progress: progress.describe('Share of required items collected (of all items when none is required).'),
+  })
+  .meta({ id: 'Checklist' });
+
+export const deletedResponse = z
+  .object({ success: z.literal(true), deleted: z.literal(true) })
+  .meta({ id: 'Deleted' });

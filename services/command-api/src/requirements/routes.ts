@@ -74,6 +74,7 @@ export const requirementRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, dep
     {
       schema: {
         tags,
+        operationId: 'createRequirement',
         summary: 'Add a checklist requirement',
         description: 'Names are unique per account (409 `requirement_exists`); at most 100 per account.',
         params: accountParams,
@@ -98,7 +99,9 @@ export const requirementRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, dep
     {
       schema: {
         tags,
+        operationId: 'listRequirements',
         summary: 'List requirements',
+        description: "The account's checklist requirements, in the order they were added.",
         params: accountParams,
         response: { 200: requirementListResponse },
       },
@@ -114,6 +117,7 @@ export const requirementRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, dep
     {
       schema: {
         tags,
+        operationId: 'updateRequirement',
         summary: 'Update a requirement',
         description: 'Returns the requirement after the change.',
         params: requirementParams,
@@ -133,6 +137,7 @@ export const requirementRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, dep
     {
       schema: {
         tags,
+        operationId: 'deleteRequirement',
         summary: 'Delete a requirement',
         description: 'Values already collected for leads are kept.',
         params: requirementParams,

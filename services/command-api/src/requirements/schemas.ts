@@ -1,7 +1,12 @@
 import { requirementTypes } from '@leadline/events';
 import { z } from 'zod';
+import { idParam, timestamp, uuid } from '../http/fields';
+import { MAX_REQUIREMENTS } from './decide';
 
-export const requirementParams = z.object({ id: z.string(), requirement_id: z.string() });
+export const requirementParams = z.object({
+  id: idParam('The account id.'),
+  requirement_id: idParam('The requirement id.'),
+});
 
 const name = z.string().trim().min(1, 'Must not be empty.').max(200);
 const description = z
@@ -17,7 +22,8 @@ export const createRequirementBody = z
     description: description.optional(),
     required: z.boolean().default(true),
   })
-  .strict();
+  .strict()
+  .meta({ id: 'CreateRequirementRequest' });
 
 export const updateRequirementBody = z
   .object({
@@ -26,15 +32,20 @@ export const updateRequirementBody = z
     description: description.nullable().optional(),
     required: z.boolean().optional(),
   })
-  .strict();
+  .strict()
+  .meta({ id: 'UpdateRequirementRequest' });
 
-export const requirementResponse = z.object({
-  id: z.string(),
-  name: z.string(),
-  type: z.enum(requirementTypes),
-  description: z.string().nullable(),
-  required: z.boolean(),
-  created_at: z.string(),
-});
+export const requirementResponse = z
+  .object({
+    id: uuid(),
+    name: z.string(),
+    type: z.enum(requirementTypes),
+    description: z.string().nullable(),
+    required: z.boolean(),
+    created_at: timestamp(),
+  })
+  .meta({ id: 'Requirement' });
 
-export const requirementListResponse = z.object({ requirements: z.array(requirementResponse) });
+export const requirementListResponse = z
+  .object({ requirements: z.array(requirementResponse).max(MAX_REQUIREMENTS) })
+  .meta({ id: 'RequirementList' });

@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { requireAccount } from '../accounts/account-stream';
 import type { AppDeps } from '../app';
+import { count as counter, idParam } from '../http/fields';
 import { resolvePeriod } from './period';
 
 const counters = [
@@ -17,41 +18,53 @@ const usageQuery = z.object({
   period: z
     .union([
       z.enum(['current', 'previous']),
-      z.string().regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'Must be current, previous or YYYY-MM.'),
+      z
+        .string()
+        .max(7)
+        .regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'Must be current, previous or YYYY-MM.'),
     ])
     .default('current')
     .describe('`current` (default), `previous`, or a UTC month `YYYY-MM`.'),
-  account_id: z.string().optional().describe('Only this account.'),
+  account_id: idParam('Only this account.').optional(),
   group_by: z
     .enum(['account'])
     .optional()
     .describe('`account` fills `by_account` with a per-account breakdown.'),
 });
 
-const count = z.number().int();
-const usageResponse = z.object({
-  period: z.string(),
-  totals: z.object({
-    conversations: count,
-    messages_sent: count,
-    messages_received: count,
-    leads_imported: count,
-    documents_collected: count,
-    sequences_completed: count,
-    active_accounts: count.describe('Accounts that were active at some time in the period.'),
-  }),
-  by_account: z.array(
-    z.object({
-      account_id: z.string(),
-      account_name: z.string(),
+const count = counter();
+const usageResponse = z
+  .object({
+    period: z
+      .string()
+      .regex(/^\d{4}-(0[1-9]|1[0-2])$/)
+      .meta({ description: 'The UTC month, `YYYY-MM`.', example: '2026-01' }),
+    totals: z.object({
       conversations: count,
       messages_sent: count,
       messages_received: count,
       leads_imported: count,
       documents_collected: count,
+      sequences_completed: count,
+      active_accounts: count.describe('Accounts that were active at some time in the period.'),
     }),
-  ),
-});
+    by_account: z
+      .array(
+        z
+          .object({
+            account_id: z.uuid(),
+            account_name: z.string(),
+            conversations: count,
+            messages_sent: count,
+            messages_received: count,
+            leads_imported: count,
+            documents_collected: count,
+          })
+          .meta({ id: 'AccountUsage' }),
+      )
+      .max(100_000),
+  })
+  .meta({ id: 'Usage' });
 
 export const usageRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { db, clock }) => {
   app.get(
@@ -59,6 +72,7 @@ export const usageRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { db, clo
     {
       schema: {
         tags: ['Usage'],
+        operationId: 'getUsage',
         summary: 'Usage counters for billing',
         description:
           'Counted per UTC month as events happen, and exact after any replay of the log. `leads_imported` counts ' +

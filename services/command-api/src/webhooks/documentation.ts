@@ -6,19 +6,33 @@ import {
   webhookTestEventType,
 } from '@leadline/events';
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
-import { z } from 'zod';
+import type { z } from 'zod';
 
-const deliveryHeaders = [
-  ['X-Service-Delivery-Id', 'The delivery: the same on every retry of it. Deduplicate on it.'],
-  ['X-Service-Event-Type', 'The event type, also in the body.'],
-  ['X-Service-Timestamp', 'When this attempt was signed, in Unix seconds.'],
-  ['X-Service-Signature', 'Hex HMAC-SHA256 of the exact body bytes, keyed with the webhook secret.'],
+const hexDigest = { type: 'string' as const, pattern: '^[0-9a-f]{64}$', maxLength: 64 };
+const deliveryHeaders: [string, string, { type: 'string'; [keyword: string]: unknown }][] = [
+  [
+    'X-Service-Delivery-Id',
+    'The delivery: the same on every retry of it. Deduplicate on it.',
+    { type: 'string', format: 'uuid', maxLength: 36 },
+  ],
+  ['X-Service-Event-Type', 'The event type, also in the body.', { type: 'string', maxLength: 100 }],
+  [
+    'X-Service-Timestamp',
+    'When this attempt was signed, in Unix seconds.',
+    { type: 'string', pattern: '^[0-9]{1,12}$', maxLength: 12 },
+  ],
+  [
+    'X-Service-Signature',
+    'Hex HMAC-SHA256 of the exact body bytes, keyed with the webhook secret.',
+    hexDigest,
+  ],
   [
     'X-Service-Timestamped-Signature',
     'Hex HMAC-SHA256 of `<X-Service-Timestamp>.<body>`: refuse it when the timestamp is more than ' +
       'five minutes from your clock, and replays are refused too.',
+    hexDigest,
   ],
-] as const;
+];
 
 const descriptions: Record<string, string> = {
   'conversation.started': 'The first message is exchanged with a new lead.',
@@ -37,30 +51,45 @@ type OpenApiWebhooks = NonNullable<
   Extract<NonNullable<FastifyDynamicSwaggerOptions['openapi']>, { webhooks?: unknown }>['webhooks']
 >;
 
-/** One OpenAPI 3.1 `webhooks` entry per event a partner can receive, with its JSON Schema. */
+/** `lead.status_changed` → `LeadStatusChangedEvent`: the component name of a payload. */
+const componentName = (type: string) =>
+  `${type
+    .split(/[._]/)
+    .map((word) => word.charAt(0).toUpperCase() + word.slice(1))
+    .join('')}Event`;
+
+// Named once, at load: each payload is a component of the document, referred to by its webhook.
+const events = [
+  ...webhookEventTypes.map((type) => [type, webhookEventData[type]] as [string, z.ZodType]),
+  [webhookTestEventType, webhookTestData] as [string, z.ZodType],
+].map(([type, data]) => {
+  const id = componentName(type);
+  webhookEnvelopeSchema(type, data).meta({ id, description: descriptions[type] });
+  return [type, id] as const;
+});
+
+/** One OpenAPI 3.1 `webhooks` entry per event a partner can receive, its payload a named schema. */
 export function webhookEventsDocumentation(): OpenApiWebhooks {
-  const events: [string, z.ZodType][] = [
-    ...webhookEventTypes.map((type) => [type, webhookEventData[type]] as [string, z.ZodType]),
-    [webhookTestEventType, webhookTestData],
-  ];
   return Object.fromEntries<OpenApiWebhooks[string]>(
-    events.map(([type, data]) => [
+    events.map(([type, id]) => [
       type,
       {
         post: {
+          operationId: `receive${id}`,
           summary: type,
+          tags: ['Webhooks'],
           description: `${descriptions[type]} Answer 2xx within 10 seconds; anything else is retried.`,
-          parameters: deliveryHeaders.map(([name, description]) => ({
+          parameters: deliveryHeaders.map(([name, description, schema]) => ({
             name,
             in: 'header' as const,
             required: true,
             description,
-            schema: { type: 'string' },
+            schema,
           })),
           requestBody: {
             required: true,
             content: {
-              'application/json': { schema: z.toJSONSchema(webhookEnvelopeSchema(type, data)) as object },
+              'application/json': { schema: { $ref: `#/components/schemas/${id}` } },
             },
           },
           responses: {

@@ -57,7 +57,10 @@ export const webhookRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
     {
       schema: {
         tags,
+        operationId: 'createWebhook',
         summary: 'Create a webhook',
+        description:
+          'Subscribes an HTTPS endpoint to events of every sub-account of the partner. At most 20 webhooks per partner (409 `webhook_limit_reached`); the secret is never returned.',
         body: createWebhookBody,
         response: { 201: webhookResponse },
       },
@@ -78,7 +81,15 @@ export const webhookRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
 
   app.get(
     '/webhooks',
-    { schema: { tags, summary: 'List webhooks', response: { 200: webhookListResponse } } },
+    {
+      schema: {
+        tags,
+        operationId: 'listWebhooks',
+        summary: 'List webhooks',
+        description: "The partner's webhooks, disabled ones included.",
+        response: { 200: webhookListResponse },
+      },
+    },
     async (request) => ({ webhooks: (await listWebhookRows(db, request.partner.id)).map(toWebhookResponse) }),
   );
 
@@ -87,6 +98,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
     {
       schema: {
         tags,
+        operationId: 'updateWebhook',
         summary: 'Update a webhook',
         description: 'Returns the whole webhook after the change.',
         params: webhookParams,
@@ -107,6 +119,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
     {
       schema: {
         tags,
+        operationId: 'deleteWebhook',
         summary: 'Delete a webhook',
         description: 'Pending deliveries of the webhook are cancelled.',
         params: webhookParams,
@@ -127,6 +140,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
     {
       schema: {
         tags,
+        operationId: 'listDeliveries',
         summary: 'List the deliveries of a webhook',
         description: 'Newest first, each with every attempt, its answer and the next attempt.',
         params: webhookParams,
@@ -146,6 +160,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
     {
       schema: {
         tags,
+        operationId: 'retryDelivery',
         summary: 'Retry a delivery',
         description:
           'Sends a finished delivery again, with the same delivery id and body, now; should that fail, ' +
@@ -175,6 +190,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
     {
       schema: {
         tags,
+        operationId: 'sendTestEvent',
         summary: 'Send a test event',
         description:
           'Queues a signed `webhook.test` event (`account_id` null) for immediate delivery; follow it in ' +

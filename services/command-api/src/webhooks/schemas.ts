@@ -1,10 +1,14 @@
 import { webhookEventTypes } from '@leadline/events';
 import { z } from 'zod';
+import { count, idParam, INT32_MAX, PAGE_MAX, timestamp, uuid } from '../http/fields';
 import { pageFields, paginationQuery } from '../http/pagination';
+import { deletedResponse } from '../leads/schemas';
+import { MAX_WEBHOOKS_PER_PARTNER } from './decide';
 
 const eventsList = z
   .array(z.enum(webhookEventTypes, { error: `Must be one of: ${webhookEventTypes.join(', ')}.` }))
   .min(1, 'Subscribe to at least one event.')
+  .max(webhookEventTypes.length)
   .meta({ description: 'Subscribed event types; `webhook.delivery_failed` is not subscribable.' });
 
 /** HTTPS only (spec §8); credentials in the URL are refused, the signature is the authentication. */
@@ -15,20 +19,26 @@ const webhookUrl = z
     const url = new URL(value);
     return url.username === '' && url.password === '';
   }, 'Must not carry credentials.')
-  .meta({ example: 'https://crm.example.com/hooks/leadline' });
+  .meta({
+    description: 'An `https://` URL without credentials.',
+    pattern: '^https://',
+    example: 'https://crm.example.com/hooks/leadline',
+  });
 
-export const webhookParams = z.object({ webhook_id: z.string().describe('The webhook id.') });
-export const deliveryParams = webhookParams.extend({ delivery_id: z.string().describe('The delivery id.') });
+export const webhookParams = z.object({ webhook_id: idParam('The webhook id.') });
+export const deliveryParams = webhookParams.extend({ delivery_id: idParam('The delivery id.') });
 
-export const createWebhookBody = z.object({
-  url: webhookUrl,
-  events: eventsList,
-  secret: z
-    .string()
-    .min(16, 'Use at least 16 characters.')
-    .max(256)
-    .describe('Key of the HMAC-SHA256 signatures. Stored encrypted, never returned.'),
-});
+export const createWebhookBody = z
+  .strictObject({
+    url: webhookUrl,
+    events: eventsList,
+    secret: z
+      .string()
+      .min(16, 'Use at least 16 characters.')
+      .max(256)
+      .describe('Key of the HMAC-SHA256 signatures. Stored encrypted, never returned.'),
+  })
+  .meta({ id: 'CreateWebhookRequest' });
 
 export const updateWebhookBody = z
   .object({
@@ -37,18 +47,25 @@ export const updateWebhookBody = z
     active: z.boolean().optional().describe('`true` re-enables a webhook disabled by a 410 answer.'),
   })
   .strict()
-  .meta({ description: 'Any subset of url, events and active. The secret cannot change.' });
+  .meta({
+    id: 'UpdateWebhookRequest',
+    description: 'Any subset of url, events and active. The secret cannot change.',
+  });
 
-export const webhookResponse = z.object({
-  id: z.string(),
-  url: z.string(),
-  events: z.array(z.enum(webhookEventTypes)),
-  active: z.boolean(),
-  created_at: z.string(),
-});
+export const webhookResponse = z
+  .object({
+    id: uuid(),
+    url: z.string(),
+    events: z.array(z.enum(webhookEventTypes)).max(webhookEventTypes.length),
+    active: z.boolean(),
+    created_at: timestamp(),
+  })
+  .meta({ id: 'Webhook' });
 
-export const webhookListResponse = z.object({ webhooks: z.array(webhookResponse) });
-export const deleteWebhookResponse = z.object({ success: z.literal(true), deleted: z.literal(true) });
+export const webhookListResponse = z
+  .object({ webhooks: z.array(webhookResponse).max(MAX_WEBHOOKS_PER_PARTNER) })
+  .meta({ id: 'WebhookList' });
+export const deleteWebhookResponse = deletedResponse;
 
 const deliveryStatus = z.enum(['pending', 'succeeded', 'failed', 'cancelled']).meta({
   description:
@@ -59,34 +76,42 @@ const deliveryStatus = z.enum(['pending', 'succeeded', 'failed', 'cancelled']).m
 
 export const listDeliveriesQuery = paginationQuery.extend({ status: deliveryStatus.optional() });
 
-export const deliveryResponse = z.object({
-  id: z.string().describe('Also sent as `X-Service-Delivery-Id`; the same on every retry.'),
-  event_id: z.string(),
-  event_type: z.string(),
-  account_id: z.string().nullable(),
-  status: deliveryStatus,
-  attempt_count: z.number().int(),
-  next_attempt_at: z.string().nullable(),
-  last_status_code: z.number().int().nullable(),
-  last_error: z.string().nullable(),
-  created_at: z.string(),
-  completed_at: z.string().nullable(),
-  attempts: z.array(
-    z.object({
-      attempt: z.number().int().describe('1 for the first attempt, 2 for the first retry, …'),
-      attempted_at: z.string(),
-      status_code: z.number().int().nullable(),
-      error: z.string().nullable(),
-      duration_ms: z.number().int(),
-      response_excerpt: z.string().nullable().describe('The first 1 KB of the answer body.'),
-    }),
-  ),
-});
+const httpStatus = z.number().int().min(100).max(599).meta({ format: 'int32' });
 
-export const deliveryListResponse = z.object({ deliveries: z.array(deliveryResponse), ...pageFields });
+export const deliveryResponse = z
+  .object({
+    id: uuid().describe('Also sent as `X-Service-Delivery-Id`; the same on every retry.'),
+    event_id: uuid(),
+    event_type: z.string(),
+    account_id: uuid().nullable(),
+    status: deliveryStatus,
+    attempt_count: count(),
+    next_attempt_at: timestamp().nullable(),
+    last_status_code: httpStatus.nullable(),
+    last_error: z.string().nullable(),
+    created_at: timestamp(),
+    completed_at: timestamp().nullable(),
+    attempts: z
+      .array(
+        z
+          .object({
+            attempt: count().min(1).describe('1 for the first attempt, 2 for the first retry, …'),
+            attempted_at: timestamp(),
+            status_code: httpStatus.nullable(),
+            error: z.string().nullable(),
+            duration_ms: z.number().int().min(0).max(INT32_MAX).meta({ format: 'int32' }),
+            response_excerpt: z.string().nullable().describe('The first 1 KB of the answer body.'),
+          })
+          .meta({ id: 'DeliveryAttempt' }),
+      )
+      .max(10_000),
+  })
+  .meta({ id: 'Delivery' });
 
-export const queuedDeliveryResponse = z.object({
-  delivery_id: z.string(),
-  status: z.literal('pending'),
-  next_attempt_at: z.string(),
-});
+export const deliveryListResponse = z
+  .object({ deliveries: z.array(deliveryResponse).max(PAGE_MAX), ...pageFields })
+  .meta({ id: 'DeliveryList' });
+
+export const queuedDeliveryResponse = z
+  .object({ delivery_id: uuid(), status: z.literal('pending'), next_attempt_at: timestamp() })
+  .meta({ id: 'QueuedDelivery' });

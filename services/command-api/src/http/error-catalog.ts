@@ -1,0 +1,172 @@
+/**
+ * Every problem `code` the service can answer, with its HTTP status and meaning. It is the contract's
+ * single list: the Problem schema's `code` enum, each operation's documented statuses and a test that
+ * scans the source for thrown codes all read it. A new code is one line here; `appliesTo` says which
+ * operations can answer it (by default none: codes of undocumented routes only).
+ */
+
+/** What the document says about an operation, for deciding which codes it can answer. */
+export interface OperationFacts {
+  operationId: string;
+  method: string;
+  /** The OpenAPI path, relative to the server URL: `/accounts/{id}/leads/{phone}`. */
+  path: string;
+  hasBody: boolean;
+  hasInput: boolean;
+}
+
+type AppliesTo = (operation: OperationFacts) => boolean;
+
+export interface ErrorEntry {
+  status: number;
+  description: string;
+  appliesTo?: AppliesTo;
+}
+
+const every: AppliesTo = () => true;
+const withInput: AppliesTo = (operation) => operation.hasInput;
+const withBody: AppliesTo = (operation) => operation.hasBody;
+const writes: AppliesTo = (operation) => operation.method !== 'get';
+const pathParam =
+  (name: string): AppliesTo =>
+  (operation) =>
+    operation.path.includes(`{${name}}`);
+const accountScoped: AppliesTo = (operation) =>
+  pathParam('id')(operation) || operation.operationId === 'getUsage';
+const operations =
+  (...ids: string[]): AppliesTo =>
+  (operation) =>
+    ids.includes(operation.operationId);
+
+const entry = (status: number, description: string, appliesTo?: AppliesTo): ErrorEntry => ({
+  status,
+  description,
+  ...(appliesTo && { appliesTo }),
+});
+
+export const errorCatalog = {
+  validation_failed: entry(
+    400,
+    'A path, query or body field is invalid; `errors[]` names each field.',
+    withInput,
+  ),
+  bad_request: entry(400, 'The body is not well-formed JSON, or is empty where one is required.', withBody),
+  missing_api_key: entry(401, 'No `X-Partner-Key` header.', every),
+  invalid_api_key: entry(401, 'The partner key is unknown or revoked.', every),
+  invalid_signature: entry(
+    403,
+    "Twilio's `X-Twilio-Signature` does not match the request (Twilio webhooks only).",
+  ),
+  account_not_found: entry(
+    404,
+    "No such account for this partner (another partner's account too).",
+    accountScoped,
+  ),
+  lead_not_found: entry(
+    404,
+    'The account has no lead (or, for conversations, no messages) with this phone.',
+    pathParam('phone'),
+  ),
+  requirement_not_found: entry(
+    404,
+    'The account has no requirement with this id.',
+    pathParam('requirement_id'),
+  ),
+  webhook_not_found: entry(
+    404,
+    "No such webhook for this partner (another partner's webhook too).",
+    pathParam('webhook_id'),
+  ),
+  delivery_not_found: entry(404, 'The webhook has no delivery with this id.', pathParam('delivery_id')),
+  message_not_found: entry(404, 'A Twilio status callback names no message we sent (Twilio webhooks only).'),
+  phone_number_not_found: entry(404, 'An inbound SMS is addressed to no account (Twilio webhooks only).'),
+  route_not_found: entry(404, 'No route has this method and path.'),
+  phone_number_in_use: entry(
+    409,
+    'Another account already uses this phone number.',
+    operations('createAccount'),
+  ),
+  team_member_exists: entry(
+    409,
+    'This e-mail address is already on the team.',
+    operations('inviteTeamMember'),
+  ),
+  external_id_in_use: entry(
+    409,
+    'Another lead of the account has this `external_id`.',
+    operations('updateLead'),
+  ),
+  requirement_exists: entry(
+    409,
+    'The account has a requirement with this name.',
+    operations('createRequirement', 'updateRequirement'),
+  ),
+  requirement_limit_reached: entry(
+    409,
+    'The account has 100 requirements, the most it can have.',
+    operations('createRequirement'),
+  ),
+  account_deactivated: entry(
+    409,
+    'The account is deactivated; reactivate it to send messages.',
+    operations('sendMessage'),
+  ),
+  lead_opted_out: entry(
+    409,
+    'The number opted out (it texted STOP); it can opt back in with START.',
+    operations('sendMessage'),
+  ),
+  webhook_limit_reached: entry(
+    409,
+    'The partner has 20 webhooks, the most it can have; `limit` says so.',
+    operations('createWebhook'),
+  ),
+  delivery_pending: entry(
+    409,
+    'The delivery is still pending; its next attempt is scheduled.',
+    operations('retryDelivery'),
+  ),
+  webhook_inactive: entry(
+    409,
+    'The webhook is disabled; activate it before sending a test event.',
+    operations('sendTestEvent'),
+  ),
+  payload_too_large: entry(413, 'The body is over 2 MB.', withBody),
+  unsupported_media_type: entry(415, 'The body is not `application/json`.', withBody),
+  rate_limited: entry(
+    429,
+    'Over the rate limit of the partner key; retry after `Retry-After` seconds.',
+    every,
+  ),
+  internal_error: entry(
+    500,
+    'Something went wrong on our side; the details are in our logs, not here.',
+    every,
+  ),
+  projection_lagging: entry(
+    503,
+    'The read models are catching up with the event log; nothing was written, retry after `Retry-After`.',
+    writes,
+  ),
+  event_log_unavailable: entry(
+    503,
+    'The event log did not accept the write; nothing was written, retry after `Retry-After`.',
+    writes,
+  ),
+  not_ready: entry(503, 'The service is not ready (readiness probe only).'),
+} satisfies Record<string, ErrorEntry>;
+
+export type ErrorCode = keyof typeof errorCatalog;
+
+export const errorCodes = Object.keys(errorCatalog) as ErrorCode[];
+
+/** The codes an operation can answer, by HTTP status. */
+export function codesByStatus(operation: OperationFacts): Map<number, ErrorCode[]> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of errorCodes) {
+    const { status, appliesTo } = errorCatalog[code] as ErrorEntry;
+    if (!appliesTo?.(operation)) continue;
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  return byStatus;
+}

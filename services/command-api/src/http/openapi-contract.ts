@@ -1,0 +1,174 @@
+import { isDeepStrictEqual } from 'node:util';
+import { jsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import { codesByStatus, errorCatalog, type OperationFacts } from './error-catalog';
+
+/**
+ * What the routes declare (operationId, summary, description, tags, zod schemas named with
+ * `.meta({ id })`) becomes the document here; the rest is derived so that every route, present or
+ * future, gets it the same way: the error statuses each operation can answer (from the error catalog),
+ * the rate-limit headers on every answer, and components named after the resources.
+ */
+
+interface Operation {
+  operationId?: string;
+  parameters?: unknown[];
+  requestBody?: unknown;
+  responses: Record<string, Response>;
+}
+interface Response {
+  description: string;
+  headers?: Record<string, unknown>;
+  content?: Record<string, unknown>;
+}
+interface Document {
+  paths?: Record<string, Record<string, Operation>>;
+  webhooks?: unknown;
+  components?: { schemas?: Record<string, unknown>; headers?: Record<string, unknown> };
+  [key: string]: unknown;
+}
+
+const METHODS = new Set(['get', 'post', 'put', 'patch', 'delete']);
+const SCHEMAS = '#/components/schemas/';
+const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` });
+
+const rateLimitHeaders = {
+  'X-RateLimit-Limit': {
+    description: 'Requests allowed per minute for the partner key.',
+    schema: { type: 'integer', minimum: 1, maximum: 1_000_000, format: 'int32' },
+  },
+  'X-RateLimit-Remaining': {
+    description: 'Requests left in the current minute.',
+    schema: { type: 'integer', minimum: 0, maximum: 1_000_000, format: 'int32' },
+  },
+  'X-RateLimit-Reset': {
+    description: 'Seconds until the current minute ends and the count starts again.',
+    schema: { type: 'integer', minimum: 0, maximum: 60, format: 'int32' },
+  },
+};
+
+const retryAfter = {
+  description: 'Seconds to wait before retrying.',
+  required: true,
+  schema: { type: 'integer', minimum: 0, maximum: 86_400, format: 'int32' },
+};
+
+/** A response's headers: the rate-limit trio on every answer, Retry-After where a retry is invited. */
+function headersFor(status: string) {
+  return {
+    ...Object.fromEntries(Object.keys(rateLimitHeaders).map((name) => [name, ref('headers', name)])),
+    ...((status === '429' || status === '503') && { 'Retry-After': ref('headers', 'Retry-After') }),
+  };
+}
+
+function problemResponse(codes: (keyof typeof errorCatalog)[]): Response {
+  return {
+    description: codes.map((code) => `\`${code}\`: ${errorCatalog[code].description}`).join('\n\n'),
+    content: { 'application/problem+json': { schema: ref('schemas', 'Problem') } },
+  };
+}
+
+function documentResponses(path: string, method: string, operation: Operation) {
+  const facts: OperationFacts = {
+    operationId: operation.operationId ?? '',
+    method,
+    path,
+    hasBody: operation.requestBody !== undefined,
+    hasInput: operation.requestBody !== undefined || (operation.parameters?.length ?? 0) > 0,
+  };
+  for (const [status, codes] of codesByStatus(facts)) {
+    operation.responses[status] ??= problemResponse(codes);
+  }
+  operation.responses = Object.fromEntries(
+    Object.entries(operation.responses)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([status, response]) => [
+        status,
+        { ...response, headers: { ...response.headers, ...headersFor(status) } },
+      ]),
+  );
+}
+
+/** Integers say their width: 32 bits when their bounds fit, 64 otherwise (zod's default bounds). */
+function addIntegerFormats(value: unknown) {
+  if (Array.isArray(value)) value.forEach(addIntegerFormats);
+  else if (value && typeof value === 'object') {
+    const schema = value as Record<string, unknown>;
+    if (schema.type === 'integer' && schema.format === undefined) {
+      const fits = (bound: unknown) => typeof bound === 'number' && Math.abs(bound) <= 2_147_483_647;
+      schema.format = fits(schema.minimum) && fits(schema.maximum) ? 'int32' : 'int64';
+    }
+    Object.values(schema).forEach(addIntegerFormats);
+  }
+}
+
+/** The component names a value refers to, directly. */
+function refsIn(value: unknown, found = new Set<string>()): Set<string> {
+  if (Array.isArray(value)) value.forEach((item) => refsIn(item, found));
+  else if (value && typeof value === 'object') {
+    for (const [key, child] of Object.entries(value)) {
+      if (key === '$ref' && typeof child === 'string' && child.startsWith(SCHEMAS)) {
+        found.add(child.slice(SCHEMAS.length));
+      } else refsIn(child, found);
+    }
+  }
+  return found;
+}
+
+/**
+ * The registry yields every named schema twice, as read (`XInput`) and as written (`X`). Keep the
+ * ones the document uses, and drop the `Input` suffix where only one side is used or both are equal.
+ */
+function tidySchemas(document: Document) {
+  const schemas = document.components?.schemas ?? {};
+  const used = new Set<string>();
+  const pending = [...refsIn({ paths: document.paths, webhooks: document.webhooks })];
+  while (pending.length > 0) {
+    const name = pending.pop()!;
+    if (used.has(name) || !(name in schemas)) continue;
+    used.add(name);
+    pending.push(...refsIn(schemas[name]));
+  }
+  const renames = new Map<string, string>();
+  for (const name of used) {
+    if (!name.endsWith('Input')) continue;
+    const plain = name.slice(0, -'Input'.length);
+    if (!used.has(plain) || isDeepStrictEqual(schemas[name], schemas[plain])) renames.set(name, plain);
+  }
+  const rename = (name: string) => renames.get(name) ?? name;
+  const kept = Object.fromEntries(
+    [...used]
+      .sort()
+      .flatMap((name) =>
+        renames.has(name) && used.has(rename(name)) ? [] : [[rename(name), schemas[name]]],
+      ),
+  );
+  const pattern = new RegExp(`"${SCHEMAS}(${[...renames.keys()].join('|') || '(?!)'})"`, 'g');
+  return JSON.parse(
+    JSON.stringify({ ...document, components: { ...document.components, schemas: kept } }).replace(
+      pattern,
+      (_match, name: string) => `"${SCHEMAS}${rename(name)}"`,
+    ),
+  ) as Document;
+}
+
+/** `transformObject` for @fastify/swagger: the named schemas, then the derived parts of the contract. */
+export const finishOpenApiDocument: typeof jsonSchemaTransformObject = (input) => {
+  const document = jsonSchemaTransformObject(input) as Document;
+  for (const [path, item] of Object.entries(document.paths ?? {})) {
+    for (const [method, operation] of Object.entries(item)) {
+      if (METHODS.has(method)) documentResponses(path, method, operation);
+    }
+  }
+  // The one server is the public API (OWASP API9: say which servers are internal).
+  document.servers = (document.servers as object[] | undefined)?.map((server) => ({
+    ...server,
+    'x-internal': false,
+  }));
+  document.components = {
+    ...document.components,
+    headers: { ...rateLimitHeaders, 'Retry-After': retryAfter },
+  };
+  addIntegerFormats(document.components.schemas);
+  addIntegerFormats(document.paths);
+  return tidySchemas(document) as ReturnType<typeof jsonSchemaTransformObject>;
+};
