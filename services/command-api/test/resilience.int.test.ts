@@ -53,7 +53,7 @@ describe('operations', () => {
     const app = await buildApp({
       db: system.services.db,
       commands: system.services.commands,
-      numbers: { provisionNumber: async () => '+15550000000' },
+      numbers: { provisionNumber: async () => '+15550000000', isOwnNumber: async () => true },
       clock: systemClock,
       newId: newUuid,
       publicUrl: 'http://127.0.0.1:8080',

@@ -17,6 +17,7 @@ export const eventCatalog = [
   accounts.accountUpdated,
   accounts.accountDeactivated,
   accounts.accountReactivated,
+  accounts.accountPhoneNumberReleased,
   accounts.teamMemberInvited,
   leads.leadCreated,
   leads.leadUpdated,

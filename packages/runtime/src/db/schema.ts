@@ -31,6 +31,8 @@ export interface ReadModelTables {
     total_conversations: Generated<number>;
     active_sequences: Generated<number>;
     ai_pause_minutes: Generated<number>;
+    /** When the partner released the account's number; it then receives no inbound SMS on it. */
+    phone_number_released_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   };
   leads: {
     id: string;
@@ -151,6 +153,13 @@ export interface OperationalTables {
     revoked_at: Timestamp | null;
   };
   local_phone_numbers: { phone_number: string; account_id: string; allocated_at: Generated<Timestamp> };
+  /** One number, one account (see the 0009_phone_number_reservations migration). */
+  phone_number_reservations: {
+    phone_number: string;
+    account_id: string;
+    partner_id: string;
+    reserved_at: Generated<Timestamp>;
+  };
   /** The SMS gateway's outbox (see the 0003_messaging migration). */
   sms_outbox: {
     message_id: string;

@@ -115,6 +115,14 @@ export const deactivateResponse = z.object({
   deactivated_at: z.string(),
 });
 
+export const releasedPhoneNumberResponse = z
+  .object({
+    id: z.string().describe('The account.'),
+    phone_number: z.string().describe('The number the account gave up.'),
+    released_at: z.string(),
+  })
+  .meta({ id: 'ReleasedPhoneNumber' });
+
 export const teamMemberResponse = z.object({
   id: z.string(),
   account_id: z.string(),
