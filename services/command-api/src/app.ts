@@ -98,12 +98,14 @@ export async function buildApp(deps: AppDeps) {
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   app.get('/health/live', { schema: { hide: true } }, async () => ({ status: 'ok' }));
-  app.get('/health/ready', { schema: { hide: true } }, async () => {
+  app.get('/health/ready', { schema: { hide: true } }, async (request) => {
     try {
       await sql`select 1`.execute(deps.db);
       await Promise.all((deps.readinessChecks ?? []).map((check) => check()));
     } catch (error) {
-      throw new DomainError(503, 'not_ready', `Not ready: ${(error as Error).message}`);
+      // Anyone may ask; why it is not ready (hosts, addresses, library errors) goes to our log only.
+      request.log.warn({ err: error }, 'not ready');
+      throw new DomainError(503, 'not_ready', 'Not ready.');
     }
     return { status: 'ready' };
   });
