@@ -49,24 +49,24 @@ describe('unsafe settings in production', () => {
     ['webhook-relay', 'WEBHOOK_ALLOW_PRIVATE_TARGETS', { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' }],
     ['sms-gateway', 'TWILIO_AUTH_TOKEN', { TWILIO_AUTH_TOKEN: undefined }],
   ] as const)('%s refuses to start when %s is unsafe, naming it', async (service, setting, override) => {
-    const service = run(service, { ...safe, ...override, NODE_ENV: 'production' });
-    expect(await service.exited).not.toBe(0);
-    expect(service.stderr()).toContain('refuses to start in production with unsafe settings');
-    expect(service.stderr()).toContain(`${setting}:`);
+    const started = run(service, { ...safe, ...override, NODE_ENV: 'production' });
+    expect(await started.exited).not.toBe(0);
+    expect(started.stderr()).toContain('refuses to start in production with unsafe settings');
+    expect(started.stderr()).toContain(`${setting}:`);
   });
 
   it('outside production, says so once, loudly, and goes on starting', async () => {
-    const service = run('command-api', { ...safe, TWILIO_AUTH_TOKEN: undefined, NODE_ENV: 'development' });
+    const started = run('command-api', { ...safe, TWILIO_AUTH_TOKEN: undefined, NODE_ENV: 'development' });
     try {
       const deadline = Date.now() + 30_000;
-      while (!service.stderr().includes('TWILIO_AUTH_TOKEN') && Date.now() < deadline) {
+      while (!started.stderr().includes('TWILIO_AUTH_TOKEN') && Date.now() < deadline) {
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
-      expect(service.stderr().match(/WARNING: command-api runs with unsafe settings/g)).toHaveLength(1);
-      expect(service.stderr()).not.toContain('refuses to start');
+      expect(started.stderr().match(/WARNING: command-api runs with unsafe settings/g)).toHaveLength(1);
+      expect(started.stderr()).not.toContain('refuses to start');
     } finally {
-      service.child.kill('SIGKILL');
-      await service.exited;
+      started.child.kill('SIGKILL');
+      await started.exited;
     }
   });
 });
