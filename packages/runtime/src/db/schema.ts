@@ -149,8 +149,10 @@ export interface OperationalTables {
     partner_id: string;
     key_hash: string;
     key_prefix: string;
-    created_at: Generated<Timestamp>;
+    created_at: ColumnType<Date, Date | string | undefined, Date | string>;
     revoked_at: Timestamp | null;
+    /** Within a minute: each instance records a key's use at most once a minute. */
+    last_used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   };
   local_phone_numbers: { phone_number: string; account_id: string; allocated_at: Generated<Timestamp> };
   /** One number, one account (see the 0009_phone_number_reservations migration). */

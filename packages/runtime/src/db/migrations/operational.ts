@@ -143,4 +143,12 @@ export const operationalMigrations: Record<string, Migration> = {
       }
     },
   },
+  '0009_partner_key_last_use': {
+    async up(db: Kysely<unknown>) {
+      await sql`
+        alter table partner_api_keys add column last_used_at timestamptz;
+        create index partner_api_keys_partner on partner_api_keys (partner_id, created_at);
+      `.execute(db);
+    },
+  },
 };
