@@ -19,6 +19,7 @@ import {
 import { sql, type Kysely } from 'kysely';
 import { accountRoutes } from './accounts/routes';
 import { partnerKeyAuthentication } from './http/auth';
+import { postgresRateLimitStore } from './http/rate-limit-store';
 import { conversationRoutes } from './conversations/routes';
 import { leadRoutes } from './leads/routes';
 import { requirementRoutes } from './requirements/routes';
@@ -117,6 +118,9 @@ export async function buildApp(deps: AppDeps) {
         max: deps.rateLimitPerMinute,
         timeWindow: '1 minute',
         keyGenerator: (request) => request.partner.id,
+        // Shared by every instance; if the counter cannot be read, requests go on rather than fail.
+        store: postgresRateLimitStore(deps.db),
+        skipOnError: true,
         errorResponseBuilder: (_request, context) =>
           new DomainError(
             429,

@@ -155,6 +155,7 @@ export interface OperationalTables {
     last_used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   };
   local_phone_numbers: { phone_number: string; account_id: string; allocated_at: Generated<Timestamp> };
+  rate_limit_counters: { key: string; window_started_at: Timestamp; count: number };
   /** One number, one account (see the 0009_phone_number_reservations migration). */
   phone_number_reservations: {
     phone_number: string;

@@ -151,4 +151,16 @@ export const operationalMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0009_rate_limit_counters': {
+    async up(db: Kysely<unknown>) {
+      // The command API's per-key request counters, shared by its instances (one row per key).
+      await sql`
+        create unlogged table rate_limit_counters (
+          key text primary key,
+          window_started_at timestamptz not null,
+          count integer not null
+        );
+      `.execute(db);
+    },
+  },
 };
