@@ -28,12 +28,12 @@ export function guardUnsafeSettings(
   );
 }
 
-/** The development key (used when none is set outside production) protects nothing. */
+/** The development key (used when none is set outside production) protects nothing, even as an old key. */
 export function webhookKeyRisks(keys: readonly Buffer[]): UnsafeSetting[] {
   return keys.some((key) => key.equals(DEVELOPMENT_WEBHOOK_KEY))
     ? [
         {
-          setting: 'WEBHOOK_ENCRYPTION_KEY',
+          setting: 'WEBHOOK_ENCRYPTION_KEYS (or WEBHOOK_ENCRYPTION_KEY)',
           risk: 'is the public development key, so stored webhook secrets are readable by anyone',
         },
       ]

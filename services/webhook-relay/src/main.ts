@@ -18,7 +18,7 @@ import { startRelay } from './relay';
 
 const config = loadConfig(relayConfigSchema);
 guardUnsafeSettings('webhook-relay', config.NODE_ENV, [
-  ...webhookKeyRisks([config.WEBHOOK_ENCRYPTION_KEY]),
+  ...webhookKeyRisks(config.WEBHOOK_ENCRYPTION_KEYS),
   ...(config.WEBHOOK_ALLOW_PRIVATE_TARGETS
     ? [
         {
@@ -54,7 +54,7 @@ const dispatcher = createDispatcher({
   db: infrastructure.db,
   clock: systemClock,
   client,
-  secrets: createSecretBox(config.WEBHOOK_ENCRYPTION_KEY),
+  secrets: createSecretBox(config.WEBHOOK_ENCRYPTION_KEYS),
   retryDelaysSeconds: config.WEBHOOK_RETRY_DELAYS,
   concurrency: config.WEBHOOK_CONCURRENCY,
   commands,

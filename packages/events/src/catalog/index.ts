@@ -45,6 +45,7 @@ export const eventCatalog = [
   webhooks.webhookUpdated,
   webhooks.webhookDeleted,
   webhooks.webhookDisabled,
+  webhooks.webhookSecretResealed,
   webhooks.webhookDeliveryFailed,
 ] as const;
 
