@@ -2,6 +2,36 @@ import { sql, type Kysely, type Migration } from 'kysely';
 import { READ_MODEL_SCHEMA } from '../database';
 
 /** Tables in `public` that are not derived from the log (see OperationalTables). */
+/**
+ * Reserves every existing account's number. Where two accounts already share one (possible before
+ * reservations existed), the oldest keeps it and each conflict is reported for an operator to sort
+ * out, rather than failing the migration and the deploy with it.
+ */
+export async function reserveExistingPhoneNumbers<DB>(db: Kysely<DB>): Promise<void> {
+  const { rows: present } = await sql<{ present: boolean }>`
+    select to_regclass(${`${READ_MODEL_SCHEMA}.accounts`}) is not null as present`.execute(db);
+  if (!present[0]?.present) return;
+  const { rows } = await sql<{ phone_number: string; accounts: string[]; partners: string[] }>`
+    select phone_number,
+           array_agg(id order by created_at, id) as accounts,
+           array_agg(partner_id order by created_at, id) as partners
+    from ${sql.table(`${READ_MODEL_SCHEMA}.accounts`)}
+    group by phone_number`.execute(db);
+  for (const row of rows) {
+    await sql`
+      insert into public.phone_number_reservations (phone_number, account_id, partner_id)
+      values (${row.phone_number}, ${row.accounts[0]}, ${row.partners[0]})
+      on conflict do nothing`.execute(db);
+    if (row.accounts.length > 1) {
+      console.warn(
+        `phone number ${row.phone_number} is shared by accounts ${row.accounts.join(', ')}: ` +
+          `reserved for ${row.accounts[0]} (the oldest); inbound SMS to it reaches only that account ` +
+          'once the others are released or given another number',
+      );
+    }
+  }
+}
+
 export const operationalMigrations: Record<string, Migration> = {
   '0001_partner_keys_local_numbers': {
     async up(db: Kysely<unknown>) {
@@ -117,30 +147,7 @@ export const operationalMigrations: Record<string, Migration> = {
           reserved_at timestamptz not null default now()
         );
       `.execute(db);
-      // Existing accounts keep their numbers. Where two already share one (possible before this
-      // table existed), the oldest account keeps the reservation and the others are reported for an
-      // operator to sort out, rather than failing the migration and the deploy with it.
-      const { rows: present } = await sql<{ present: boolean }>`
-        select to_regclass(${`${READ_MODEL_SCHEMA}.accounts`}) is not null as present`.execute(db);
-      if (!present[0]?.present) return;
-      const { rows } = await sql<{ phone_number: string; accounts: string[]; partners: string[] }>`
-        select phone_number,
-               array_agg(id order by created_at, id) as accounts,
-               array_agg(partner_id order by created_at, id) as partners
-        from ${sql.table(`${READ_MODEL_SCHEMA}.accounts`)}
-        group by phone_number`.execute(db);
-      for (const row of rows) {
-        await sql`
-          insert into phone_number_reservations (phone_number, account_id, partner_id)
-          values (${row.phone_number}, ${row.accounts[0]}, ${row.partners[0]})`.execute(db);
-        if (row.accounts.length > 1) {
-          console.warn(
-            `phone number ${row.phone_number} is shared by accounts ${row.accounts.join(', ')}: ` +
-              `reserved for ${row.accounts[0]} (the oldest); inbound SMS to it reaches only that account ` +
-              'once the others are released or given another number',
-          );
-        }
-      }
+      await reserveExistingPhoneNumbers(db);
     },
   },
   '0009_partner_key_last_use': {
