@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { DEVELOPMENT_WEBHOOK_KEY } from '@leadline/runtime';
+import { eventually } from '@leadline/test-kit';
 import { describe, expect, it } from 'vitest';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
@@ -58,10 +59,10 @@ describe('unsafe settings in production', () => {
   it('outside production, says so once, loudly, and goes on starting', async () => {
     const started = run('command-api', { ...safe, TWILIO_AUTH_TOKEN: undefined, NODE_ENV: 'development' });
     try {
-      const deadline = Date.now() + 30_000;
-      while (!started.stderr().includes('TWILIO_AUTH_TOKEN') && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      await eventually(async () => (started.stderr().includes('TWILIO_AUTH_TOKEN') ? true : undefined), {
+        timeoutMs: 30_000,
+        message: 'the start-up warning',
+      });
       expect(started.stderr().match(/WARNING: command-api runs with unsafe settings/g)).toHaveLength(1);
       expect(started.stderr()).not.toContain('refuses to start');
     } finally {
