@@ -13,6 +13,7 @@ import {
 } from '@leadline/runtime';
 import { createTestEnvironment, startFakeTwilio, twilioSignature, type FakeTwilio } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { reservePhoneNumber } from '../src/accounts/phone-numbers';
 import { buildApp } from '../src/app';
 import { partnerClient, type PartnerClient } from './client';
 import { logSize } from './log';
@@ -85,6 +86,29 @@ describe('one number, one account', () => {
     // The same answer to both partners, whichever of them holds the number.
     expect(new Set(refused.map(({ body }) => JSON.stringify({ ...body, instance: undefined }))).size).toBe(1);
     expect(await logSize(system.services)).toBe(before + 1);
+  });
+
+  it('holds without any other lock: of concurrent transactions reserving one number, exactly one gets it', async () => {
+    const db = createDb(system.env.config.DATABASE_URL, { maxConnections: 10 });
+    try {
+      const number = '+15125550888';
+      const outcomes = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          db
+            .transaction()
+            .execute((trx) =>
+              reservePhoneNumber(trx, {
+                phone_number: number,
+                account_id: `racer-${i}`,
+                partner_id: `p-${i % 2}`,
+              }),
+            ),
+        ),
+      );
+      expect(outcomes.filter(Boolean)).toHaveLength(1);
+    } finally {
+      await db.destroy();
+    }
   });
 
   it('refuses a supplied number that is not one of our Twilio numbers with a 422, writing nothing', async () => {
