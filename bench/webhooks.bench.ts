@@ -86,7 +86,10 @@ export async function benchWebhooks(): Promise<string> {
       url,
       events: ['lead.created'],
       active: true,
-      secret_ciphertext: secrets.seal('whsec_bench_0123456789'),
+      secret_ciphertext: secrets.seal('whsec_bench_0123456789', {
+        partnerId: 'bench-partner',
+        webhookId,
+      }),
       disabled_reason: null,
       created_at: new Date(0),
       updated_at: new Date(0),

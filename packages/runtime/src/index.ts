@@ -10,4 +10,5 @@ export * from './kafka';
 export * from './projection-progress';
 export * from './infrastructure';
 export * from './secret-box';
+export * from './unsafe-settings';
 export * from './log-consumer';

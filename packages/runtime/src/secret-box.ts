@@ -1,38 +1,77 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 
-/**
- * Encrypts webhook signing secrets at rest (on the log and in the read model) with AES-256-GCM.
- * Format: `v1.<iv>.<tag>.<ciphertext>`, each part base64url; the version names the key generation so a
- * key rotation can add `v2` beside it.
- */
-export interface SecretBox {
-  seal(plaintext: string): string;
-  open(sealed: string): string;
+/** What a sealed secret belongs to: it opens only for the same webhook of the same partner. */
+export interface SecretBinding {
+  partnerId: string;
+  webhookId: string;
 }
 
-export function createSecretBox(key: Buffer): SecretBox {
-  if (key.length !== 32) throw new Error('The webhook encryption key must be 32 bytes');
+/**
+ * Encrypts webhook signing secrets at rest (on the log and in the read model) with AES-256-GCM under
+ * one of several keys. Sealing uses the newest key and writes
+ * `v2.<key id>.<iv>.<tag>.<ciphertext>` (base64url parts; the key id is a fingerprint of the key),
+ * with the partner and webhook as associated data, so a ciphertext copied onto another webhook does
+ * not open. `v1.<iv>.<tag>.<ciphertext>` (no key id, no associated data) is what the log held before
+ * rotation existed; it still opens under any configured key, since the log is never rewritten.
+ */
+export interface SecretBox {
+  seal(plaintext: string, binding: SecretBinding): string;
+  open(sealed: string, binding: SecretBinding): string;
+  /** Whether `sealed` is already under the newest key in the current format (nothing to re-seal). */
+  isCurrent(sealed: string): boolean;
+}
+
+const keyIdOf = (key: Buffer) =>
+  createHash('sha256').update(key).digest().subarray(0, 6).toString('base64url');
+const associatedData = ({ partnerId, webhookId }: SecretBinding) =>
+  Buffer.from(`leadline.webhook-secret\u0000${partnerId}\u0000${webhookId}`, 'utf8');
+
+function decrypt(key: Buffer, parts: string[], aad: Buffer | undefined): string {
+  const [iv, tag, ciphertext] = parts.map((part) => Buffer.from(part, 'base64url'));
+  const decipher = createDecipheriv('aes-256-gcm', key, iv!);
+  if (aad) decipher.setAAD(aad);
+  decipher.setAuthTag(tag!);
+  return Buffer.concat([decipher.update(ciphertext!), decipher.final()]).toString('utf8');
+}
+
+/** `keys`: newest first; the newest seals, every one opens what it sealed. */
+export function createSecretBox(keys: Buffer | readonly Buffer[]): SecretBox {
+  const all = Array.isArray(keys) ? keys : [keys as Buffer];
+  if (all.length === 0) throw new Error('At least one webhook encryption key is needed');
+  if (all.some((key) => key.length !== 32)) throw new Error('A webhook encryption key must be 32 bytes');
+  const newest = all[0]!;
+  const newestId = keyIdOf(newest);
+  const byId = new Map(all.map((key) => [keyIdOf(key), key]));
   return {
-    seal(plaintext) {
+    seal(plaintext, binding) {
       const iv = randomBytes(12);
-      const cipher = createCipheriv('aes-256-gcm', key, iv);
+      const cipher = createCipheriv('aes-256-gcm', newest, iv);
+      cipher.setAAD(associatedData(binding));
       const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
       const parts = [iv, cipher.getAuthTag(), ciphertext].map((part) => part.toString('base64url'));
-      return ['v1', ...parts].join('.');
+      return ['v2', newestId, ...parts].join('.');
     },
-    open(sealed) {
-      const [version, iv, tag, ciphertext] = sealed.split('.');
-      if (version !== 'v1' || iv === undefined || tag === undefined || ciphertext === undefined) {
-        throw new Error('Not a sealed secret');
+    open(sealed, binding) {
+      const [version, ...rest] = sealed.split('.');
+      if (version === 'v2' && rest.length === 4) {
+        const key = byId.get(rest[0]!);
+        if (!key) throw new Error('Sealed under a webhook encryption key that is not configured');
+        return decrypt(key, rest.slice(1), associatedData(binding));
       }
-      const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
-      decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-      return Buffer.concat([
-        decipher.update(Buffer.from(ciphertext, 'base64url')),
-        decipher.final(),
-      ]).toString('utf8');
+      if (version === 'v1' && rest.length === 3) {
+        for (const key of all) {
+          try {
+            return decrypt(key, rest, undefined);
+          } catch {
+            // Another key's ciphertext (or a tampered one): try the next key.
+          }
+        }
+        throw new Error('No configured webhook encryption key opens this secret');
+      }
+      throw new Error('Not a sealed secret');
     },
+    isCurrent: (sealed) => sealed.startsWith(`v2.${newestId}.`),
   };
 }
 
@@ -60,28 +99,60 @@ export const DEVELOPMENT_WEBHOOK_KEY = createHash('sha256')
 /** Settings of every process that seals or opens webhook secrets; spread into a service's config. */
 export const webhookSecretConfig = {
   NODE_ENV: z.string().default('development'),
+  /** Comma-separated, newest first: the newest seals, all of them open. */
+  WEBHOOK_ENCRYPTION_KEYS: z
+    .string()
+    .optional()
+    .transform((value, context) => {
+      const parts = (value ?? '')
+        .split(',')
+        .map((part) => part.trim())
+        .filter(Boolean);
+      const keys: Buffer[] = [];
+      for (const part of parts) {
+        const parsed = keyValue.safeParse(part);
+        if (!parsed.success) {
+          context.addIssue({
+            code: 'custom',
+            message: 'Each key must be 32 bytes, as 64 hex digits or base64.',
+          });
+          return z.NEVER;
+        }
+        keys.push(parsed.data);
+      }
+      return keys;
+    }),
+  /** A single key, as before rotation existed; opened (and used to seal when it is the only one). */
   WEBHOOK_ENCRYPTION_KEY: keyValue.optional(),
 };
 
 /**
- * Resolves the key after parsing (use as `.transform(withWebhookEncryptionKey)` on a service's config
- * schema): required when NODE_ENV is production, the development key otherwise.
+ * Resolves the keys after parsing (use as `.transform(withWebhookEncryptionKeys)` on a service's
+ * config schema): WEBHOOK_ENCRYPTION_KEYS then WEBHOOK_ENCRYPTION_KEY, newest first; at least one is
+ * required when NODE_ENV is production, the development key stands in otherwise.
  */
-export function withWebhookEncryptionKey<
-  C extends { NODE_ENV: string; WEBHOOK_ENCRYPTION_KEY?: Buffer | undefined },
+export function withWebhookEncryptionKeys<
+  C extends {
+    NODE_ENV: string;
+    WEBHOOK_ENCRYPTION_KEYS: Buffer[];
+    WEBHOOK_ENCRYPTION_KEY?: Buffer | undefined;
+  },
 >(
   config: C,
   context: z.RefinementCtx,
-): Omit<C, 'WEBHOOK_ENCRYPTION_KEY'> & { WEBHOOK_ENCRYPTION_KEY: Buffer } {
-  if (config.WEBHOOK_ENCRYPTION_KEY)
-    return { ...config, WEBHOOK_ENCRYPTION_KEY: config.WEBHOOK_ENCRYPTION_KEY };
+): Omit<C, 'WEBHOOK_ENCRYPTION_KEY' | 'WEBHOOK_ENCRYPTION_KEYS'> & { WEBHOOK_ENCRYPTION_KEYS: Buffer[] } {
+  const { WEBHOOK_ENCRYPTION_KEY: single, WEBHOOK_ENCRYPTION_KEYS: listed, ...rest } = config;
+  const keys = [...listed];
+  if (single && !keys.some((key) => key.equals(single))) keys.push(single);
+  if (keys.length > 0) return { ...rest, WEBHOOK_ENCRYPTION_KEYS: keys };
   if (config.NODE_ENV === 'production') {
     context.addIssue({
       code: 'custom',
-      path: ['WEBHOOK_ENCRYPTION_KEY'],
-      message: 'Required in production: 32 random bytes, as hex or base64 (openssl rand -base64 32).',
+      path: ['WEBHOOK_ENCRYPTION_KEYS'],
+      message:
+        'Required in production (or WEBHOOK_ENCRYPTION_KEY): 32 random bytes, as hex or base64 (openssl rand -base64 32).',
     });
     return z.NEVER;
   }
-  return { ...config, WEBHOOK_ENCRYPTION_KEY: DEVELOPMENT_WEBHOOK_KEY };
+  return { ...rest, WEBHOOK_ENCRYPTION_KEYS: [DEVELOPMENT_WEBHOOK_KEY] };
 }

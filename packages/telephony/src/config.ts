@@ -20,3 +20,20 @@ export function twilioCredentials(config: TelephonyConfig) {
   if (!accountSid || !authToken) return undefined;
   return { accountSid, authToken, apiBaseUrl: config.TWILIO_API_BASE_URL, publicUrl: config.PUBLIC_URL };
 }
+
+/**
+ * Without TWILIO_AUTH_TOKEN anyone can post to /twilio/sms and /twilio/status (no signature check),
+ * and numbers and SMS go through the local provider, which reaches no phone.
+ */
+export function twilioRisks(config: TelephonyConfig) {
+  return config.TWILIO_AUTH_TOKEN
+    ? []
+    : [
+        {
+          setting: 'TWILIO_AUTH_TOKEN',
+          risk:
+            'not set: Twilio webhooks are accepted without a signature and the local provider ' +
+            '(which sends nothing) stands in for Twilio',
+        },
+      ];
+}

@@ -5,7 +5,8 @@ import type { NumberProvider } from './port';
 /**
  * Numbers from the fictional +1 555 range, handed out in order from a Postgres sequence, which gives
  * each caller a different number without locking. The provider's allocations are its own state (as
- * Twilio's are), kept in `local_phone_numbers`; a number a partner supplied for an account is skipped.
+ * Twilio's are), kept in `local_phone_numbers`; a number reserved by an account (one a partner supplied) is
+ * skipped.
  * Like a remote provider it works on its own connection, outside the caller's transaction.
  */
 export function createLocalNumberPool(databaseUrl: string): NumberProvider & { close(): Promise<void> } {
@@ -22,12 +23,14 @@ export function createLocalNumberPool(databaseUrl: string): NumberProvider & { c
         const phoneNumber = rows[0]?.phone_number;
         if (!phoneNumber) continue;
         const inUse = await db
-          .selectFrom('accounts')
-          .select('id')
+          .selectFrom('phone_number_reservations')
+          .select('account_id')
           .where('phone_number', '=', phoneNumber)
           .executeTakeFirst();
         if (!inUse) return phoneNumber;
       }
     },
+    // The local provider stands for a carrier that routes any number to us.
+    isOwnNumber: async () => true,
   };
 }

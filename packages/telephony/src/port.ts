@@ -6,6 +6,11 @@
 export interface NumberProvider {
   /** Reserves a number no other account has, for `accountId`, with inbound SMS pointed at us. */
   provisionNumber(accountId: string): Promise<string>;
+  /**
+   * Whether a number a partner supplied is one this provider can receive SMS on for us: with Twilio,
+   * one of our Twilio account's numbers. Without it, inbound SMS to the number would never reach us.
+   */
+  isOwnNumber(phoneNumber: string): Promise<boolean>;
 }
 
 export interface OutboundSms {

@@ -68,6 +68,11 @@ export function createTwilioProvider(options: TwilioOptions): NumberProvider & S
       return bought.phoneNumber;
     },
 
+    async isOwnNumber(phoneNumber) {
+      const [owned] = await client.incomingPhoneNumbers.list({ phoneNumber, limit: 1 });
+      return owned?.phoneNumber === phoneNumber;
+    },
+
     async send(message) {
       try {
         const created = await client.messages.create({

@@ -26,6 +26,8 @@ export interface FakeTwilio {
   numbers: FakeTwilioNumber[];
   /** Numbers Twilio refuses to send to, with its error 21211 (invalid 'To'). */
   invalidRecipients: Set<string>;
+  /** Adds a number to the account as if it had been bought in Twilio's console. */
+  addNumber(phoneNumber: string): FakeTwilioNumber;
   close(): Promise<void>;
 }
 
@@ -75,6 +77,31 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
   let nextNumber = 1000;
   const base = `/2010-04-01/Accounts/${accountSid}`;
   const expectedAuth = `Basic ${Buffer.from(`${accountSid}:${authToken}`).toString('base64')}`;
+
+  function addNumber(phoneNumber: string, options: Pick<FakeTwilioNumber, 'smsUrl' | 'smsMethod'>) {
+    const number: FakeTwilioNumber = { sid: `PN${hex(16)}`, phoneNumber, ...options };
+    numbers.push(number);
+    return number;
+  }
+
+  /** An IncomingPhoneNumber resource, as Twilio answers it. */
+  const numberResource = (number: FakeTwilioNumber, friendlyName?: string) => {
+    const now = rfc2822(new Date());
+    return {
+      account_sid: accountSid,
+      api_version: '2010-04-01',
+      capabilities: { voice: true, sms: true, mms: true, fax: false },
+      date_created: now,
+      date_updated: now,
+      friendly_name: friendlyName ?? number.phoneNumber,
+      phone_number: number.phoneNumber,
+      sid: number.sid,
+      sms_method: number.smsMethod ?? 'POST',
+      sms_url: number.smsUrl ?? '',
+      status: 'in-use',
+      uri: `${base}/IncomingPhoneNumbers/${number.sid}.json`,
+    };
+  };
 
   const server = createServer((request, response) => {
     void (async () => {
@@ -150,26 +177,29 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
       }
       if (request.method === 'POST' && url.pathname === `${base}/IncomingPhoneNumbers.json`) {
         const form = await readForm(request);
-        const number = {
-          sid: `PN${hex(16)}`,
-          phoneNumber: form.get('PhoneNumber') ?? '',
+        const number = addNumber(form.get('PhoneNumber') ?? '', {
           smsUrl: form.get('SmsUrl') ?? undefined,
           smsMethod: form.get('SmsMethod') ?? undefined,
-        };
-        numbers.push(number);
-        return json(response, 201, {
-          account_sid: accountSid,
-          api_version: '2010-04-01',
-          capabilities: { voice: true, sms: true, mms: true, fax: false },
-          date_created: rfc2822(now),
-          date_updated: rfc2822(now),
-          friendly_name: form.get('FriendlyName') ?? number.phoneNumber,
-          phone_number: number.phoneNumber,
-          sid: number.sid,
-          sms_method: number.smsMethod ?? 'POST',
-          sms_url: number.smsUrl ?? '',
-          status: 'in-use',
-          uri: `${base}/IncomingPhoneNumbers/${number.sid}.json`,
+        });
+        return json(response, 201, numberResource(number, form.get('FriendlyName') ?? undefined));
+      }
+      if (request.method === 'GET' && url.pathname === `${base}/IncomingPhoneNumbers.json`) {
+        // Twilio filters on an exact E.164 PhoneNumber; paging as Twilio pages its 2010 API lists.
+        const wanted = url.searchParams.get('PhoneNumber');
+        const pageSize = Number(url.searchParams.get('PageSize') ?? 50);
+        const found = numbers.filter((number) => wanted === null || number.phoneNumber === wanted);
+        const page = found.slice(0, pageSize);
+        const pageUri = `${base}/IncomingPhoneNumbers.json${url.search}`;
+        return json(response, 200, {
+          end: Math.max(page.length - 1, 0),
+          first_page_uri: pageUri,
+          incoming_phone_numbers: page.map((number) => numberResource(number)),
+          next_page_uri: null,
+          page: 0,
+          page_size: pageSize,
+          previous_page_uri: null,
+          start: 0,
+          uri: pageUri,
         });
       }
       return json(
@@ -188,6 +218,7 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
     messages,
     numbers,
     invalidRecipients,
+    addNumber: (phoneNumber) => addNumber(phoneNumber, { smsUrl: undefined, smsMethod: undefined }),
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }

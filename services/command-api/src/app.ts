@@ -19,6 +19,7 @@ import {
 import { sql, type Kysely } from 'kysely';
 import { accountRoutes } from './accounts/routes';
 import { partnerKeyAuthentication } from './http/auth';
+import { postgresRateLimitStore } from './http/rate-limit-store';
 import { conversationRoutes } from './conversations/routes';
 import { leadRoutes } from './leads/routes';
 import { requirementRoutes } from './requirements/routes';
@@ -87,12 +88,14 @@ export async function buildApp(deps: AppDeps) {
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   app.get('/health/live', { schema: { hide: true } }, async () => ({ status: 'ok' }));
-  app.get('/health/ready', { schema: { hide: true } }, async () => {
+  app.get('/health/ready', { schema: { hide: true } }, async (request) => {
     try {
       await sql`select 1`.execute(deps.db);
       await Promise.all((deps.readinessChecks ?? []).map((check) => check()));
     } catch (error) {
-      throw new DomainError(503, 'not_ready', `Not ready: ${(error as Error).message}`);
+      // Anyone may ask; why it is not ready (hosts, addresses, library errors) goes to our log only.
+      request.log.warn({ err: error }, 'not ready');
+      throw new DomainError(503, 'not_ready', 'Not ready.');
     }
     return { status: 'ready' };
   });
@@ -104,6 +107,9 @@ export async function buildApp(deps: AppDeps) {
         max: deps.rateLimitPerMinute,
         timeWindow: '1 minute',
         keyGenerator: (request) => request.partner.id,
+        // Shared by every instance; if the counter cannot be read, requests go on rather than fail.
+        store: postgresRateLimitStore(deps.db),
+        skipOnError: true,
         errorResponseBuilder: (_request, context) =>
           new DomainError(
             429,

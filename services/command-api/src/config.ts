@@ -1,4 +1,4 @@
-import { infrastructureConfig, webhookSecretConfig, withWebhookEncryptionKey } from '@leadline/runtime';
+import { infrastructureConfig, webhookSecretConfig, withWebhookEncryptionKeys } from '@leadline/runtime';
 import { telephonyConfig } from '@leadline/telephony';
 import { z } from 'zod';
 
@@ -14,5 +14,5 @@ export const apiConfigSchema = infrastructureConfig
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
     ...webhookSecretConfig,
   })
-  .transform(withWebhookEncryptionKey);
+  .transform(withWebhookEncryptionKeys);
 export type ApiConfig = z.infer<typeof apiConfigSchema>;

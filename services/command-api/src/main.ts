@@ -1,11 +1,27 @@
-import { createSecretBox, loadConfig, newUuid, systemClock } from '@leadline/runtime';
+import {
+  createSecretBox,
+  guardUnsafeSettings,
+  loadConfig,
+  newUuid,
+  systemClock,
+  webhookKeyRisks,
+} from '@leadline/runtime';
 import { buildApp } from './app';
 import { apiConfigSchema } from './config';
 import { ensurePartnerWithKey } from './partners/partners';
 import { connectCommandServices } from './services';
-import { createLocalNumberPool, createTwilioProvider, twilioCredentials } from '@leadline/telephony';
+import {
+  createLocalNumberPool,
+  createTwilioProvider,
+  twilioCredentials,
+  twilioRisks,
+} from '@leadline/telephony';
 
 const config = loadConfig(apiConfigSchema);
+guardUnsafeSettings('command-api', config.NODE_ENV, [
+  ...twilioRisks(config),
+  ...webhookKeyRisks(config.WEBHOOK_ENCRYPTION_KEYS),
+]);
 const services = await connectCommandServices(config, 'leadline-command-api');
 if (config.PARTNER_API_KEY) {
   await ensurePartnerWithKey(
@@ -28,7 +44,7 @@ const app = await buildApp({
   publicUrl: config.PUBLIC_URL,
   twilioAuthToken: config.TWILIO_AUTH_TOKEN,
   rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
-  webhookSecrets: createSecretBox(config.WEBHOOK_ENCRYPTION_KEY),
+  webhookSecrets: createSecretBox(config.WEBHOOK_ENCRYPTION_KEYS),
   readinessChecks: [async () => void (await services.admin.fetchTopicOffsets(services.topics.account))],
   logger: { level: process.env.LOG_LEVEL ?? 'info' },
 });

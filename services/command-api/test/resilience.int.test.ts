@@ -53,7 +53,7 @@ describe('operations', () => {
     const app = await buildApp({
       db: system.services.db,
       commands: system.services.commands,
-      numbers: { provisionNumber: async () => '+15550000000' },
+      numbers: { provisionNumber: async () => '+15550000000', isOwnNumber: async () => true },
       clock: systemClock,
       newId: newUuid,
       publicUrl: 'http://127.0.0.1:8080',
@@ -74,6 +74,32 @@ describe('operations', () => {
       expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
       // Another partner's key has its own budget.
       expect((await partner.get('/accounts')).status).toBe(200);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('says only "not ready" to an anonymous caller, never why', async () => {
+    const app = await buildApp({
+      db: system.services.db,
+      commands: system.services.commands,
+      numbers: { provisionNumber: async () => '+15550000000', isOwnNumber: async () => true },
+      clock: systemClock,
+      newId: newUuid,
+      publicUrl: 'http://127.0.0.1:8080',
+      rateLimitPerMinute: 3,
+      webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
+      readinessChecks: [
+        async () => {
+          throw new Error('connect ECONNREFUSED 10.20.0.7:9092 (kafka-0.internal)');
+        },
+      ],
+    });
+    try {
+      const response = await app.inject({ method: 'GET', url: '/health/ready' });
+      expect(response.statusCode).toBe(503);
+      expect(response.json()).toMatchObject({ code: 'not_ready', detail: 'Not ready.' });
+      expect(response.body).not.toMatch(/10\.20|internal|ECONNREFUSED|9092/);
     } finally {
       await app.close();
     }

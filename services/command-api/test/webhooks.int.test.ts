@@ -62,7 +62,7 @@ describe('webhook management', () => {
 
     const stored = await system.services.db.selectFrom('webhooks').selectAll().execute();
     expect(JSON.stringify(stored)).not.toContain(SECRET);
-    expect(stored[0]!.secret_ciphertext).toMatch(/^v1\./);
+    expect(stored[0]!.secret_ciphertext).toMatch(/^v2\./);
     const log = await partnerLogBytes();
     expect(log.text).toContain(created.body.id);
     expect(log.text).not.toContain(SECRET);

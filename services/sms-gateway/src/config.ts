@@ -4,6 +4,7 @@ import { z } from 'zod';
 
 export const gatewayConfigSchema = infrastructureConfig.extend({
   ...telephonyConfig.shape,
+  NODE_ENV: z.string().default('development'),
   PROJECTION_WAIT_MS: z.coerce.number().int().positive().default(5000),
   /** Accounts sent to at once; each account's messages go out one at a time, in order. */
   SMS_GATEWAY_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),

@@ -1,9 +1,21 @@
-import { connectCommandServices, createDb, loadConfig, systemClock } from '@leadline/runtime';
-import { createLocalSmsSender, createTwilioProvider, twilioCredentials } from '@leadline/telephony';
+import {
+  connectCommandServices,
+  createDb,
+  guardUnsafeSettings,
+  loadConfig,
+  systemClock,
+} from '@leadline/runtime';
+import {
+  createLocalSmsSender,
+  createTwilioProvider,
+  twilioCredentials,
+  twilioRisks,
+} from '@leadline/telephony';
 import { gatewayConfigSchema } from './config';
 import { startSmsGateway } from './gateway';
 
 const config = loadConfig(gatewayConfigSchema);
+guardUnsafeSettings('sms-gateway', config.NODE_ENV, twilioRisks(config));
 const services = await connectCommandServices(config, 'leadline-sms-gateway');
 const outboxDb = createDb(config.DATABASE_URL, { maxConnections: 4 });
 // Twilio whenever its credentials are configured; the local sender (marks everything delivered) otherwise.

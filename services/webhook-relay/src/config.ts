@@ -1,4 +1,4 @@
-import { infrastructureConfig, webhookSecretConfig, withWebhookEncryptionKey } from '@leadline/runtime';
+import { infrastructureConfig, webhookSecretConfig, withWebhookEncryptionKeys } from '@leadline/runtime';
 import { z } from 'zod';
 import { DEFAULT_RETRY_DELAYS_SECONDS } from './schedule';
 
@@ -33,5 +33,5 @@ export const relayConfigSchema = infrastructureConfig
     PROJECTION_WAIT_MS: z.coerce.number().int().positive().default(5000),
     ...webhookSecretConfig,
   })
-  .transform(withWebhookEncryptionKey);
+  .transform(withWebhookEncryptionKeys);
 export type RelayConfig = z.infer<typeof relayConfigSchema>;

@@ -1,4 +1,11 @@
-import type { Clock, CommandBus, Database, SecretBox, WebhookDeliveryStatus } from '@leadline/runtime';
+import type {
+  Clock,
+  CommandBus,
+  Database,
+  SecretBinding,
+  SecretBox,
+  WebhookDeliveryStatus,
+} from '@leadline/runtime';
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type { SendResult, WebhookClient } from './http-client';
 import { nextStep, parseRetryAfter, type AttemptOutcome } from './schedule';
@@ -85,12 +92,14 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const openSecret = (() => {
     // Decrypting is cheap but not free; a webhook's ciphertext only changes with the webhook.
     const cache = new Map<string, string>();
-    return (ciphertext: string) => {
-      let secret = cache.get(ciphertext);
+    return (ciphertext: string, binding: SecretBinding) => {
+      // Keyed by the binding too: a ciphertext copied onto another webhook must not open from cache.
+      const key = `${binding.partnerId}\u0000${binding.webhookId}\u0000${ciphertext}`;
+      let secret = cache.get(key);
       if (secret === undefined) {
-        secret = secrets.open(ciphertext);
+        secret = secrets.open(ciphertext, binding);
         if (cache.size > 10_000) cache.clear();
-        cache.set(ciphertext, secret);
+        cache.set(key, secret);
       }
       return secret;
     };
@@ -103,7 +112,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   ): Promise<SendResult> {
     let secret: string;
     try {
-      secret = openSecret(webhook.secret_ciphertext);
+      secret = openSecret(webhook.secret_ciphertext, {
+        partnerId: delivery.partner_id,
+        webhookId: delivery.webhook_id,
+      });
     } catch {
       // A key mix-up between the API and the relay: record it as a failed attempt, keep retrying.
       return {

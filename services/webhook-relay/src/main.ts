@@ -5,9 +5,11 @@ import {
   createPool,
   createProjectionProgress,
   createSecretBox,
+  guardUnsafeSettings,
   loadConfig,
   newUuid,
   systemClock,
+  webhookKeyRisks,
 } from '@leadline/runtime';
 import { relayConfigSchema } from './config';
 import { createDispatcher } from './dispatcher';
@@ -15,6 +17,17 @@ import { createWebhookClient } from './http-client';
 import { startRelay } from './relay';
 
 const config = loadConfig(relayConfigSchema);
+guardUnsafeSettings('webhook-relay', config.NODE_ENV, [
+  ...webhookKeyRisks(config.WEBHOOK_ENCRYPTION_KEYS),
+  ...(config.WEBHOOK_ALLOW_PRIVATE_TARGETS
+    ? [
+        {
+          setting: 'WEBHOOK_ALLOW_PRIVATE_TARGETS',
+          risk: 'is true: partners can make the relay post to loopback and private-network addresses',
+        },
+      ]
+    : []),
+]);
 // Each dispatcher worker holds a connection while its claimed deliveries are sent (at most one per
 // in-flight attempt); a few more serve the consumer.
 const infrastructure = await connectInfrastructure(config, 'leadline-webhook-relay', {
@@ -41,7 +54,7 @@ const dispatcher = createDispatcher({
   db: infrastructure.db,
   clock: systemClock,
   client,
-  secrets: createSecretBox(config.WEBHOOK_ENCRYPTION_KEY),
+  secrets: createSecretBox(config.WEBHOOK_ENCRYPTION_KEYS),
   retryDelaysSeconds: config.WEBHOOK_RETRY_DELAYS,
   concurrency: config.WEBHOOK_CONCURRENCY,
   commands,

@@ -95,7 +95,8 @@ export async function resolveTarget(
   if (addresses.length === 0) throw new TargetRefusedError(`${host} resolves to no address`);
   for (const { address } of addresses) {
     const verdict = checkAddress(address, options);
-    if (!verdict.allowed) throw new TargetRefusedError(`Refused ${host}: ${verdict.reason}`);
+    // The delivery log is the partner's to read: it says what happened, not which address we saw.
+    if (!verdict.allowed) throw new TargetRefusedError('blocked: private address');
   }
   const [first] = addresses;
   return { address: first!.address, family: first!.family === 6 ? 6 : 4 };

@@ -5,6 +5,7 @@ import {
   DEVELOPMENT_WEBHOOK_KEY,
   newUuid,
   type Database,
+  type SecretBox,
 } from '@leadline/runtime';
 import { fakeClock, type FakeClock } from '@leadline/test-kit';
 import type { Kysely } from 'kysely';
@@ -31,6 +32,7 @@ export interface RelayInstance {
 
 export interface Partner {
   id: string;
+  key: string;
   api: PartnerClient;
   accountId: string;
 }
@@ -54,6 +56,8 @@ export async function startHarness() {
       allowPrivateTargets?: boolean;
       retryDelaysSeconds?: readonly number[];
       concurrency?: number;
+      /** The relay's keys; the development key otherwise, as the command API in the harness uses. */
+      secrets?: SecretBox;
     } = {},
   ): Promise<RelayInstance> {
     const applicationName = `relay-${++count}`;
@@ -69,7 +73,7 @@ export async function startHarness() {
       db,
       clock,
       client,
-      secrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
+      secrets: options.secrets ?? createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
       retryDelaysSeconds: options.retryDelaysSeconds ?? DEFAULT_RETRY_DELAYS_SECONDS,
       concurrency: options.concurrency ?? 4,
       commands: system.services.commands,
@@ -111,7 +115,7 @@ export async function startHarness() {
       .executeTakeFirstOrThrow();
     const api = partnerClient(system.app, key);
     const account = await api.post('/accounts', { name: `${name} customer` });
-    return { id: partner_id, api, accountId: account.body.id };
+    return { id: partner_id, key, api, accountId: account.body.id };
   }
 
   /** Appends domain events of one account as the lead feature will: one append, one batch. */

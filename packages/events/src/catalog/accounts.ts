@@ -45,6 +45,15 @@ export const accountReactivated = defineEvent('account.reactivated', {
   data: z.object({}),
 });
 
+/**
+ * The partner gave up a deactivated account's number: it no longer receives SMS on it, another
+ * account may take it, and the account cannot be reactivated.
+ */
+export const accountPhoneNumberReleased = defineEvent('account.phone_number_released', {
+  topic: 'account',
+  data: z.object({ phone_number: z.string() }),
+});
+
 export const teamMemberRoles = ['owner', 'admin', 'member'] as const;
 
 export const teamMemberInvited = defineEvent('team_member.invited', {

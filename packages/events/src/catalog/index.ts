@@ -17,6 +17,7 @@ export const eventCatalog = [
   accounts.accountUpdated,
   accounts.accountDeactivated,
   accounts.accountReactivated,
+  accounts.accountPhoneNumberReleased,
   accounts.teamMemberInvited,
   leads.leadCreated,
   leads.leadUpdated,
@@ -44,6 +45,7 @@ export const eventCatalog = [
   webhooks.webhookUpdated,
   webhooks.webhookDeleted,
   webhooks.webhookDisabled,
+  webhooks.webhookSecretResealed,
   webhooks.webhookDeliveryFailed,
 ] as const;
 

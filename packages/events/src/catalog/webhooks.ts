@@ -37,6 +37,15 @@ export const webhookDeleted = defineEvent('webhook.deleted', {
   data: z.object({ webhook_id: z.string() }),
 });
 
+/**
+ * An operator re-sealed the webhook's secret under the newest encryption key (same secret, new
+ * ciphertext). The `webhook.created` before it keeps its old ciphertext: the log is never rewritten.
+ */
+export const webhookSecretResealed = defineEvent('webhook.secret_resealed', {
+  topic: 'partner',
+  data: z.object({ webhook_id: z.string(), secret_ciphertext: z.string() }),
+});
+
 /** The relay switched the webhook off because its endpoint answered 410 Gone. */
 export const webhookDisabled = defineEvent('webhook.disabled', {
   topic: 'partner',

@@ -2,6 +2,8 @@ import { Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
 import pg from 'pg';
 import { createPool, READ_MODEL_SCHEMA } from './database';
 import { operationalMigrations } from './migrations/operational';
+
+export { reserveExistingPhoneNumbers } from './migrations/operational';
 import { readModelMigrations } from './migrations/read-model';
 
 const provider = (migrations: Record<string, Migration>) => ({ getMigrations: async () => migrations });

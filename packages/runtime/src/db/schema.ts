@@ -31,6 +31,8 @@ export interface ReadModelTables {
     total_conversations: Generated<number>;
     active_sequences: Generated<number>;
     ai_pause_minutes: Generated<number>;
+    /** When the partner released the account's number; it then receives no inbound SMS on it. */
+    phone_number_released_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   };
   leads: {
     id: string;
@@ -147,10 +149,20 @@ export interface OperationalTables {
     partner_id: string;
     key_hash: string;
     key_prefix: string;
-    created_at: Generated<Timestamp>;
+    created_at: ColumnType<Date, Date | string | undefined, Date | string>;
     revoked_at: Timestamp | null;
+    /** Within a minute: each instance records a key's use at most once a minute. */
+    last_used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   };
   local_phone_numbers: { phone_number: string; account_id: string; allocated_at: Generated<Timestamp> };
+  rate_limit_counters: { key: string; window_started_at: Timestamp; count: number };
+  /** One number, one account (see the 0009_phone_number_reservations migration). */
+  phone_number_reservations: {
+    phone_number: string;
+    account_id: string;
+    partner_id: string;
+    reserved_at: Generated<Timestamp>;
+  };
   /** The SMS gateway's outbox (see the 0003_messaging migration). */
   sms_outbox: {
     message_id: string;

@@ -15,6 +15,9 @@ export interface Account {
   branding: Branding;
   metadata: Metadata;
   ai_pause_minutes: number;
+  phone_number: string;
+  /** The partner released the number: the account has none any more and stays deactivated. */
+  phone_number_released: boolean;
 }
 
 export interface AccountState {
@@ -26,6 +29,7 @@ export interface AccountState {
 /** What a new account must not collide with: the partner's slugs and every account's number. */
 export interface AccountRegistryState {
   takenSlugs: ReadonlySet<string>;
+  /** Whether another account holds the number's reservation (active, deactivated, any partner). */
   phoneNumberInUse: boolean;
 }
 
@@ -54,6 +58,7 @@ export type AccountCommand =
       status?: 'active' | 'deactivated' | undefined;
     }
   | { type: 'DeactivateAccount' }
+  | { type: 'ReleasePhoneNumber' }
   | {
       type: 'InviteTeamMember';
       member_id: string;
@@ -70,7 +75,9 @@ export const DEFAULT_AI_PAUSE_MINUTES = 1440;
 /** The account registry's decider: a new account gets a unique slug and a number nobody else has. */
 export function decideAccountCreation(command: CreateAccount, registry: AccountRegistryState): NewEvent[] {
   if (registry.phoneNumberInUse) {
-    throw conflict('phone_number_in_use', 'Another account already uses this phone number.', {
+    // The same answer whoever holds it (this partner or another, active or deactivated): the
+    // conflict says nothing about the holder.
+    throw conflict('phone_number_in_use', 'This phone number is not available.', {
       phone_number: command.phone_number,
     });
   }
@@ -133,12 +140,25 @@ export function decideAccount(command: AccountCommand, state: AccountState): New
         events.push({ type: 'account.deactivated', data: {} });
       }
       if (command.status === 'active' && account.status === 'deactivated') {
+        if (account.phone_number_released) {
+          throw conflict(
+            'phone_number_released',
+            'This account released its phone number and cannot be reactivated; create a new account.',
+          );
+        }
         events.push({ type: 'account.reactivated', data: {} });
       }
       return events;
     }
     case 'DeactivateAccount':
       return account.status === 'active' ? [{ type: 'account.deactivated', data: {} }] : [];
+    case 'ReleasePhoneNumber':
+      if (account.status === 'active') {
+        throw conflict('account_active', 'Deactivate the account before releasing its phone number.');
+      }
+      return account.phone_number_released
+        ? []
+        : [{ type: 'account.phone_number_released', data: { phone_number: account.phone_number } }];
     case 'InviteTeamMember': {
       if (state.teamEmails.has(command.email.toLowerCase())) {
         throw new DomainError(409, 'team_member_exists', 'This e-mail address is already on the team.');

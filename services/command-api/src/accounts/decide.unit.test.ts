@@ -17,6 +17,8 @@ const account: Account = {
   branding: { logo_url: null, accent_color: '#000000' },
   metadata: { tier: 'gold', region: 'tx' },
   ai_pause_minutes: 1440,
+  phone_number: '+15125550100',
+  phone_number_released: false,
 };
 const given = (overrides: Partial<Account> = {}, teamEmails: string[] = []): AccountState => ({
   account: { ...account, ...overrides },
@@ -113,6 +115,21 @@ describe('the account decider', () => {
     expect(decideAccount({ type: 'UpdateAccount', status: 'deactivated' }, given())).toEqual([
       { type: 'account.deactivated', data: {} },
     ]);
+  });
+
+  it('releases the number of a deactivated account once, and never reactivates it afterwards', () => {
+    expect(() => decideAccount({ type: 'ReleasePhoneNumber' }, given())).toThrow(
+      expect.objectContaining({ status: 409, code: 'account_active' }),
+    );
+    const deactivated = given({ status: 'deactivated' });
+    expect(decideAccount({ type: 'ReleasePhoneNumber' }, deactivated)).toEqual([
+      { type: 'account.phone_number_released', data: { phone_number: '+15125550100' } },
+    ]);
+    const released = given({ status: 'deactivated', phone_number_released: true });
+    expect(decideAccount({ type: 'ReleasePhoneNumber' }, released)).toEqual([]);
+    expect(() => decideAccount({ type: 'UpdateAccount', status: 'active' }, released)).toThrow(
+      expect.objectContaining({ status: 409, code: 'phone_number_released' }),
+    );
   });
 
   it('invites a member once per e-mail address, whatever its case', () => {

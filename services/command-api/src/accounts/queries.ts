@@ -98,6 +98,8 @@ export function toAccount(row: AccountRow): Account {
     branding: { logo_url: row.logo_url, accent_color: row.accent_color },
     metadata: row.metadata,
     ai_pause_minutes: row.ai_pause_minutes,
+    phone_number: row.phone_number,
+    phone_number_released: row.phone_number_released_at !== null,
   };
 }
 

@@ -2,9 +2,11 @@ import type { EventOf } from '@leadline/events';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppDeps } from '../app';
+import { DomainError, unavailable } from '@leadline/runtime';
 import { commandContext } from '../http/auth';
 import { decideAccount, decideAccountCreation, type AccountCommand } from './decide';
 import { executeOnAccount as executeOnAccountStream, requireAccount } from './account-stream';
+import { releasePhoneNumber, reservePhoneNumber } from './phone-numbers';
 import {
   createdAccountResponse,
   invitedMemberResponse,
@@ -21,6 +23,7 @@ import {
   deactivateResponse,
   inviteTeamMemberBody,
   listAccountsQuery,
+  releasedPhoneNumberResponse,
   teamListResponse,
   teamMemberResponse,
   updateAccountBody,
@@ -29,17 +32,28 @@ import {
 const tags = ['Accounts'];
 
 /**
- * Creating accounts is serialized platform-wide under one lock: a slug must be unique per partner
- * and a phone number across all accounts. Account creation is rare, so one lock is cheap.
+ * Creating accounts is serialized platform-wide under one lock: a slug must be unique per partner.
+ * A phone number's uniqueness does not depend on it: the reservation's primary key guarantees it.
  */
 const ACCOUNT_REGISTRY_LOCK = 'account-registry';
 
 export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   const { db, commands, numbers, newId } = deps;
 
+  async function isOwnNumber(request: FastifyRequest, phoneNumber: string) {
+    try {
+      return await numbers.isOwnNumber(phoneNumber);
+    } catch (error) {
+      request.log.warn({ err: error }, 'telephony number lookup failed');
+      throw unavailable('telephony_unavailable', 'The telephony provider did not answer; retry shortly.');
+    }
+  }
+
   /** Runs a command on one of the caller's accounts; returns the events it appended. */
   function executeOnAccount(request: FastifyRequest, accountId: string, command: AccountCommand) {
     return executeOnAccountStream(commands, request, accountId, async (trx, account) => {
+      // Gone with the append: if the log refuses the event, the transaction rolls the release back.
+      if (command.type === 'ReleasePhoneNumber') await releasePhoneNumber(trx, accountId);
       const team = await trx
         .selectFrom('team_members')
         .select('email')
@@ -70,6 +84,15 @@ export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
       const context = commandContext(request);
       const accountId = newId();
       const { phone_number, ...fields } = request.body;
+      if (phone_number !== undefined && !(await isOwnNumber(request, phone_number))) {
+        throw new DomainError(
+          422,
+          'phone_number_not_owned',
+          'This number is not one of the numbers of our telephony account, so its SMS would never ' +
+            'reach the account. Omit phone_number to get a new number.',
+          { phone_number },
+        );
+      }
       const { events } = await commands.execute({
         stream: { topic: 'account', accountId },
         context,
@@ -81,22 +104,21 @@ export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
             .select('slug')
             .where('partner_id', '=', context.partnerId)
             .execute();
-          const inUse = phone_number
-            ? await trx
-                .selectFrom('accounts')
-                .select('id')
-                .where('phone_number', '=', phone_number)
-                .executeTakeFirst()
-            : undefined;
           const command = {
             type: 'CreateAccount' as const,
             ...fields,
             phone_number: phone_number ?? (await numbers.provisionNumber(accountId)),
             phone_number_provisioned: phone_number === undefined,
           };
+          // Taken in this transaction: it commits with the append, or rolls back if the append fails.
+          const reserved = await reservePhoneNumber(trx, {
+            phone_number: command.phone_number,
+            account_id: accountId,
+            partner_id: context.partnerId,
+          });
           const events = decideAccountCreation(command, {
             takenSlugs: new Set(slugs.map((row) => row.slug)),
-            phoneNumberInUse: inUse !== undefined,
+            phoneNumberInUse: !reserved,
           });
           return { events, result: undefined };
         },
@@ -191,6 +213,34 @@ export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
       const deactivatedAt =
         events[0]?.occurred_at ?? (await requireAccount(db, request, id)).deactivated_at?.toISOString();
       return { id, status: 'deactivated' as const, deactivated_at: deactivatedAt! };
+    },
+  );
+
+  app.post(
+    '/accounts/:id/phone-number/release',
+    {
+      schema: {
+        tags,
+        operationId: 'releaseAccountPhoneNumber',
+        summary: "Release a deactivated account's phone number",
+        description:
+          'A deactivated account keeps its number until it is released here. Afterwards the account ' +
+          'receives no SMS on it (inbound messages to the number are refused as for any unknown number), ' +
+          'another account may take it, and the account can no longer be reactivated. An active account ' +
+          'is a 409 `account_active`; releasing twice answers the same.',
+        params: accountParams,
+        response: { 200: releasedPhoneNumberResponse },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const { events } = await executeOnAccount(request, id, { type: 'ReleasePhoneNumber' });
+      const account = await requireAccount(db, request, id);
+      return {
+        id,
+        phone_number: account.phone_number,
+        released_at: events[0]?.occurred_at ?? account.phone_number_released_at!.toISOString(),
+      };
     },
   );
 

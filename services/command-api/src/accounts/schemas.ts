@@ -121,6 +121,14 @@ export const deactivateResponse = z
   .object({ id: uuid(), status: z.literal('deactivated'), deactivated_at: timestamp() })
   .meta({ id: 'DeactivatedAccount' });
 
+export const releasedPhoneNumberResponse = z
+  .object({
+    id: uuid().describe('The account.'),
+    phone_number: e164().describe('The number the account gave up.'),
+    released_at: timestamp(),
+  })
+  .meta({ id: 'ReleasedPhoneNumber' });
+
 export const teamMemberResponse = z
   .object({
     id: uuid(),

@@ -15,14 +15,27 @@ declare module 'fastify' {
   }
 }
 
-const CACHE_TTL_MS = 30_000;
+/** Each instance writes a key's last use at most this often: a minute's precision, not a write per request. */
+const LAST_USE_PRECISION_MS = 60_000;
 
 /**
- * `X-Partner-Key` authentication. Keys are looked up by hash; a found key is cached briefly, so a
- * revoked key stops working within CACHE_TTL_MS.
+ * `X-Partner-Key` authentication. Keys are looked up by hash on every request (one primary-key read),
+ * with no cache, so a revoked key is refused by every instance from its next request on.
  */
 export function partnerKeyAuthentication(db: Kysely<Database>) {
-  const cache = new Map<string, { partner: AuthenticatedPartner; expires: number }>();
+  const lastRecorded = new Map<string, number>();
+  function recordUse(keyId: string, request: FastifyRequest) {
+    const now = Date.now();
+    if (now - (lastRecorded.get(keyId) ?? 0) < LAST_USE_PRECISION_MS) return;
+    lastRecorded.set(keyId, now);
+    // Off the request's path: a failed bookkeeping write must not fail the request.
+    void db
+      .updateTable('partner_api_keys')
+      .set({ last_used_at: new Date(now) })
+      .where('id', '=', keyId)
+      .execute()
+      .catch((error: unknown) => request.log.warn({ err: error }, "could not record the key's last use"));
+  }
   return async function authenticate(request: FastifyRequest, reply: FastifyReply) {
     const key = request.headers['x-partner-key'];
     if (typeof key !== 'string' || key.length === 0) {
@@ -34,21 +47,15 @@ export function partnerKeyAuthentication(db: Kysely<Database>) {
         'Send your partner key in the X-Partner-Key header.',
       );
     }
-    const hash = hashApiKey(key);
-    const cached = cache.get(hash);
-    if (cached && cached.expires > Date.now()) {
-      request.partner = cached.partner;
-      return;
-    }
     const row = await db
       .selectFrom('partner_api_keys')
       .select(['id', 'partner_id'])
-      .where('key_hash', '=', hash)
+      .where('key_hash', '=', hashApiKey(key))
       .where('revoked_at', 'is', null)
       .executeTakeFirst();
     if (!row) return sendProblem(reply, request, 401, 'invalid_api_key', 'The partner key is not valid.');
     request.partner = { id: row.partner_id, keyId: row.id };
-    cache.set(hash, { partner: request.partner, expires: Date.now() + CACHE_TTL_MS });
+    recordUse(row.id, request);
   };
 }
 

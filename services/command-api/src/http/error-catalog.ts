@@ -80,11 +80,33 @@ export const errorCatalog = {
   delivery_not_found: entry(404, 'The webhook has no delivery with this id.', pathParam('delivery_id')),
   message_not_found: entry(404, 'A Twilio status callback names no message we sent (Twilio webhooks only).'),
   phone_number_not_found: entry(404, 'An inbound SMS is addressed to no account (Twilio webhooks only).'),
+  partner_not_found: entry(404, 'The partner CLI names no such partner (operator CLI only).'),
+  api_key_not_found: entry(404, 'The partner CLI names no such key (operator CLI only).'),
+  ambiguous_api_key: entry(
+    409,
+    'Several keys match the prefix given to the partner CLI (operator CLI only).',
+  ),
+  too_many_active_keys: entry(409, 'The partner has two active keys; revoke one first (operator CLI only).'),
   route_not_found: entry(404, 'No route has this method and path.'),
   phone_number_in_use: entry(
     409,
     'Another account already uses this phone number.',
     operations('createAccount'),
+  ),
+  phone_number_not_owned: entry(
+    422,
+    "With Twilio configured, a supplied number must be one of our Twilio account's numbers.",
+    operations('createAccount'),
+  ),
+  account_active: entry(
+    409,
+    'The account is active; deactivate it before releasing its number.',
+    operations('releaseAccountPhoneNumber'),
+  ),
+  phone_number_released: entry(
+    409,
+    'The account released its number; it cannot be reactivated.',
+    operations('updateAccount'),
   ),
   team_member_exists: entry(
     409,
@@ -152,6 +174,11 @@ export const errorCatalog = {
     503,
     'The event log did not accept the write; nothing was written, retry after `Retry-After`.',
     writes,
+  ),
+  telephony_unavailable: entry(
+    503,
+    'The telephony provider did not answer; nothing was written, retry after `Retry-After`.',
+    operations('createAccount'),
   ),
   not_ready: entry(503, 'The service is not ready (readiness probe only).'),
 } satisfies Record<string, ErrorEntry>;

@@ -26,6 +26,8 @@ export async function receiveInboundSms(
     .selectFrom('accounts')
     .select(['id', 'partner_id'])
     .where('phone_number', '=', input.to)
+    // A released number belongs to no account here, even while the old account still shows it.
+    .where('phone_number_released_at', 'is', null)
     .executeTakeFirst();
   if (!owner) throw notFound('phone_number');
   const { result } = await commands.execute({

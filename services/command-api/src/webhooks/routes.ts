@@ -73,7 +73,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
         type: 'CreateWebhook',
         webhook_id: webhookId,
         ...fields,
-        secret_ciphertext: webhookSecrets.seal(secret),
+        secret_ciphertext: webhookSecrets.seal(secret, { partnerId: context.partnerId, webhookId }),
       });
       return reply.status(201).send(toWebhookResponse(await ownWebhook(context.partnerId, webhookId)));
     },

@@ -72,6 +72,13 @@ async function applyOne(trx: Transaction<Database>, event: AccountEvent): Promis
         .where('id', '=', event.account_id)
         .execute();
       return;
+    case 'account.phone_number_released':
+      await trx
+        .updateTable('accounts')
+        .set({ phone_number_released_at: event.occurred_at, updated_at: event.occurred_at })
+        .where('id', '=', event.account_id)
+        .execute();
+      return;
     case 'team_member.invited': {
       const { data } = event;
       await trx
@@ -106,6 +113,7 @@ export const accountsProjection = defineProjection(
     'account.updated',
     'account.deactivated',
     'account.reactivated',
+    'account.phone_number_released',
     'team_member.invited',
   ],
   async (trx, events) => {

@@ -5,7 +5,14 @@ import { defineProjection } from '../projection';
 
 type WebhookEvent = Extract<
   DomainEvent,
-  { type: 'webhook.created' | 'webhook.updated' | 'webhook.deleted' | 'webhook.disabled' }
+  {
+    type:
+      | 'webhook.created'
+      | 'webhook.updated'
+      | 'webhook.deleted'
+      | 'webhook.disabled'
+      | 'webhook.secret_resealed';
+  }
 >;
 
 async function applyOne(trx: Transaction<Database>, event: WebhookEvent): Promise<void> {
@@ -60,6 +67,14 @@ async function applyOne(trx: Transaction<Database>, event: WebhookEvent): Promis
         .where('partner_id', '=', event.partner_id)
         .execute();
       return;
+    case 'webhook.secret_resealed':
+      await trx
+        .updateTable('webhooks')
+        .set({ secret_ciphertext: event.data.secret_ciphertext, updated_at: event.occurred_at })
+        .where('id', '=', event.data.webhook_id)
+        .where('partner_id', '=', event.partner_id)
+        .execute();
+      return;
     default: {
       const unhandled: never = event;
       throw new Error(`Unhandled event ${(unhandled as DomainEvent).type}`);
@@ -70,7 +85,7 @@ async function applyOne(trx: Transaction<Database>, event: WebhookEvent): Promis
 /** A partner's webhooks (the webhookList read model), read by the API and by the relay's fan-out. */
 export const webhooksProjection = defineProjection(
   'webhooks',
-  ['webhook.created', 'webhook.updated', 'webhook.deleted', 'webhook.disabled'],
+  ['webhook.created', 'webhook.updated', 'webhook.deleted', 'webhook.disabled', 'webhook.secret_resealed'],
   async (trx, events) => {
     // Configuration changes are rare and touch one row each.
     for (const event of events) await applyOne(trx, event);

@@ -1,6 +1,37 @@
 import { sql, type Kysely, type Migration } from 'kysely';
+import { READ_MODEL_SCHEMA } from '../database';
 
 /** Tables in `public` that are not derived from the log (see OperationalTables). */
+/**
+ * Reserves every existing account's number. Where two accounts already share one (possible before
+ * reservations existed), the oldest keeps it and each conflict is reported for an operator to sort
+ * out, rather than failing the migration and the deploy with it.
+ */
+export async function reserveExistingPhoneNumbers<DB>(db: Kysely<DB>): Promise<void> {
+  const { rows: present } = await sql<{ present: boolean }>`
+    select to_regclass(${`${READ_MODEL_SCHEMA}.accounts`}) is not null as present`.execute(db);
+  if (!present[0]?.present) return;
+  const { rows } = await sql<{ phone_number: string; accounts: string[]; partners: string[] }>`
+    select phone_number,
+           array_agg(id order by created_at, id) as accounts,
+           array_agg(partner_id order by created_at, id) as partners
+    from ${sql.table(`${READ_MODEL_SCHEMA}.accounts`)}
+    group by phone_number`.execute(db);
+  for (const row of rows) {
+    await sql`
+      insert into public.phone_number_reservations (phone_number, account_id, partner_id)
+      values (${row.phone_number}, ${row.accounts[0]}, ${row.partners[0]})
+      on conflict do nothing`.execute(db);
+    if (row.accounts.length > 1) {
+      console.warn(
+        `phone number ${row.phone_number} is shared by accounts ${row.accounts.join(', ')}: ` +
+          `reserved for ${row.accounts[0]} (the oldest); inbound SMS to it reaches only that account ` +
+          'once the others are released or given another number',
+      );
+    }
+  }
+}
+
 export const operationalMigrations: Record<string, Migration> = {
   '0001_partner_keys_local_numbers': {
     async up(db: Kysely<unknown>) {
@@ -100,6 +131,42 @@ export const operationalMigrations: Record<string, Migration> = {
         );
         create index sms_outbox_pending on sms_outbox (created_at) where state = 'pending';
         create index sms_outbox_sending on sms_outbox (sending_at) where state = 'sending';
+      `.execute(db);
+    },
+  },
+  '0009_phone_number_reservations': {
+    async up(db: Kysely<unknown>) {
+      // One number, one account: the primary key is the guarantee. A row is taken in the creating
+      // command's transaction (so it is gone again if the append fails) and deleted when the partner
+      // releases the number; a deactivated account keeps its row.
+      await sql`
+        create table phone_number_reservations (
+          phone_number text primary key,
+          account_id text not null unique,
+          partner_id text not null,
+          reserved_at timestamptz not null default now()
+        );
+      `.execute(db);
+      await reserveExistingPhoneNumbers(db);
+    },
+  },
+  '0009_partner_key_last_use': {
+    async up(db: Kysely<unknown>) {
+      await sql`
+        alter table partner_api_keys add column last_used_at timestamptz;
+        create index partner_api_keys_partner on partner_api_keys (partner_id, created_at);
+      `.execute(db);
+    },
+  },
+  '0009_rate_limit_counters': {
+    async up(db: Kysely<unknown>) {
+      // The command API's per-key request counters, shared by its instances (one row per key).
+      await sql`
+        create unlogged table rate_limit_counters (
+          key text primary key,
+          window_started_at timestamptz not null,
+          count integer not null
+        );
       `.execute(db);
     },
   },

@@ -182,4 +182,10 @@ export const readModelMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0009_account_number_release': {
+    async up(db: Kysely<unknown>) {
+      // A released number stays on the account as history, but no longer selects it for inbound SMS.
+      await sql`alter table accounts add column phone_number_released_at timestamptz`.execute(db);
+    },
+  },
 };

@@ -1,0 +1,54 @@
+import { createDb, createSecretBox, DEVELOPMENT_WEBHOOK_KEY, newUuid, systemClock } from '@leadline/runtime';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp, type App } from '../src/app';
+import { partnerClient } from './client';
+import { startSystem, type TestSystem } from './system';
+
+const LIMIT = 5;
+let system: TestSystem;
+const instances: { app: App; db: ReturnType<typeof createDb> }[] = [];
+
+beforeAll(async () => {
+  system = await startSystem();
+  // Two command API instances, each with its own connections, as two processes behind a balancer.
+  for (let i = 0; i < 2; i++) {
+    const db = createDb(system.env.config.DATABASE_URL, { maxConnections: 4 });
+    const app = await buildApp({
+      db,
+      commands: system.services.commands,
+      numbers: { provisionNumber: async () => '+15550000000', isOwnNumber: async () => true },
+      clock: systemClock,
+      newId: newUuid,
+      publicUrl: system.publicUrl,
+      rateLimitPerMinute: LIMIT,
+      webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
+    });
+    instances.push({ app, db });
+  }
+});
+afterAll(async () => {
+  for (const { app, db } of instances) {
+    await app.close();
+    await db.destroy();
+  }
+  await system?.close();
+});
+
+describe('rate limits across instances', () => {
+  it('allow a partner its documented requests a minute in total, not per instance', async () => {
+    const key = await system.createPartner('Spread CRM');
+    const clients = instances.map(({ app }) => partnerClient(app, key));
+    const statuses: number[] = [];
+    for (let i = 0; i < 2 * LIMIT; i++) statuses.push((await clients[i % 2]!.get('/accounts')).status);
+    expect(statuses.filter((status) => status === 200)).toHaveLength(LIMIT);
+    expect(statuses.slice(LIMIT)).toEqual(Array(LIMIT).fill(429));
+    const refused = await clients[1]!.get('/accounts');
+    expect(refused.body).toMatchObject({ code: 'rate_limited' });
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    expect(Number(refused.headers['retry-after'])).toBeLessThanOrEqual(60);
+
+    // Another partner has its own budget on either instance.
+    const other = await system.createPartner('Quiet CRM');
+    expect((await partnerClient(instances[1]!.app, other).get('/accounts')).status).toBe(200);
+  });
+});
