@@ -94,15 +94,13 @@ describe('one number, one account', () => {
       const number = '+15125550888';
       const outcomes = await Promise.all(
         Array.from({ length: 10 }, (_, i) =>
-          db
-            .transaction()
-            .execute((trx) =>
-              reservePhoneNumber(trx, {
-                phone_number: number,
-                account_id: `racer-${i}`,
-                partner_id: `p-${i % 2}`,
-              }),
-            ),
+          db.transaction().execute((trx) =>
+            reservePhoneNumber(trx, {
+              phone_number: number,
+              account_id: `racer-${i}`,
+              partner_id: `p-${i % 2}`,
+            }),
+          ),
         ),
       );
       expect(outcomes.filter(Boolean)).toHaveLength(1);
