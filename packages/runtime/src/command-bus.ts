@@ -6,12 +6,13 @@ import {
   type NewEvent,
   type TopicKind,
   type TopicNames,
+  UnstorableTextError,
 } from '@leadline/events';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Admin, Producer } from 'kafkajs';
 import type { Clock, NewId } from './clock';
 import type { Database } from './db/schema';
-import { unavailable } from './errors';
+import { DomainError, unavailable } from './errors';
 import { partitionForKey } from './kafka';
 import type { ProjectionProgress } from './projection-progress';
 
@@ -118,12 +119,24 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
   const keyOf = (stream: EventStream, context: CommandContext) =>
     stream.topic === 'account' ? stream.accountId : context.partnerId;
 
+  async function encode(event: DomainEvent) {
+    try {
+      return await codec.encode(event);
+    } catch (error) {
+      // The API refuses such text at its edge; this catches any other path that lets it through.
+      if (!(error instanceof UnstorableTextError)) throw error;
+      throw new DomainError(400, 'validation_failed', 'The request is not valid.', {
+        errors: [{ field: error.problem.field, message: error.problem.message }],
+      });
+    }
+  }
+
   async function appendToLog(topicKind: TopicKind, key: string, events: DomainEvent[]) {
     const topic = topics[topicKind];
     const messages = await Promise.all(
       events.map(async (event) => ({
         key,
-        value: await codec.encode(event),
+        value: await encode(event),
         headers: { 'event-type': event.type },
       })),
     );

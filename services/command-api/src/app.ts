@@ -19,6 +19,7 @@ import {
 import { sql, type Kysely } from 'kysely';
 import { accountRoutes } from './accounts/routes';
 import { partnerKeyAuthentication } from './http/auth';
+import { refuseUnstorableText } from './http/text';
 import { conversationRoutes } from './conversations/routes';
 import { leadRoutes } from './leads/routes';
 import { requirementRoutes } from './requirements/routes';
@@ -73,6 +74,8 @@ export async function buildApp(deps: AppDeps) {
     logger: deps.logger ?? false,
     genReqId: () => deps.newId(),
     bodyLimit: 2 * 1024 * 1024,
+    // A malformed URL or an overlong path parameter is answered before routing: problem+json too.
+    frameworkErrors: problemErrorHandler,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -111,6 +114,7 @@ export async function buildApp(deps: AppDeps) {
   await app.register(
     async (v1) => {
       v1.addHook('onRequest', partnerKeyAuthentication(deps.db));
+      v1.addHook('preValidation', refuseUnstorableText);
       await v1.register(fastifyRateLimit, {
         max: deps.rateLimitPerMinute,
         timeWindow: '1 minute',

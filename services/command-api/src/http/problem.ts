@@ -41,6 +41,7 @@ const titles: Record<number, string> = {
   404: 'Not Found',
   409: 'Conflict',
   413: 'Content Too Large',
+  414: 'URI Too Long',
   415: 'Unsupported Media Type',
   422: 'Unprocessable Content',
   429: 'Too Many Requests',
@@ -92,7 +93,13 @@ export function problemErrorHandler(error: FastifyError, request: FastifyRequest
   }
   // Fastify's own client errors: malformed JSON, body too large, unsupported media type...
   const code =
-    status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type' : 'bad_request';
+    status === 413
+      ? 'payload_too_large'
+      : status === 414
+        ? 'uri_too_long'
+        : status === 415
+          ? 'unsupported_media_type'
+          : 'bad_request';
   return sendProblem(reply, request, status, code, error.message);
 }
 
