@@ -14,6 +14,7 @@ import type { Clock, NewId } from './clock';
 import type { Database } from './db/schema';
 import { DomainError, unavailable } from './errors';
 import { partitionForKey } from './kafka';
+import { refuseHeldStream } from './parking';
 import type { ProjectionProgress } from './projection-progress';
 
 /** Who is asking and under which request, stamped on every event the command produces. */
@@ -168,6 +169,7 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
           await sql`select ${lockId(lockKey)}`.execute(trx);
         }
         await waitForHighWatermark(topic, key, command.consistency);
+        await refuseHeldStream(trx, key);
         const decision = await command.decide(trx);
         const stamped = decision.events.map((event) => stamp(event, stream, context));
         const position = stamped.length > 0 ? await appendToLog(stream.topic, key, stamped) : undefined;

@@ -11,3 +11,4 @@ export * from './projection-progress';
 export * from './infrastructure';
 export * from './secret-box';
 export * from './log-consumer';
+export * from './parking';

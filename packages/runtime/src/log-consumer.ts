@@ -2,29 +2,59 @@ import { UnknownEventTypeError, type DomainEvent, type EventCodec } from '@leadl
 import type { Kafka } from 'kafkajs';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from './db/schema';
+import {
+  parkedTableOf,
+  parkingFailure,
+  isTransientFailure,
+  sortOutRecords,
+  pendingRecords,
+  releasedStreams,
+  type ParkedRecordNotice,
+} from './parking';
 
 export interface PositionedEvent {
   offset: string;
-  /** Undefined for a record of a type this version does not know (written by a newer producer). */
+  /**
+   * Undefined for a record that is not applied: a type this version does not know (written by a
+   * newer producer), or a record parked or held back (see parking.ts).
+   */
   event: DomainEvent | undefined;
+  /** The record's key (the account id; the partner id on the partner topic), when known. */
+  key?: string | null;
+  /** The record as read from the log, kept with it if it has to be parked. */
+  value?: Buffer | null;
+  /** Why the record cannot be applied: it is parked instead (in the handler's transaction). */
+  failure?: string;
+  /** A parked or held record applied again by a retry, below the checkpoint. */
+  replayed?: boolean;
 }
 
 /** Tables of per-partition checkpoints, one per consumer that keeps its own (same shape). */
 export type CheckpointTable = 'projection_checkpoints' | 'webhook_relay_checkpoints';
 
-async function decodeAll(codec: EventCodec, messages: { offset: string; value: Buffer | null }[]) {
+export async function decodeRecord(
+  codec: EventCodec,
+  offset: string,
+  key: string | null,
+  value: Buffer | null,
+): Promise<PositionedEvent> {
+  if (!value) return { offset, key, value, event: undefined };
+  try {
+    return { offset, key, value, event: await codec.decode(value) };
+  } catch (error) {
+    // A newer producer's event type: skip it and move on (tolerant reader). Anything else, such as a
+    // record that does not match its schema, is parked rather than lost or allowed to stop the log.
+    if (error instanceof UnknownEventTypeError) return { offset, key, value, event: undefined };
+    return { offset, key, value, event: undefined, failure: parkingFailure(error) };
+  }
+}
+
+function decodeAll(
+  codec: EventCodec,
+  messages: { offset: string; key: Buffer | null; value: Buffer | null }[],
+) {
   return Promise.all(
-    messages.map(async ({ offset, value }): Promise<PositionedEvent> => {
-      if (!value) return { offset, event: undefined };
-      try {
-        return { offset, event: await codec.decode(value) };
-      } catch (error) {
-        // A newer producer's event type: skip it and move on (tolerant reader). Anything else, such
-        // as a record that does not match its schema, stops the consumer rather than lose data.
-        if (error instanceof UnknownEventTypeError) return { offset, event: undefined };
-        throw error;
-      }
-    }),
+    messages.map(({ offset, key, value }) => decodeRecord(codec, offset, key?.toString() ?? null, value)),
   );
 }
 
@@ -55,7 +85,9 @@ export async function freshRecords(
     .forUpdate()
     .executeTakeFirstOrThrow();
   const from = BigInt(checkpoint.next_offset);
-  return records.filter((record) => BigInt(record.offset) >= from);
+  const live = records.filter((record) => record.replayed || BigInt(record.offset) >= from);
+  // Under the checkpoint's lock: parks what cannot be applied and holds back what waits behind it.
+  return sortOutRecords(trx, parkedTableOf(table), topic, partition, live, now);
 }
 
 /** Moves the partition's checkpoint past `lastOffset`, in the transaction that handled the records. */
@@ -67,14 +99,19 @@ export async function advanceCheckpoint(
   lastOffset: string,
   now: Date,
 ): Promise<string> {
-  const nextOffset = (BigInt(lastOffset) + 1n).toString();
-  await trx
+  const candidate = BigInt(lastOffset) + 1n;
+  // A retry applies records below the checkpoint; the checkpoint never moves back.
+  const { next_offset } = await trx
     .updateTable(table)
-    .set({ next_offset: nextOffset, updated_at: now })
+    .set((eb) => ({
+      next_offset: eb.fn<string>('greatest', [eb.ref('next_offset'), eb.val(candidate.toString())]),
+      updated_at: now,
+    }))
     .where('topic', '=', topic)
     .where('partition', '=', partition)
-    .execute();
-  return nextOffset;
+    .returning('next_offset')
+    .executeTakeFirstOrThrow();
+  return next_offset;
 }
 
 export interface LogConsumerDeps {
@@ -88,6 +125,10 @@ export interface LogConsumerDeps {
   handleBatch(topic: string, partition: number, records: PositionedEvent[]): Promise<void>;
   /** Called when the consumer crashes; `willRestart` is false when kafkajs gives up on it. */
   onCrash?: (error: Error, willRestart: boolean) => void;
+  /** Called for each record parked (logged to stderr when not given). */
+  onParked?: (notice: ParkedRecordNotice) => void;
+  /** How often parked records released by an operator (retry, skip) are looked for; 1 s by default. */
+  parkedPollMs?: number;
 }
 
 export interface RunningConsumer {
@@ -124,19 +165,96 @@ export async function startLogConsumer(deps: LogConsumerDeps): Promise<RunningCo
   });
   consumer.on(consumer.events.CRASH, ({ payload }) => deps.onCrash?.(payload.error, payload.restart));
 
+  const onParked =
+    deps.onParked ??
+    ((notice: ParkedRecordNotice) =>
+      console.error(
+        `${groupId}: parked ${notice.topic}[${notice.partition}]@${notice.offset} (${notice.eventType ?? 'undecodable'}, stream ${notice.streamKey ?? '-'}): ${notice.error}`,
+      ));
+
+  /**
+   * Hands the records to the handler as one batch. If that fails for a reason that is not the
+   * infrastructure's, the batch is handled again one record at a time, in log order, and a record
+   * that still fails is parked: its stream waits behind it while every other stream moves on.
+   */
+  async function handle(topic: string, partition: number, records: PositionedEvent[]) {
+    try {
+      await deps.handleBatch(topic, partition, records);
+      return;
+    } catch (error) {
+      // Postgres or the network failing is retried by the consumer as a whole, never parked.
+      if (isTransientFailure(error)) throw error;
+    }
+    for (const record of records) {
+      try {
+        await deps.handleBatch(topic, partition, [record]);
+      } catch (error) {
+        if (isTransientFailure(error) || record.failure) throw error;
+        const failure = parkingFailure(error);
+        await deps.handleBatch(topic, partition, [{ ...record, failure }]);
+        onParked({
+          topic,
+          partition,
+          offset: record.offset,
+          streamKey: record.key ?? null,
+          eventType: record.event?.type ?? null,
+          error: failure,
+        });
+      }
+    }
+  }
+
   await consumer.run({
     eachBatchAutoResolve: false,
     eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
       if (!isRunning() || isStale() || batch.messages.length === 0) return;
       const records = await decodeAll(codec, batch.messages);
-      await deps.handleBatch(batch.topic, batch.partition, records);
+      for (const record of records) {
+        if (record.failure)
+          onParked({
+            topic: batch.topic,
+            partition: batch.partition,
+            offset: record.offset,
+            streamKey: record.key ?? null,
+            eventType: null,
+            error: record.failure,
+          });
+      }
+      await handle(batch.topic, batch.partition, records);
       resolveOffset(batch.lastOffset());
       await heartbeat();
     },
   });
 
+  // Streams an operator released (a retry requested, or the parked record skipped): their parked
+  // and held records are applied again, in log order, through the same handler.
+  const table = parkedTableOf(deps.checkpoints);
+  let releasing = false;
+  const release = async () => {
+    if (releasing) return;
+    releasing = true;
+    try {
+      for (const stream of await releasedStreams(db, table)) {
+        const rows = await pendingRecords(db, table, stream);
+        const records = await Promise.all(
+          rows.map(async (row) => ({
+            ...(await decodeRecord(codec, row.offset, row.stream_key, row.value)),
+            replayed: true,
+          })),
+        );
+        await handle(stream.topic, stream.partition, records);
+      }
+    } catch (error) {
+      console.error(`${groupId}: applying released records failed`, error);
+    } finally {
+      releasing = false;
+    }
+  };
+  const poll = setInterval(() => void release(), deps.parkedPollMs ?? 1000);
+
   return {
     async stop() {
+      clearInterval(poll);
       await consumer.disconnect();
     },
   };

@@ -3,6 +3,7 @@ import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import {
   DomainError,
+  parkedCounts,
   type Clock,
   type CommandBus,
   type Database,
@@ -108,7 +109,8 @@ export async function buildApp(deps: AppDeps) {
     } catch (error) {
       throw new DomainError(503, 'not_ready', `Not ready: ${(error as Error).message}`);
     }
-    return { status: 'ready' };
+    // Records consumers could not apply wait for an operator (`npm run parked`); ready, but said.
+    return { status: 'ready', parked_records: await parkedCounts(deps.db) };
   });
 
   await app.register(
