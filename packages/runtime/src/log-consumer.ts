@@ -10,6 +10,7 @@ import {
   pendingRecords,
   releasedStreams,
   type ParkedRecordNotice,
+  type ParkingPlace,
 } from './parking';
 
 export interface PositionedEvent {
@@ -165,18 +166,67 @@ export async function startLogConsumer(deps: LogConsumerDeps): Promise<RunningCo
   });
   consumer.on(consumer.events.CRASH, ({ payload }) => deps.onCrash?.(payload.error, payload.restart));
 
+  const parking = parkingHandler({
+    db,
+    codec,
+    place: parkedTableOf(deps.checkpoints),
+    label: groupId,
+    handleBatch: deps.handleBatch,
+    onParked: deps.onParked,
+    pollMs: deps.parkedPollMs,
+  });
+  const { handle, reportDecodeFailures } = parking;
+
+  await consumer.run({
+    eachBatchAutoResolve: false,
+    eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+      if (!isRunning() || isStale() || batch.messages.length === 0) return;
+      const records = await decodeAll(codec, batch.messages);
+      reportDecodeFailures(batch.topic, batch.partition, records);
+      await handle(batch.topic, batch.partition, records);
+      resolveOffset(batch.lastOffset());
+      await heartbeat();
+    },
+  });
+
+  const releasing = parking.startReleasing();
+
+  return {
+    async stop() {
+      releasing.stop();
+      await consumer.disconnect();
+    },
+  };
+}
+
+export interface ParkingHandlerDeps {
+  db: Kysely<Database>;
+  codec: EventCodec;
+  place: ParkingPlace;
+  /** Names the consumer in logs. */
+  label: string;
+  /** Applies records in one transaction whose first step is `sortOutRecords` (or `freshRecords`). */
+  handleBatch(topic: string, partition: number, records: PositionedEvent[]): Promise<void>;
+  onParked?: ((notice: ParkedRecordNotice) => void) | undefined;
+  pollMs?: number | undefined;
+}
+
+/**
+ * Parking around a consumer's batch handler (see parking.ts). `handle` hands the records over as one
+ * batch; if that fails for a reason that is not the infrastructure's, it hands them over again one at
+ * a time, in log order, and a record that still fails is parked: its stream waits behind it while
+ * every other stream moves on. `startReleasing` applies, through the same handler and in log order,
+ * the streams an operator released (a retry requested, or the parked record skipped).
+ */
+export function parkingHandler(deps: ParkingHandlerDeps) {
+  const { db, codec, place, label } = deps;
   const onParked =
     deps.onParked ??
     ((notice: ParkedRecordNotice) =>
       console.error(
-        `${groupId}: parked ${notice.topic}[${notice.partition}]@${notice.offset} (${notice.eventType ?? 'undecodable'}, stream ${notice.streamKey ?? '-'}): ${notice.error}`,
+        `${label}: parked ${notice.topic}[${notice.partition}]@${notice.offset} (${notice.eventType ?? 'undecodable'}, stream ${notice.streamKey ?? '-'}): ${notice.error}`,
       ));
 
-  /**
-   * Hands the records to the handler as one batch. If that fails for a reason that is not the
-   * infrastructure's, the batch is handled again one record at a time, in log order, and a record
-   * that still fails is parked: its stream waits behind it while every other stream moves on.
-   */
   async function handle(topic: string, partition: number, records: PositionedEvent[]) {
     try {
       await deps.handleBatch(topic, partition, records);
@@ -204,58 +254,45 @@ export async function startLogConsumer(deps: LogConsumerDeps): Promise<RunningCo
     }
   }
 
-  await consumer.run({
-    eachBatchAutoResolve: false,
-    eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
-      if (!isRunning() || isStale() || batch.messages.length === 0) return;
-      const records = await decodeAll(codec, batch.messages);
-      for (const record of records) {
-        if (record.failure)
-          onParked({
-            topic: batch.topic,
-            partition: batch.partition,
-            offset: record.offset,
-            streamKey: record.key ?? null,
-            eventType: null,
-            error: record.failure,
-          });
-      }
-      await handle(batch.topic, batch.partition, records);
-      resolveOffset(batch.lastOffset());
-      await heartbeat();
-    },
-  });
-
-  // Streams an operator released (a retry requested, or the parked record skipped): their parked
-  // and held records are applied again, in log order, through the same handler.
-  const table = parkedTableOf(deps.checkpoints);
-  let releasing = false;
-  const release = async () => {
-    if (releasing) return;
-    releasing = true;
-    try {
-      for (const stream of await releasedStreams(db, table)) {
-        const rows = await pendingRecords(db, table, stream);
-        const records = await Promise.all(
-          rows.map(async (row) => ({
-            ...(await decodeRecord(codec, row.offset, row.stream_key, row.value)),
-            replayed: true,
-          })),
-        );
-        await handle(stream.topic, stream.partition, records);
-      }
-    } catch (error) {
-      console.error(`${groupId}: applying released records failed`, error);
-    } finally {
-      releasing = false;
+  function reportDecodeFailures(topic: string, partition: number, records: readonly PositionedEvent[]) {
+    for (const record of records) {
+      if (record.failure)
+        onParked({
+          topic,
+          partition,
+          offset: record.offset,
+          streamKey: record.key ?? null,
+          eventType: null,
+          error: record.failure,
+        });
     }
-  };
-  const poll = setInterval(() => void release(), deps.parkedPollMs ?? 1000);
+  }
 
-  return {
-    async stop() {
-      clearInterval(poll);
-      await consumer.disconnect();
-    },
-  };
+  function startReleasing() {
+    let running = false;
+    const release = async () => {
+      if (running) return;
+      running = true;
+      try {
+        for (const stream of await releasedStreams(db, place)) {
+          const rows = await pendingRecords(db, place, stream);
+          const records = await Promise.all(
+            rows.map(async (row) => ({
+              ...(await decodeRecord(codec, row.offset, row.stream_key, row.value)),
+              replayed: true,
+            })),
+          );
+          await handle(stream.topic, stream.partition, records);
+        }
+      } catch (error) {
+        console.error(`${label}: applying released records failed`, error);
+      } finally {
+        running = false;
+      }
+    };
+    const poll = setInterval(() => void release(), deps.pollMs ?? 1000);
+    return { stop: () => clearInterval(poll) };
+  }
+
+  return { handle, reportDecodeFailures, startReleasing };
 }
