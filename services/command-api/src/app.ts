@@ -62,6 +62,8 @@ export interface AppDeps {
   /** Twilio's auth token: when set, every Twilio webhook must carry a valid X-Twilio-Signature. */
   twilioAuthToken?: string | undefined;
   rateLimitPerMinute: number;
+  /** Failed authentications a minute per client address before a 429 (30 by default). */
+  authFailuresPerMinute?: number;
   /** Seals webhook signing secrets before they go on the log. */
   webhookSecrets: SecretBox;
   /** Extra readiness checks (the event log's reachability), run by GET /health/ready. */
@@ -115,7 +117,10 @@ export async function buildApp(deps: AppDeps) {
 
   await app.register(
     async (v1) => {
-      v1.addHook('onRequest', partnerKeyAuthentication(deps.db));
+      v1.addHook(
+        'onRequest',
+        partnerKeyAuthentication(deps.db, { failuresPerMinute: deps.authFailuresPerMinute }),
+      );
       v1.addHook('preValidation', refuseUnstorableText);
       await v1.register(fastifyRateLimit, {
         max: deps.rateLimitPerMinute,

@@ -14,6 +14,7 @@ export const apiConfigSchema = infrastructureConfig
     /** Bound on each call to Kafka when writing: past it a write answers 503 event_log_unavailable. */
     EVENT_LOG_TIMEOUT_MS: z.coerce.number().int().positive().default(3000),
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
+    AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().positive().default(30),
     ...webhookSecretConfig,
   })
   .transform(withWebhookEncryptionKey);

@@ -267,6 +267,31 @@ describe('odd but valid text', () => {
   });
 });
 
+describe("fastify's own errors", () => {
+  it('are problem+json: malformed JSON, another media type, a malformed content type, an overlong path parameter', async () => {
+    const requests = [
+      { 'content-type': 'application/json', payload: '{"name":' },
+      { 'content-type': 'text/plain', payload: 'name' },
+      { 'content-type': 'application/json; charset', payload: '{}' },
+      { 'content-type': '', payload: '{}' },
+    ];
+    for (const { payload, ...headers } of requests) {
+      const response = await system.app.inject({
+        method: 'POST',
+        url: '/v1/accounts',
+        headers: { 'x-partner-key': key, ...headers },
+        payload,
+      });
+      expect(response.statusCode).toBeGreaterThanOrEqual(400);
+      expect(response.statusCode).toBeLessThan(500);
+      expect(response.headers['content-type']).toContain('application/problem+json');
+    }
+    const long = await partner.get(`/accounts/${'a'.repeat(5000)}`);
+    expect(long.status).toBe(414);
+    expect(long.body.code).toBe('uri_too_long');
+  });
+});
+
 describe('text from phones', () => {
   it('cleans an inbound SMS instead of refusing it: NUL removed, lone surrogates replaced', async () => {
     const params = {
