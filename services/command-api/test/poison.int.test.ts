@@ -1,4 +1,6 @@
-import { startFakeTwilio, twilioSignature, type FakeTwilio } from '@leadline/test-kit';
+import { eventCatalog, UnstorableTextError, type DomainEvent } from '@leadline/events';
+import { listParked } from '@leadline/runtime';
+import { eventually, startFakeTwilio, twilioSignature, type FakeTwilio } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from './client';
 import { logSize } from './log';
@@ -198,6 +200,29 @@ describe('strings no projection can store', () => {
 });
 
 describe('the event log', () => {
+  it('the codec refuses such text for every event type, in the envelope or the data', async () => {
+    for (const definition of eventCatalog) {
+      for (const value of Object.values(unstorable)) {
+        const event = {
+          id: '0198e0c4-1a2b-7c3d-8e4f-5a6b7c8d9e0f',
+          type: definition.type,
+          version: definition.version,
+          account_id: definition.topic === 'account' ? 'account' : null,
+          partner_id: 'partner',
+          occurred_at: '2026-03-01T12:00:00.000Z',
+          actor: { kind: 'system', service: 'test' },
+          correlation_id: 'c',
+          causation_id: null,
+          data: { note: value },
+        } as unknown as DomainEvent;
+        await expect(system.services.codec.encode(event)).rejects.toBeInstanceOf(UnstorableTextError);
+        await expect(
+          system.services.codec.encode({ ...event, data: {}, correlation_id: value } as DomainEvent),
+        ).rejects.toBeInstanceOf(UnstorableTextError);
+      }
+    }
+  });
+
   it('refuses to append an event of any type carrying such text: a 400 from the command bus, nothing written', async () => {
     const before = await logSize(system.services);
     const appended = system.services.commands.append({
@@ -317,6 +342,36 @@ describe('text from phones', () => {
     expect(messages.body.messages[0].body).toBe('ab \ufffd c');
   });
 
+  it('never answers 500 to any string of the corpus in any field, and stores what it accepts', async () => {
+    let sid = 1000;
+    for (const [label, value] of Object.entries({ ...unstorable, ...odd })) {
+      for (const field of ['Body', 'From', 'MediaUrl0']) {
+        const params: Record<string, string> = {
+          MessageSid: `SM${String(++sid).padStart(32, '0')}`,
+          AccountSid: twilio.accountSid,
+          From: '+15125550178',
+          To: account.number,
+          Body: 'hello',
+          NumMedia: field === 'MediaUrl0' ? '1' : '0',
+          MediaUrl0: 'https://media.example.com/1',
+        };
+        params[field] = value;
+        const url = `${system.publicUrl}/twilio/sms`;
+        const response = await system.app.inject({
+          method: 'POST',
+          url: '/twilio/sms',
+          headers: {
+            'content-type': 'application/x-www-form-urlencoded',
+            'x-twilio-signature': twilioSignature(twilio.authToken, url, params),
+          },
+          payload: new URLSearchParams(params).toString(),
+        });
+        expect({ label, field, status: response.statusCode }).not.toMatchObject({ status: 500 });
+      }
+    }
+    await expectEveryCheckpointAtTheEnd();
+  });
+
   it('answers a status callback whose ids carry NUL with a 404, not a 500', async () => {
     const params = { MessageSid: 'SM\u0000', MessageStatus: 'delivered' };
     const url = `${system.publicUrl}/twilio/status?message_id=x%00`;
@@ -332,3 +387,29 @@ describe('text from phones', () => {
     expect(response.statusCode).toBe(404);
   });
 });
+
+describe('afterwards', () => {
+  it("every partition's checkpoint reaches its high watermark: nothing stopped the log", async () => {
+    await expectEveryCheckpointAtTheEnd();
+  });
+});
+
+async function expectEveryCheckpointAtTheEnd() {
+  for (const topic of Object.values(system.services.topics)) {
+    for (const { partition, high } of await system.services.admin.fetchTopicOffsets(topic)) {
+      await eventually(
+        async () => {
+          const row = await system.services.db
+            .selectFrom('projection_checkpoints')
+            .select('next_offset')
+            .where('topic', '=', topic)
+            .where('partition', '=', partition)
+            .executeTakeFirst();
+          return BigInt(row?.next_offset ?? '0') >= BigInt(high) ? true : undefined;
+        },
+        { message: `${topic}[${partition}] stuck below ${high}` },
+      );
+    }
+  }
+  expect(await listParked(system.services.db)).toEqual([]);
+}
