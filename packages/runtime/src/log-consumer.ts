@@ -115,6 +115,11 @@ export async function advanceCheckpoint(
   return next_offset;
 }
 
+/** The log lacks records between a consumer's checkpoint and what it can fetch: it stops on this. */
+export class LogGapError extends Error {
+  override name = 'LogGapError';
+}
+
 export interface LogConsumerDeps {
   kafka: Kafka;
   db: Kysely<Database>;
@@ -155,12 +160,27 @@ export async function startLogConsumer(deps: LogConsumerDeps): Promise<RunningCo
   await consumer.connect();
   await consumer.subscribe({ topics: deps.topics, fromBeginning: true });
 
+  // Where each assigned partition must continue: the Postgres checkpoint, not Kafka's committed
+  // offset (only a hint, and ahead of Postgres after a restore or a failover). Read on every
+  // assignment, and checked against every batch, so a fetch that raced the seek cannot skip records.
+  const expected = new Map<string, bigint>();
+  const seekedTo = new Map<string, bigint>();
+  const keyOf = (topic: string, partition: number) => `${topic}:${partition}`;
+  const checkpointOf = async (topic: string, partition: number) => {
+    const row = await db
+      .selectFrom(deps.checkpoints)
+      .select('next_offset')
+      .where('topic', '=', topic)
+      .where('partition', '=', partition)
+      .executeTakeFirst();
+    return BigInt(row?.next_offset ?? '0');
+  };
   consumer.on(consumer.events.GROUP_JOIN, async ({ payload }) => {
-    const checkpoints = await db.selectFrom(deps.checkpoints).selectAll().execute();
+    expected.clear();
+    seekedTo.clear();
     for (const [topic, partitions] of Object.entries(payload.memberAssignment)) {
       for (const partition of partitions) {
-        const checkpoint = checkpoints.find((row) => row.topic === topic && row.partition === partition);
-        consumer.seek({ topic, partition, offset: checkpoint?.next_offset ?? '0' });
+        consumer.seek({ topic, partition, offset: (await checkpointOf(topic, partition)).toString() });
       }
     }
   });
@@ -181,9 +201,27 @@ export async function startLogConsumer(deps: LogConsumerDeps): Promise<RunningCo
     eachBatchAutoResolve: false,
     eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
       if (!isRunning() || isStale() || batch.messages.length === 0) return;
+      const key = keyOf(batch.topic, batch.partition);
+      const from = expected.get(key) ?? (await checkpointOf(batch.topic, batch.partition));
+      const first = BigInt(batch.firstOffset() ?? '0');
+      if (first > from) {
+        // A gap between what was applied and what was fetched. Seek back once; if the log itself no
+        // longer holds those records (deleted, or a different topic behind the same name), stop
+        // with a clear error rather than skip them silently.
+        if (seekedTo.get(key) === from) {
+          throw new LogGapError(
+            `${groupId}: ${batch.topic}[${batch.partition}] continues at offset ${first} but offsets ${from} to ${first - 1n} were never applied and are no longer in the log`,
+          );
+        }
+        seekedTo.set(key, from);
+        consumer.seek({ topic: batch.topic, partition: batch.partition, offset: from.toString() });
+        return;
+      }
       const records = await decodeAll(codec, batch.messages);
       reportDecodeFailures(batch.topic, batch.partition, records);
       await handle(batch.topic, batch.partition, records);
+      expected.set(key, BigInt(batch.lastOffset()) + 1n);
+      seekedTo.delete(key);
       resolveOffset(batch.lastOffset());
       await heartbeat();
     },
