@@ -14,7 +14,7 @@ import {
   type Database,
 } from '@leadline/runtime';
 import { eventually } from '@leadline/test-kit';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from './client';
 import { startSystem, type TestSystem } from './system';
@@ -180,6 +180,35 @@ describe('a record the projector cannot apply', () => {
     fault.on = false;
     expect(await readModel()).toEqual(live);
     expect(await listParked(system.services.db)).toEqual([]);
+  });
+});
+
+describe('a rebuild that cannot finish', () => {
+  it('gives up within its bound and leaves the live read models serving', async () => {
+    const [account] = await neighbours();
+    expect(
+      (await partner.post(`/accounts/${account}/leads`, { phone: '+15125550301', name: 'slow' })).status,
+    ).toBe(201);
+    // The new read models fall behind: every batch with this lead takes seconds.
+    const slow = defineProjection('slow', ['lead.created'], async (_trx, events) => {
+      if (events.some((event) => event.data.name === 'slow'))
+        await new Promise((resolve) => setTimeout(resolve, 3000));
+    });
+    const attempt = rebuild({
+      ...system.services,
+      databaseUrl: system.env.config.DATABASE_URL,
+      groupPrefix: system.env.config.TOPIC_PREFIX,
+      projections: [...projections, slow],
+      catchUpMs: 500,
+      swapWaitMs: 500,
+    });
+    await expect(attempt).rejects.toThrow(/did not catch up in time/);
+    const { rows: schemas } = await sql`
+      select schema_name from information_schema.schemata where schema_name like 'read_model_rebuild_%'`.execute(
+      system.services.db,
+    );
+    expect(schemas).toEqual([]);
+    expect((await partner.patch(`/accounts/${account}`, { name: 'Still live' })).status).toBe(200);
   });
 });
 
