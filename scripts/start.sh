@@ -3,29 +3,51 @@
 # runs every service until one of them stops or you press Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
-bash scripts/infra/up.sh
+# LEADLINE_SKIP_INFRA=1 runs the services against infrastructure that is already up (tests do).
+if [ "${LEADLINE_SKIP_INFRA:-}" != 1 ]; then
+  bash scripts/install-deps.sh
+  bash scripts/infra/up.sh
+fi
 npx tsx packages/runtime/src/migrate-cli.ts
 
+# Every service is supervised the same way: when one stops, all stop and `npm start` exits non-zero,
+# so no service (above all the SMS gateway, which sends) is ever left running alone. SIGTERM lets
+# each drain its in-flight work (requests, the batch being applied, the send under way); one that
+# has not stopped after SHUTDOWN_GRACE_SECONDS is killed.
 pids=()
+alive() {
+  local pid
+  for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && return 0; done
+  return 1
+}
 stop_services() {
-  [ ${#pids[@]} -eq 0 ] || kill "${pids[@]}" 2>/dev/null || true
+  trap - EXIT INT TERM
+  [ ${#pids[@]} -eq 0 ] && return
+  kill -TERM "${pids[@]}" 2>/dev/null || true
+  local deadline=$((SECONDS + ${SHUTDOWN_GRACE_SECONDS:-20}))
+  while alive && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+  kill -KILL "${pids[@]}" 2>/dev/null || true
   wait 2>/dev/null || true
 }
 trap stop_services EXIT
 trap 'exit 130' INT TERM
 
-node --import tsx services/projector/src/main.ts &
-pids+=($!)
-node --import tsx services/command-api/src/main.ts &
-pids+=($!)
-node --import tsx services/sms-gateway/src/main.ts &
-node --import tsx services/webhook-relay/src/main.ts &
-pids+=($!)
+start_service() {
+  node --import tsx "services/$1/src/main.ts" &
+  pids+=($!)
+  echo "$1: pid $!" >&2
+}
+start_service projector
+start_service command-api
+start_service sms-gateway
+start_service webhook-relay
 
 if [ -z "${PARTNER_API_KEY:-}" ]; then
   echo "No PARTNER_API_KEY set: create a partner with 'npm run partner -- create --name NAME'." >&2
 fi
 echo "API on ${PUBLIC_URL:-http://127.0.0.1:${PORT:-8080}}/v1 (docs at /v1/docs)" >&2
-# Whichever service stops first takes the others down with it.
-wait -n
+# Whichever service stops first, for whatever reason, takes the others down with it.
+status=0
+wait -n || status=$?
+echo "a service stopped (exit status $status); stopping the others" >&2
+exit $((status == 0 ? 1 : status))

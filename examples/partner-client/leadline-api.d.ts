@@ -1008,7 +1008,7 @@ export interface components {
                 /** @example #1A73E8 */
                 accent_color?: string;
             };
-            /** @description Arbitrary key-value pairs for your own tracking (at most 50 keys, 16 KB). */
+            /** @description Arbitrary key-value pairs for your own tracking (at most 50 keys, 16 KB, 32 levels deep). */
             metadata?: {
                 [key: string]: unknown;
             };
@@ -1290,7 +1290,7 @@ export interface components {
              * @default false
              */
             auto_sequence?: boolean;
-            /** @description Arbitrary key-value pairs for your own tracking (at most 50 keys, 16 KB). */
+            /** @description Arbitrary key-value pairs for your own tracking (at most 50 keys, 16 KB, 32 levels deep). */
             metadata?: {
                 [key: string]: unknown;
             };
@@ -1435,17 +1435,20 @@ export interface components {
              *     | `webhook_limit_reached` | 409 | The partner has 20 webhooks, the most it can have; `limit` says so. |
              *     | `delivery_pending` | 409 | The delivery is still pending; its next attempt is scheduled. |
              *     | `webhook_inactive` | 409 | The webhook is disabled; activate it before sending a test event. |
+             *     | `uri_too_long` | 414 | A path parameter is too long. |
              *     | `payload_too_large` | 413 | The body is over 2 MB. |
              *     | `unsupported_media_type` | 415 | The body is not `application/json`. |
              *     | `rate_limited` | 429 | Over the rate limit of the partner key; retry after `Retry-After` seconds. |
+             *     | `too_many_failed_authentications` | 429 | Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds. |
              *     | `internal_error` | 500 | Something went wrong on our side; the details are in our logs, not here. |
              *     | `projection_lagging` | 503 | The read models are catching up with the event log; nothing was written, retry after `Retry-After`. |
              *     | `event_log_unavailable` | 503 | The event log did not accept the write; nothing was written, retry after `Retry-After`. |
              *     | `telephony_unavailable` | 503 | The telephony provider did not answer; nothing was written, retry after `Retry-After`. |
+             *     | `account_held` | 503 | A record of this account waits for an operator; writes to it are paused, nothing was written. |
              *     | `not_ready` | 503 | The service is not ready (readiness probe only). |
              * @enum {string}
              */
-            code: "validation_failed" | "bad_request" | "missing_api_key" | "invalid_api_key" | "invalid_signature" | "account_not_found" | "lead_not_found" | "requirement_not_found" | "webhook_not_found" | "delivery_not_found" | "message_not_found" | "phone_number_not_found" | "partner_not_found" | "api_key_not_found" | "ambiguous_api_key" | "too_many_active_keys" | "route_not_found" | "phone_number_in_use" | "phone_number_not_owned" | "account_active" | "phone_number_released" | "team_member_exists" | "external_id_in_use" | "requirement_exists" | "requirement_limit_reached" | "account_deactivated" | "lead_opted_out" | "webhook_limit_reached" | "delivery_pending" | "webhook_inactive" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "projection_lagging" | "event_log_unavailable" | "telephony_unavailable" | "not_ready";
+            code: "validation_failed" | "bad_request" | "missing_api_key" | "invalid_api_key" | "invalid_signature" | "account_not_found" | "lead_not_found" | "requirement_not_found" | "webhook_not_found" | "delivery_not_found" | "message_not_found" | "phone_number_not_found" | "partner_not_found" | "api_key_not_found" | "ambiguous_api_key" | "too_many_active_keys" | "route_not_found" | "phone_number_in_use" | "phone_number_not_owned" | "account_active" | "phone_number_released" | "team_member_exists" | "external_id_in_use" | "requirement_exists" | "requirement_limit_reached" | "account_deactivated" | "lead_opted_out" | "webhook_limit_reached" | "delivery_pending" | "webhook_inactive" | "uri_too_long" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_failed_authentications" | "internal_error" | "projection_lagging" | "event_log_unavailable" | "telephony_unavailable" | "account_held" | "not_ready";
             /** @description The path of the request that failed. */
             instance: string;
             /** @description For `validation_failed`: one entry per invalid field. */
@@ -1808,7 +1811,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -1940,7 +1947,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2050,7 +2061,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2141,7 +2168,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2170,6 +2213,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
                 headers: {
@@ -2281,6 +2326,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
                 headers: {
@@ -2293,7 +2350,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2322,6 +2383,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
                 headers: {
@@ -2413,7 +2476,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2442,6 +2521,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
                 headers: {
@@ -2553,6 +2634,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
                 headers: {
@@ -2565,7 +2658,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2594,6 +2691,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
                 headers: {
@@ -2673,7 +2772,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2773,7 +2888,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2896,6 +3027,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
                 headers: {
@@ -2908,7 +3051,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2937,6 +3084,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
                 headers: {
@@ -3036,6 +3185,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
                 headers: {
@@ -3048,7 +3209,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3077,6 +3242,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
                 headers: {
@@ -3162,7 +3329,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3259,7 +3442,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3288,6 +3487,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
                 headers: {
@@ -3405,6 +3606,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
                 headers: {
@@ -3417,7 +3630,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3446,6 +3663,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
                 headers: {
@@ -3531,7 +3750,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3622,7 +3857,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3749,6 +4000,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
                 headers: {
@@ -3761,7 +4024,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3790,6 +4057,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
                 headers: {
@@ -3875,7 +4144,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3904,6 +4189,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
                 headers: {
@@ -4021,6 +4308,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
                 headers: {
@@ -4033,7 +4332,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4062,6 +4365,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
                 headers: {
@@ -4148,7 +4453,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4250,7 +4571,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4383,6 +4720,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
                 headers: {
@@ -4395,7 +4744,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4424,6 +4777,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
                 headers: {
@@ -4509,7 +4864,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4538,6 +4909,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
                 headers: {
@@ -4621,7 +4994,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4685,7 +5062,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4805,7 +5186,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4913,7 +5298,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5041,6 +5442,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
                 headers: {
@@ -5053,7 +5466,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5168,7 +5585,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5277,7 +5710,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5397,7 +5846,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds. */
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];

@@ -2,6 +2,7 @@ import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import { z } from 'zod';
 import { eventCatalog, eventDefinitionsByType, type DomainEvent } from './catalog';
 import type { EventDefinition } from './define';
+import { findUnstorableText, UnstorableTextError } from './text';
 import type { TopicNames } from './topics';
 
 export interface EventCodec {
@@ -74,6 +75,10 @@ export async function createEventCodec(registry: SchemaRegistry, topics: TopicNa
     async encode(event) {
       const schemaId = schemaIds.get(event.type);
       if (schemaId === undefined) throw new UnknownEventTypeError(`No schema registered for ${event.type}`);
+      // The registry's JSON Schema cannot say "no NUL, no lone surrogate"; nothing that breaks every
+      // consumer downstream may be appended.
+      const problem = findUnstorableText(event);
+      if (problem) throw new UnstorableTextError(problem);
       return registry.encode(schemaId, event);
     },
     async decode(record) {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { findUnstorableText } from './text';
 
 /** Who caused an event: a partner's API key, a user of the embedded dashboard, or one of our services. */
 export const actorSchema = z.discriminatedUnion('kind', [
@@ -24,17 +25,25 @@ export function envelopeSchema<const T extends string, D extends z.ZodType, K ex
   data: D,
   topic: K,
 ) {
-  return z.object({
-    id: z.uuid(),
-    type: z.literal(type),
-    version: z.literal(version),
-    // Partner-level events (partner and webhook configuration) belong to no sub-account.
-    account_id: (topic === 'account' ? z.string() : z.null()) as AccountIdSchema<K>,
-    partner_id: z.string(),
-    occurred_at: z.iso.datetime(),
-    actor: actorSchema,
-    correlation_id: z.string(),
-    causation_id: z.string().nullable(),
-    data,
-  });
+  return z
+    .object({
+      id: z.uuid(),
+      type: z.literal(type),
+      version: z.literal(version),
+      // Partner-level events (partner and webhook configuration) belong to no sub-account.
+      account_id: (topic === 'account' ? z.string() : z.null()) as AccountIdSchema<K>,
+      partner_id: z.string(),
+      occurred_at: z.iso.datetime(),
+      actor: actorSchema,
+      correlation_id: z.string(),
+      causation_id: z.string().nullable(),
+      data,
+    })
+    .superRefine((event, context) => {
+      // Every event type refuses text a projection could not store (see text.ts). A refinement is not
+      // part of the registered JSON Schema, so this adds no incompatible change to any subject.
+      const problem = findUnstorableText(event);
+      if (problem)
+        context.addIssue({ code: 'custom', message: problem.message, path: problem.field.split('.') });
+    });
 }

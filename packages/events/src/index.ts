@@ -1,5 +1,6 @@
 export * from './catalog';
 export * from './codec';
 export * from './envelope';
+export * from './text';
 export * from './topics';
 export * from './webhook-events';

@@ -6,13 +6,15 @@ import {
   type NewEvent,
   type TopicKind,
   type TopicNames,
+  UnstorableTextError,
 } from '@leadline/events';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Admin, Producer } from 'kafkajs';
 import type { Clock, NewId } from './clock';
 import type { Database } from './db/schema';
-import { unavailable } from './errors';
+import { DomainError, unavailable } from './errors';
 import { partitionForKey } from './kafka';
+import { refuseHeldStream } from './parking';
 import type { ProjectionProgress } from './projection-progress';
 
 /** Who is asking and under which request, stamped on every event the command produces. */
@@ -66,6 +68,12 @@ export interface CommandBusDeps {
   newId: NewId;
   /** Bound on waiting for the projector, before deciding and before answering. */
   projectionWaitMs: number;
+  /**
+   * Bound on each call to Kafka on the write path (the high-watermark lookup, the append): past it,
+   * or on any Kafka error, the command answers 503 `event_log_unavailable` and its transaction (its
+   * locks, its connection) ends. 3 s by default.
+   */
+  eventLogTimeoutMs?: number;
 }
 
 const lockId = (key: string) => sql`pg_advisory_xact_lock(hashtextextended(${key}, 0))`;
@@ -81,6 +89,28 @@ const lockId = (key: string) => sql`pg_advisory_xact_lock(hashtextextended(${key
  */
 export function createCommandBus(deps: CommandBusDeps): CommandBus {
   const { db, producer, admin, codec, topics, progress, clock, newId, projectionWaitMs } = deps;
+  const eventLogTimeoutMs = deps.eventLogTimeoutMs ?? 3000;
+
+  /** A call to Kafka, bounded: a broker that is down or silent is a 503 within the bound, never a hang. */
+  async function fromEventLog<T>(what: string, call: () => Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`no answer within ${eventLogTimeoutMs} ms`)),
+        eventLogTimeoutMs,
+      );
+    });
+    try {
+      return await Promise.race([call(), deadline]);
+    } catch (error) {
+      throw unavailable(
+        'event_log_unavailable',
+        `The event log is unavailable (${what}): ${(error as Error).message}`,
+      );
+    } finally {
+      clearTimeout(timer);
+    }
+  }
 
   const stamp = (event: NewEvent, stream: EventStream, context: CommandContext): DomainEvent =>
     ({
@@ -101,7 +131,7 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
     partitionKey: string,
     scope: Command<unknown>['consistency'],
   ) {
-    const offsets = await admin.fetchTopicOffsets(topic);
+    const offsets = await fromEventLog('reading its end', () => admin.fetchTopicOffsets(topic));
     const partition = partitionForKey(topic, partitionKey, offsets.length);
     const relevant = scope === 'topic' ? offsets : offsets.filter((entry) => entry.partition === partition);
     const caughtUp = await Promise.all(
@@ -118,29 +148,38 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
   const keyOf = (stream: EventStream, context: CommandContext) =>
     stream.topic === 'account' ? stream.accountId : context.partnerId;
 
+  async function encode(event: DomainEvent) {
+    try {
+      return await codec.encode(event);
+    } catch (error) {
+      // The API refuses such text at its edge; this catches any other path that lets it through.
+      if (!(error instanceof UnstorableTextError)) throw error;
+      throw new DomainError(400, 'validation_failed', 'The request is not valid.', {
+        errors: [{ field: error.problem.field, message: error.problem.message }],
+      });
+    }
+  }
+
   async function appendToLog(topicKind: TopicKind, key: string, events: DomainEvent[]) {
     const topic = topics[topicKind];
     const messages = await Promise.all(
       events.map(async (event) => ({
         key,
-        value: await codec.encode(event),
+        value: await encode(event),
         headers: { 'event-type': event.type },
       })),
     );
-    try {
-      const [metadata] = await producer.send({ topic, acks: -1, messages });
-      if (metadata?.baseOffset === undefined) throw new Error('The broker acknowledged no offset');
-      return {
-        topic,
-        partition: metadata.partition,
-        nextOffset: BigInt(metadata.baseOffset) + BigInt(events.length),
-      };
-    } catch (error) {
-      throw unavailable(
-        'event_log_unavailable',
-        `The event log did not accept the write: ${(error as Error).message}`,
-      );
+    // Past the bound the send may still land later (as with any timeout): the 503 tells the client to
+    // retry, and every write path deduplicates or re-decides against what the log then holds.
+    const [metadata] = await fromEventLog('appending', () => producer.send({ topic, acks: -1, messages }));
+    if (metadata?.baseOffset === undefined) {
+      throw unavailable('event_log_unavailable', 'The event log acknowledged no offset; retry shortly.');
     }
+    return {
+      topic,
+      partition: metadata.partition,
+      nextOffset: BigInt(metadata.baseOffset) + BigInt(events.length),
+    };
   }
 
   return {
@@ -155,6 +194,7 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
           await sql`select ${lockId(lockKey)}`.execute(trx);
         }
         await waitForHighWatermark(topic, key, command.consistency);
+        await refuseHeldStream(trx, key);
         const decision = await command.decide(trx);
         const stamped = decision.events.map((event) => stamp(event, stream, context));
         const position = stamped.length > 0 ? await appendToLog(stream.topic, key, stamped) : undefined;

@@ -12,7 +12,7 @@ export interface CommandServices extends Infrastructure {
 
 /** Connects what a command-issuing process needs: infrastructure, the producer and the command bus. */
 export async function connectCommandServices(
-  config: InfrastructureConfig & { PROJECTION_WAIT_MS?: number },
+  config: InfrastructureConfig & { PROJECTION_WAIT_MS?: number; EVENT_LOG_TIMEOUT_MS?: number },
   clientId: string,
   options: { clock?: Clock } = {},
 ): Promise<CommandServices> {
@@ -32,6 +32,7 @@ export async function connectCommandServices(
     clock: options.clock ?? systemClock,
     newId: newUuid,
     projectionWaitMs: config.PROJECTION_WAIT_MS ?? 5000,
+    eventLogTimeoutMs: config.EVENT_LOG_TIMEOUT_MS ?? 3000,
   });
   return {
     ...infrastructure,

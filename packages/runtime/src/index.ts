@@ -12,3 +12,4 @@ export * from './infrastructure';
 export * from './secret-box';
 export * from './unsafe-settings';
 export * from './log-consumer';
+export * from './parking';

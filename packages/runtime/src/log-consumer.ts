@@ -2,29 +2,60 @@ import { UnknownEventTypeError, type DomainEvent, type EventCodec } from '@leadl
 import type { Kafka } from 'kafkajs';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from './db/schema';
+import {
+  parkedTableOf,
+  parkingFailure,
+  isTransientFailure,
+  sortOutRecords,
+  pendingRecords,
+  releasedStreams,
+  type ParkedRecordNotice,
+  type ParkingPlace,
+} from './parking';
 
 export interface PositionedEvent {
   offset: string;
-  /** Undefined for a record of a type this version does not know (written by a newer producer). */
+  /**
+   * Undefined for a record that is not applied: a type this version does not know (written by a
+   * newer producer), or a record parked or held back (see parking.ts).
+   */
   event: DomainEvent | undefined;
+  /** The record's key (the account id; the partner id on the partner topic), when known. */
+  key?: string | null;
+  /** The record as read from the log, kept with it if it has to be parked. */
+  value?: Buffer | null;
+  /** Why the record cannot be applied: it is parked instead (in the handler's transaction). */
+  failure?: string;
+  /** A parked or held record applied again by a retry, below the checkpoint. */
+  replayed?: boolean;
 }
 
 /** Tables of per-partition checkpoints, one per consumer that keeps its own (same shape). */
 export type CheckpointTable = 'projection_checkpoints' | 'webhook_relay_checkpoints';
 
-async function decodeAll(codec: EventCodec, messages: { offset: string; value: Buffer | null }[]) {
+export async function decodeRecord(
+  codec: EventCodec,
+  offset: string,
+  key: string | null,
+  value: Buffer | null,
+): Promise<PositionedEvent> {
+  if (!value) return { offset, key, value, event: undefined };
+  try {
+    return { offset, key, value, event: await codec.decode(value) };
+  } catch (error) {
+    // A newer producer's event type: skip it and move on (tolerant reader). Anything else, such as a
+    // record that does not match its schema, is parked rather than lost or allowed to stop the log.
+    if (error instanceof UnknownEventTypeError) return { offset, key, value, event: undefined };
+    return { offset, key, value, event: undefined, failure: parkingFailure(error) };
+  }
+}
+
+function decodeAll(
+  codec: EventCodec,
+  messages: { offset: string; key: Buffer | null; value: Buffer | null }[],
+) {
   return Promise.all(
-    messages.map(async ({ offset, value }): Promise<PositionedEvent> => {
-      if (!value) return { offset, event: undefined };
-      try {
-        return { offset, event: await codec.decode(value) };
-      } catch (error) {
-        // A newer producer's event type: skip it and move on (tolerant reader). Anything else, such
-        // as a record that does not match its schema, stops the consumer rather than lose data.
-        if (error instanceof UnknownEventTypeError) return { offset, event: undefined };
-        throw error;
-      }
-    }),
+    messages.map(({ offset, key, value }) => decodeRecord(codec, offset, key?.toString() ?? null, value)),
   );
 }
 
@@ -55,7 +86,9 @@ export async function freshRecords(
     .forUpdate()
     .executeTakeFirstOrThrow();
   const from = BigInt(checkpoint.next_offset);
-  return records.filter((record) => BigInt(record.offset) >= from);
+  const live = records.filter((record) => record.replayed || BigInt(record.offset) >= from);
+  // Under the checkpoint's lock: parks what cannot be applied and holds back what waits behind it.
+  return sortOutRecords(trx, parkedTableOf(table), topic, partition, live, now);
 }
 
 /** Moves the partition's checkpoint past `lastOffset`, in the transaction that handled the records. */
@@ -67,14 +100,24 @@ export async function advanceCheckpoint(
   lastOffset: string,
   now: Date,
 ): Promise<string> {
-  const nextOffset = (BigInt(lastOffset) + 1n).toString();
-  await trx
+  const candidate = BigInt(lastOffset) + 1n;
+  // A retry applies records below the checkpoint; the checkpoint never moves back.
+  const { next_offset } = await trx
     .updateTable(table)
-    .set({ next_offset: nextOffset, updated_at: now })
+    .set((eb) => ({
+      next_offset: eb.fn<string>('greatest', [eb.ref('next_offset'), eb.val(candidate.toString())]),
+      updated_at: now,
+    }))
     .where('topic', '=', topic)
     .where('partition', '=', partition)
-    .execute();
-  return nextOffset;
+    .returning('next_offset')
+    .executeTakeFirstOrThrow();
+  return next_offset;
+}
+
+/** The log lacks records between a consumer's checkpoint and what it can fetch: it stops on this. */
+export class LogGapError extends Error {
+  override name = 'LogGapError';
 }
 
 export interface LogConsumerDeps {
@@ -88,6 +131,10 @@ export interface LogConsumerDeps {
   handleBatch(topic: string, partition: number, records: PositionedEvent[]): Promise<void>;
   /** Called when the consumer crashes; `willRestart` is false when kafkajs gives up on it. */
   onCrash?: (error: Error, willRestart: boolean) => void;
+  /** Called for each record parked (logged to stderr when not given). */
+  onParked?: (notice: ParkedRecordNotice) => void;
+  /** How often parked records released by an operator (retry, skip) are looked for; 1 s by default. */
+  parkedPollMs?: number;
 }
 
 export interface RunningConsumer {
@@ -113,31 +160,177 @@ export async function startLogConsumer(deps: LogConsumerDeps): Promise<RunningCo
   await consumer.connect();
   await consumer.subscribe({ topics: deps.topics, fromBeginning: true });
 
+  // Where each assigned partition must continue: the Postgres checkpoint, not Kafka's committed
+  // offset (only a hint, and ahead of Postgres after a restore or a failover). Read on every
+  // assignment, and checked against every batch, so a fetch that raced the seek cannot skip records.
+  const expected = new Map<string, bigint>();
+  const seekedTo = new Map<string, bigint>();
+  const keyOf = (topic: string, partition: number) => `${topic}:${partition}`;
+  const checkpointOf = async (topic: string, partition: number) => {
+    const row = await db
+      .selectFrom(deps.checkpoints)
+      .select('next_offset')
+      .where('topic', '=', topic)
+      .where('partition', '=', partition)
+      .executeTakeFirst();
+    return BigInt(row?.next_offset ?? '0');
+  };
   consumer.on(consumer.events.GROUP_JOIN, async ({ payload }) => {
-    const checkpoints = await db.selectFrom(deps.checkpoints).selectAll().execute();
+    expected.clear();
+    seekedTo.clear();
     for (const [topic, partitions] of Object.entries(payload.memberAssignment)) {
       for (const partition of partitions) {
-        const checkpoint = checkpoints.find((row) => row.topic === topic && row.partition === partition);
-        consumer.seek({ topic, partition, offset: checkpoint?.next_offset ?? '0' });
+        consumer.seek({ topic, partition, offset: (await checkpointOf(topic, partition)).toString() });
       }
     }
   });
   consumer.on(consumer.events.CRASH, ({ payload }) => deps.onCrash?.(payload.error, payload.restart));
 
+  const parking = parkingHandler({
+    db,
+    codec,
+    place: parkedTableOf(deps.checkpoints),
+    label: groupId,
+    handleBatch: deps.handleBatch,
+    onParked: deps.onParked,
+    pollMs: deps.parkedPollMs,
+  });
+  const { handle, reportDecodeFailures } = parking;
+
   await consumer.run({
     eachBatchAutoResolve: false,
     eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
       if (!isRunning() || isStale() || batch.messages.length === 0) return;
+      const key = keyOf(batch.topic, batch.partition);
+      const from = expected.get(key) ?? (await checkpointOf(batch.topic, batch.partition));
+      const first = BigInt(batch.firstOffset() ?? '0');
+      if (first > from) {
+        // A gap between what was applied and what was fetched. Seek back once; if the log itself no
+        // longer holds those records (deleted, or a different topic behind the same name), stop
+        // with a clear error rather than skip them silently.
+        if (seekedTo.get(key) === from) {
+          throw new LogGapError(
+            `${groupId}: ${batch.topic}[${batch.partition}] continues at offset ${first} but offsets ${from} to ${first - 1n} were never applied and are no longer in the log`,
+          );
+        }
+        seekedTo.set(key, from);
+        consumer.seek({ topic: batch.topic, partition: batch.partition, offset: from.toString() });
+        return;
+      }
       const records = await decodeAll(codec, batch.messages);
-      await deps.handleBatch(batch.topic, batch.partition, records);
+      reportDecodeFailures(batch.topic, batch.partition, records);
+      await handle(batch.topic, batch.partition, records);
+      expected.set(key, BigInt(batch.lastOffset()) + 1n);
+      seekedTo.delete(key);
       resolveOffset(batch.lastOffset());
       await heartbeat();
     },
   });
 
+  const releasing = parking.startReleasing();
+
   return {
     async stop() {
+      releasing.stop();
       await consumer.disconnect();
     },
   };
+}
+
+export interface ParkingHandlerDeps {
+  db: Kysely<Database>;
+  codec: EventCodec;
+  place: ParkingPlace;
+  /** Names the consumer in logs. */
+  label: string;
+  /** Applies records in one transaction whose first step is `sortOutRecords` (or `freshRecords`). */
+  handleBatch(topic: string, partition: number, records: PositionedEvent[]): Promise<void>;
+  onParked?: ((notice: ParkedRecordNotice) => void) | undefined;
+  pollMs?: number | undefined;
+}
+
+/**
+ * Parking around a consumer's batch handler (see parking.ts). `handle` hands the records over as one
+ * batch; if that fails for a reason that is not the infrastructure's, it hands them over again one at
+ * a time, in log order, and a record that still fails is parked: its stream waits behind it while
+ * every other stream moves on. `startReleasing` applies, through the same handler and in log order,
+ * the streams an operator released (a retry requested, or the parked record skipped).
+ */
+export function parkingHandler(deps: ParkingHandlerDeps) {
+  const { db, codec, place, label } = deps;
+  const onParked =
+    deps.onParked ??
+    ((notice: ParkedRecordNotice) =>
+      console.error(
+        `${label}: parked ${notice.topic}[${notice.partition}]@${notice.offset} (${notice.eventType ?? 'undecodable'}, stream ${notice.streamKey ?? '-'}): ${notice.error}`,
+      ));
+
+  async function handle(topic: string, partition: number, records: PositionedEvent[]) {
+    try {
+      await deps.handleBatch(topic, partition, records);
+      return;
+    } catch (error) {
+      // Postgres or the network failing is retried by the consumer as a whole, never parked.
+      if (isTransientFailure(error)) throw error;
+    }
+    for (const record of records) {
+      try {
+        await deps.handleBatch(topic, partition, [record]);
+      } catch (error) {
+        if (isTransientFailure(error) || record.failure) throw error;
+        const failure = parkingFailure(error);
+        await deps.handleBatch(topic, partition, [{ ...record, failure }]);
+        onParked({
+          topic,
+          partition,
+          offset: record.offset,
+          streamKey: record.key ?? null,
+          eventType: record.event?.type ?? null,
+          error: failure,
+        });
+      }
+    }
+  }
+
+  function reportDecodeFailures(topic: string, partition: number, records: readonly PositionedEvent[]) {
+    for (const record of records) {
+      if (record.failure)
+        onParked({
+          topic,
+          partition,
+          offset: record.offset,
+          streamKey: record.key ?? null,
+          eventType: null,
+          error: record.failure,
+        });
+    }
+  }
+
+  function startReleasing() {
+    let running = false;
+    const release = async () => {
+      if (running) return;
+      running = true;
+      try {
+        for (const stream of await releasedStreams(db, place)) {
+          const rows = await pendingRecords(db, place, stream);
+          const records = await Promise.all(
+            rows.map(async (row) => ({
+              ...(await decodeRecord(codec, row.offset, row.stream_key, row.value)),
+              replayed: true,
+            })),
+          );
+          await handle(stream.topic, stream.partition, records);
+        }
+      } catch (error) {
+        console.error(`${label}: applying released records failed`, error);
+      } finally {
+        running = false;
+      }
+    };
+    const poll = setInterval(() => void release(), deps.pollMs ?? 1000);
+    return { stop: () => clearInterval(poll) };
+  }
+
+  return { handle, reportDecodeFailures, startReleasing };
 }

@@ -3,6 +3,7 @@ import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import {
   DomainError,
+  parkedCounts,
   type Clock,
   type CommandBus,
   type Database,
@@ -20,6 +21,7 @@ import { sql, type Kysely } from 'kysely';
 import { accountRoutes } from './accounts/routes';
 import { partnerKeyAuthentication } from './http/auth';
 import { postgresRateLimitStore } from './http/rate-limit-store';
+import { refuseUnstorableText } from './http/text';
 import { conversationRoutes } from './conversations/routes';
 import { leadRoutes } from './leads/routes';
 import { requirementRoutes } from './requirements/routes';
@@ -42,6 +44,8 @@ export interface AppDeps {
   /** Twilio's auth token: when set, every Twilio webhook must carry a valid X-Twilio-Signature. */
   twilioAuthToken?: string | undefined;
   rateLimitPerMinute: number;
+  /** Failed authentications a minute per client address before a 429 (30 by default). */
+  authFailuresPerMinute?: number;
   /** Seals webhook signing secrets before they go on the log. */
   webhookSecrets: SecretBox;
   /** Extra readiness checks (the event log's reachability), run by GET /health/ready. */
@@ -55,6 +59,8 @@ export async function buildApp(deps: AppDeps) {
     logger: deps.logger ?? false,
     genReqId: () => deps.newId(),
     bodyLimit: 2 * 1024 * 1024,
+    // A malformed URL or an overlong path parameter is answered before routing: problem+json too.
+    frameworkErrors: problemErrorHandler,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -97,12 +103,17 @@ export async function buildApp(deps: AppDeps) {
       request.log.warn({ err: error }, 'not ready');
       throw new DomainError(503, 'not_ready', 'Not ready.');
     }
-    return { status: 'ready' };
+    // Records consumers could not apply wait for an operator (`npm run parked`); ready, but said.
+    return { status: 'ready', parked_records: await parkedCounts(deps.db) };
   });
 
   await app.register(
     async (v1) => {
-      v1.addHook('onRequest', partnerKeyAuthentication(deps.db));
+      v1.addHook(
+        'onRequest',
+        partnerKeyAuthentication(deps.db, { failuresPerMinute: deps.authFailuresPerMinute }),
+      );
+      v1.addHook('preValidation', refuseUnstorableText);
       await v1.register(fastifyRateLimit, {
         max: deps.rateLimitPerMinute,
         timeWindow: '1 minute',

@@ -44,6 +44,7 @@ const app = await buildApp({
   publicUrl: config.PUBLIC_URL,
   twilioAuthToken: config.TWILIO_AUTH_TOKEN,
   rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
+  authFailuresPerMinute: config.AUTH_FAILURES_PER_MINUTE,
   webhookSecrets: createSecretBox(config.WEBHOOK_ENCRYPTION_KEYS),
   readinessChecks: [async () => void (await services.admin.fetchTopicOffsets(services.topics.account))],
   logger: { level: process.env.LOG_LEVEL ?? 'info' },

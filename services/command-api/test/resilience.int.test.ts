@@ -111,6 +111,7 @@ describe('operations', () => {
     });
     expect((await system.app.inject({ method: 'GET', url: '/health/ready' })).json()).toEqual({
       status: 'ready',
+      parked_records: {},
     });
   });
 });

@@ -1,5 +1,10 @@
 import type { EventCodec, TopicNames } from '@leadline/events';
-import { startLogConsumer, type Database, type RunningConsumer } from '@leadline/runtime';
+import {
+  startLogConsumer,
+  type Database,
+  type LogConsumerDeps,
+  type RunningConsumer,
+} from '@leadline/runtime';
 import type { Kysely } from 'kysely';
 import type { Kafka } from 'kafkajs';
 import { applyBatch } from './apply-batch';
@@ -16,6 +21,8 @@ export interface ProjectorDeps {
   live?: boolean;
   /** Called when the consumer crashes; `willRestart` is false when kafkajs gives up on it. */
   onCrash?: (error: Error, willRestart: boolean) => void;
+  onParked?: LogConsumerDeps['onParked'];
+  parkedPollMs?: number;
 }
 
 export type RunningProjector = RunningConsumer;

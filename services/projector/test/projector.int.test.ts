@@ -148,6 +148,57 @@ describe('applying batches', () => {
     });
   });
 
+  it('applies a batch in log order: a lead deleted, then changed, then created again, in one batch', async () => {
+    const accountId = newUuid();
+    const [first, again] = [newUuid(), newUuid()];
+    const phone = '+15125550911';
+    const created = (leadId: string, name: string) =>
+      event('lead.created', accountId, {
+        lead_id: leadId,
+        phone,
+        name,
+        first_name: null,
+        last_name: null,
+        email: null,
+        company: null,
+        notes: null,
+        source: null,
+        external_id: null,
+        property_address: null,
+        metadata: {},
+        status: 'new',
+        auto_sequence: false,
+        origin: 'api',
+      });
+    const records = [
+      accountCreated(accountId, 91),
+      created(first, 'First'),
+      event('lead.deleted', accountId, { lead_id: first, phone }),
+      // A change that arrives after the delete finds no lead and must not bring it back.
+      event('lead.updated', accountId, { lead_id: first, phone, changes: { name: 'Ghost' } }),
+      event('lead.status_changed', accountId, {
+        lead_id: first,
+        phone,
+        previous_status: 'new',
+        new_status: 'contacted',
+      }),
+      created(again, 'Again'),
+    ].map((record, offset) => ({ offset: String(offset), event: record }));
+    await applyBatch(infrastructure.db, projections, 'log-order', 0, records);
+    const leads = await infrastructure.db
+      .selectFrom('leads')
+      .select(['id', 'name', 'status'])
+      .where('account_id', '=', accountId)
+      .execute();
+    expect(leads).toEqual([{ id: again, name: 'Again', status: 'new' }]);
+    const account = await infrastructure.db
+      .selectFrom('accounts')
+      .select('total_leads')
+      .where('id', '=', accountId)
+      .executeTakeFirstOrThrow();
+    expect(account.total_leads).toBe(1);
+  });
+
   it('has handlers that change nothing when the same events are applied twice', async () => {
     const accountId = newUuid();
     const events = [

@@ -6,6 +6,8 @@ export const gatewayConfigSchema = infrastructureConfig.extend({
   ...telephonyConfig.shape,
   NODE_ENV: z.string().default('development'),
   PROJECTION_WAIT_MS: z.coerce.number().int().positive().default(5000),
+  /** Bound on each call to Kafka when writing: past it a write answers 503 event_log_unavailable. */
+  EVENT_LOG_TIMEOUT_MS: z.coerce.number().int().positive().default(3000),
   /** Accounts sent to at once; each account's messages go out one at a time, in order. */
   SMS_GATEWAY_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   /** How long an interrupted send waits for Twilio's status callback before it counts as failed. */

@@ -1,11 +1,16 @@
+import { type EventCodec, type EventOf, type NewEvent, type TopicNames } from '@leadline/events';
 import {
-  UnknownEventTypeError,
-  type EventCodec,
-  type EventOf,
-  type NewEvent,
-  type TopicNames,
-} from '@leadline/events';
-import type { Clock, CommandBus, CommandContext, Database } from '@leadline/runtime';
+  decodeRecord,
+  parkingHandler,
+  SMS_GATEWAY_PARKING,
+  sortOutRecords,
+  type Clock,
+  type CommandBus,
+  type CommandContext,
+  type Database,
+  type LogConsumerDeps,
+  type PositionedEvent,
+} from '@leadline/runtime';
 import { SmsRejectedError, type SmsSender } from '@leadline/telephony';
 import type { Kafka } from 'kafkajs';
 import type { Kysely } from 'kysely';
@@ -31,6 +36,8 @@ export interface GatewayDeps {
   sendingTimeoutMs?: number;
   pollIntervalMs?: number;
   onError?: (error: unknown) => void;
+  onParked?: LogConsumerDeps['onParked'];
+  parkedPollMs?: number;
 }
 
 export interface RunningGateway {
@@ -267,26 +274,46 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
   });
   await consumer.connect();
   await consumer.subscribe({ topic: topics.account, fromBeginning: true });
+  // A request that cannot be queued (it does not decode, or the outbox refuses it) is parked and
+  // its account's later requests held behind it; every other account's requests go on.
+  const parking = parkingHandler({
+    db,
+    codec,
+    place: SMS_GATEWAY_PARKING,
+    label: 'sms-gateway',
+    onParked: deps.onParked,
+    pollMs: deps.parkedPollMs,
+    handleBatch: (topic, partition, records) =>
+      db.transaction().execute(async (trx) => {
+        const sorted = await sortOutRecords(trx, SMS_GATEWAY_PARKING, topic, partition, records, clock.now());
+        await enqueue(
+          trx,
+          sorted.flatMap((record) =>
+            record.event?.type === 'message.outbound_requested' ? [record.event] : [],
+          ),
+        );
+      }),
+  });
+  const releasing = parking.startReleasing();
+
   await consumer.run({
     eachBatch: async ({ batch, heartbeat, isRunning, isStale }) => {
       if (!isRunning() || isStale()) return;
-      const requests: EventOf<'message.outbound_requested'>[] = [];
+      const records: PositionedEvent[] = [];
       for (const message of batch.messages) {
         // Only requests matter here; the header spares decoding everything else.
         if (!message.value || message.headers?.['event-type']?.toString() !== 'message.outbound_requested')
           continue;
-        try {
-          const event = await codec.decode(message.value);
-          if (event.type === 'message.outbound_requested') requests.push(event);
-        } catch (error) {
-          if (!(error instanceof UnknownEventTypeError)) throw error;
-        }
+        records.push(
+          await decodeRecord(codec, message.offset, message.key?.toString() ?? null, message.value),
+        );
       }
+      parking.reportDecodeFailures(batch.topic, batch.partition, records);
       // The offsets are committed after this returns: a crash before that redelivers the batch,
       // which the outbox's primary key absorbs.
-      await enqueue(db, requests);
+      if (records.length > 0) await parking.handle(batch.topic, batch.partition, records);
       await heartbeat();
-      if (requests.length > 0) void dispatch().catch(onError);
+      if (records.some((record) => record.event)) void dispatch().catch(onError);
     },
   });
 
@@ -300,6 +327,7 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
     reconcile,
     async stop() {
       clearInterval(poll);
+      releasing.stop();
       await consumer.disconnect();
       await running?.catch(() => undefined);
     },

@@ -1,6 +1,13 @@
 import type { NewEvent } from '@leadline/events';
 import { projections, startProjector, type RunningProjector } from '@leadline/projector';
-import { connectCommandServices, createDb, newUuid, type CommandServices } from '@leadline/runtime';
+import {
+  connectCommandServices,
+  createDb,
+  newUuid,
+  listParked,
+  skipParked,
+  type CommandServices,
+} from '@leadline/runtime';
 import { createTwilioProvider, type SmsSender } from '@leadline/telephony';
 import {
   createTestEnvironment,
@@ -263,5 +270,54 @@ describe('the SMS gateway', () => {
       status: 'failed',
       error_code: 'send_unconfirmed',
     });
+  });
+
+  it("parks a request it cannot read, holds that account's later requests behind it and sends every other account's", async () => {
+    await account('acc-poisoned', '+15125551006');
+    await account('acc-healthy', '+15125551007');
+    // A record no codec can read, claiming to be a request (a broken producer, a corrupted copy).
+    const producer = services.kafka.producer();
+    await producer.connect();
+    await producer.send({
+      topic: services.topics.account,
+      messages: [
+        {
+          key: 'acc-poisoned',
+          value: Buffer.from('not an event'),
+          headers: { 'event-type': 'message.outbound_requested' },
+        },
+      ],
+    });
+    await producer.disconnect();
+    const waiting = request('+15125552007', 'Behind the bad one');
+    const healthy = request('+15125552008', 'Goes out');
+    await append('acc-poisoned', [waiting]);
+    await append('acc-healthy', [healthy]);
+
+    const instance = await gateway({ parkedPollMs: 100, onParked: () => undefined });
+    await instance.dispatch();
+    expect(await settled(healthy.data.message_id)).toBe('sent');
+    const parkedRows = () =>
+      gatewayDb
+        .selectFrom('parked_records')
+        .select(['topic', 'partition', 'offset', 'status', 'consumer'])
+        .where('consumer', '=', 'sms_gateway')
+        .where('stream_key', '=', 'acc-poisoned')
+        .orderBy('offset')
+        .execute();
+    const rows = await eventually(async () => ((await parkedRows()).length === 2 ? parkedRows() : undefined));
+    expect(rows.map((row) => row.status)).toEqual(['parked', 'held']);
+    expect(await outboxState(waiting.data.message_id)).toBeUndefined();
+
+    // The operator skips the bad record, for the gateway and for the read models: the held request goes out.
+    for (const consumer of ['sms_gateway', 'projector'])
+      expect(await skipParked(gatewayDb, { ...rows[0]!, consumer }, 'unreadable record', clock.now())).toBe(
+        true,
+      );
+    await eventually(async () => ((await outboxState(waiting.data.message_id)) ? true : undefined));
+    // The account's decisions wait until the read models applied what was held too.
+    await eventually(async () => ((await listParked(gatewayDb)).length === 0 ? true : undefined));
+    await instance.dispatch();
+    expect(await settled(waiting.data.message_id)).toBe('sent');
   });
 });

@@ -31,6 +31,8 @@ export const relayConfigSchema = infrastructureConfig
     WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
     /** Bound on waiting for the projector after appending webhook.disabled / delivery_failed. */
     PROJECTION_WAIT_MS: z.coerce.number().int().positive().default(5000),
+    /** Bound on each call to Kafka when writing: past it a write answers 503 event_log_unavailable. */
+    EVENT_LOG_TIMEOUT_MS: z.coerce.number().int().positive().default(3000),
     ...webhookSecretConfig,
   })
   .transform(withWebhookEncryptionKeys);

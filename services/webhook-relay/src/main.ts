@@ -44,6 +44,7 @@ const commands = createCommandBus({
   clock: systemClock,
   newId: newUuid,
   projectionWaitMs: config.PROJECTION_WAIT_MS,
+  eventLogTimeoutMs: config.EVENT_LOG_TIMEOUT_MS,
 });
 const client = createWebhookClient({
   timeoutMs: config.WEBHOOK_TIMEOUT_MS,

@@ -102,4 +102,54 @@ describe('relaying a batch', () => {
     const [latest] = (await deliveries()).slice(before);
     expect(JSON.parse(latest!.body).data).toMatchObject({ new_status: 'lost', lead_name: null });
   });
+
+  it("parks a record it cannot apply, holds that account's later records behind it, and relays the other accounts'", async () => {
+    const other = 'account-next-door';
+    const poisoned = {
+      ...record(leadCreated('+15125550501')),
+      key: accountId,
+      failure: 'Error: cannot be applied',
+    };
+    const behind = { ...record(leadCreated('+15125550502')), key: accountId };
+    const neighbour = record(leadCreated('+15125550503'));
+    const fine = {
+      ...neighbour,
+      key: other,
+      event: { ...neighbour.event!, account_id: other } as DomainEvent,
+    };
+    await relayBatch(deps(), 'parking-topic', 0, [poisoned, behind, fine]);
+
+    const ids = [poisoned, behind, fine].map((entry) => entry.event!.id);
+    const queued = (await deliveries()).filter((delivery) => ids.includes(delivery.event_id));
+    expect(queued.map((delivery) => delivery.account_id)).toEqual([other]);
+    const parked = await infrastructure.db
+      .selectFrom('parked_records')
+      .select(['consumer', 'offset', 'stream_key', 'status', 'error'])
+      .where('topic', '=', 'parking-topic')
+      .orderBy('offset')
+      .execute();
+    expect(parked).toEqual([
+      {
+        consumer: 'webhook_relay',
+        offset: poisoned.offset,
+        stream_key: accountId,
+        status: 'parked',
+        error: 'Error: cannot be applied',
+      },
+      {
+        consumer: 'webhook_relay',
+        offset: behind.offset,
+        stream_key: accountId,
+        status: 'held',
+        error: null,
+      },
+    ]);
+    // The checkpoint passed all three: the partition is not stopped.
+    const checkpoint = await infrastructure.db
+      .selectFrom('webhook_relay_checkpoints')
+      .select('next_offset')
+      .where('topic', '=', 'parking-topic')
+      .executeTakeFirstOrThrow();
+    expect(checkpoint.next_offset).toBe(String(Number(fine.offset) + 1));
+  });
 });

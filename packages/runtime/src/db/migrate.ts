@@ -37,6 +37,9 @@ async function migrateSchema(url: string, schema: string, migrations: Record<str
       db,
       provider: provider(migrations),
       migrationTableSchema: schema,
+      // Features add migrations side by side; a database that ran a later-named one first still
+      // takes an earlier-named newcomer (each migration stands alone).
+      allowUnorderedMigrations: true,
     });
     const { error } = await migrator.migrateToLatest();
     if (error) throw error;

@@ -11,6 +11,8 @@ type Int64 = ColumnType<string, string | bigint, string | bigint>;
  */
 export interface ReadModelTables {
   projection_checkpoints: { topic: string; partition: number; next_offset: Int64; updated_at: Timestamp };
+  /** The projector's parked and held records (see log-consumer.ts). */
+  projection_parked_records: ParkedRecordRow;
   partners: { id: string; name: string; created_at: Timestamp };
   accounts: {
     id: string;
@@ -181,6 +183,17 @@ export interface OperationalTables {
     updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
   };
   webhook_relay_checkpoints: { topic: string; partition: number; next_offset: Int64; updated_at: Timestamp };
+  /** The relay's and the SMS gateway's parked and held records. */
+  parked_records: ParkedRecordRow;
+  /** Parked records an operator skipped: every consumer of that name, a rebuild included, skips them. */
+  skipped_records: {
+    consumer: string;
+    topic: string;
+    partition: number;
+    offset: Int64;
+    reason: string;
+    skipped_at: Timestamp;
+  };
   webhook_lead_names: {
     account_id: string;
     phone: string;
@@ -216,6 +229,29 @@ export interface OperationalTables {
     duration_ms: number;
     response_excerpt: string | null;
   };
+}
+
+/**
+ * parked: could not be applied (the error says why); held: waits behind a parked record of the same
+ * stream; applied: retried with success; skipped: an operator chose to never apply it.
+ */
+export type ParkedStatus = 'parked' | 'held' | 'applied' | 'skipped';
+
+export interface ParkedRecordRow {
+  consumer: string;
+  topic: string;
+  partition: number;
+  offset: Int64;
+  /** The record's key: the account id (partner id on the partner topic). */
+  stream_key: string | null;
+  event_type: string | null;
+  /** The record as it is on the log, to apply it on retry without reading Kafka. */
+  value: Buffer | null;
+  error: string | null;
+  status: ParkedStatus;
+  parked_at: Timestamp;
+  updated_at: Timestamp;
+  retry_requested_at: Timestamp | null;
 }
 
 /** pending: an attempt is scheduled; the other three are final. failed = retries exhausted. */

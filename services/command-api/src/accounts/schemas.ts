@@ -13,11 +13,33 @@ const hexColor = z
 const httpUrl = z.url({ protocol: /^https?$/, error: 'Must be an http(s) URL.' }).max(2048);
 
 const METADATA_MAX_BYTES = 16 * 1024;
+const METADATA_MAX_DEPTH = 32;
+
+/** Levels of nesting, counted without recursion, stopping once past `limit`. */
+function depthOf(value: unknown, limit: number): number {
+  let deepest = 0;
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0 && deepest <= limit) {
+    const [current, depth] = stack.pop()!;
+    deepest = Math.max(deepest, depth);
+    if (current !== null && typeof current === 'object')
+      for (const child of Object.values(current)) stack.push([child, depth + 1]);
+  }
+  return deepest;
+}
+
 export const metadataInput = z
   .record(z.string().min(1).max(64), z.unknown())
+  // Checked first and aborting: measuring the size of a deeper document would overflow the stack.
+  .refine((value) => depthOf(value, METADATA_MAX_DEPTH) <= METADATA_MAX_DEPTH, {
+    message: `At most ${METADATA_MAX_DEPTH} levels of nesting.`,
+    abort: true,
+  })
   .refine((value) => Object.keys(value).length <= 50, 'At most 50 keys.')
   .refine((value) => JSON.stringify(value).length <= METADATA_MAX_BYTES, 'At most 16 KB of JSON.')
-  .meta({ description: 'Arbitrary key-value pairs for your own tracking (at most 50 keys, 16 KB).' });
+  .meta({
+    description: 'Arbitrary key-value pairs for your own tracking (at most 50 keys, 16 KB, 32 levels deep).',
+  });
 
 const name = z.string().trim().min(1, 'Must not be empty.').max(200);
 

@@ -1,7 +1,7 @@
 import type { CommandContext, Database } from '@leadline/runtime';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
-import { hashApiKey } from '../partners/api-keys';
+import { hashApiKey, isPlausibleApiKey } from '../partners/api-keys';
 import { sendProblem } from './problem';
 
 export interface AuthenticatedPartner {
@@ -18,11 +18,41 @@ declare module 'fastify' {
 /** Each instance writes a key's last use at most this often: a minute's precision, not a write per request. */
 const LAST_USE_PRECISION_MS = 60_000;
 
+const FAILURE_WINDOW_MS = 60_000;
+
+/**
+ * Failed authentications per client address in a fixed one-minute window, in memory: a client that
+ * guesses keys is refused before any database lookup. Good for one process; behind a proxy,
+ * `request.ip` is the proxy unless fastify's `trustProxy` is set.
+ */
+function failureLimiter(maxPerMinute: number) {
+  const failures = new Map<string, { count: number; resetAt: number }>();
+  return {
+    retryAfterSeconds(address: string, now: number): number | undefined {
+      const entry = failures.get(address);
+      if (!entry || entry.resetAt <= now) return undefined;
+      return entry.count >= maxPerMinute ? Math.ceil((entry.resetAt - now) / 1000) : undefined;
+    },
+    record(address: string, now: number) {
+      const entry = failures.get(address);
+      if (!entry || entry.resetAt <= now) {
+        // Old windows go when a new one starts somewhere, so the map stays bounded by live clients.
+        if (failures.size > 10_000)
+          for (const [key, old] of failures) if (old.resetAt <= now) failures.delete(key);
+        failures.set(address, { count: 1, resetAt: now + FAILURE_WINDOW_MS });
+      } else entry.count++;
+    },
+  };
+}
+
 /**
  * `X-Partner-Key` authentication. Keys are looked up by hash on every request (one primary-key read),
- * with no cache, so a revoked key is refused by every instance from its next request on.
+ * with no cache, so a revoked key is refused by every instance from its next request on. A malformed
+ * key (a wrong checksum) is refused without a lookup, and a client address with too many failures a
+ * minute gets a 429 before any.
  */
-export function partnerKeyAuthentication(db: Kysely<Database>) {
+export function partnerKeyAuthentication(db: Kysely<Database>, options: { failuresPerMinute?: number } = {}) {
+  const limiter = failureLimiter(options.failuresPerMinute ?? 30);
   const lastRecorded = new Map<string, number>();
   function recordUse(keyId: string, request: FastifyRequest) {
     const now = Date.now();
@@ -37,23 +67,34 @@ export function partnerKeyAuthentication(db: Kysely<Database>) {
       .catch((error: unknown) => request.log.warn({ err: error }, "could not record the key's last use"));
   }
   return async function authenticate(request: FastifyRequest, reply: FastifyReply) {
-    const key = request.headers['x-partner-key'];
-    if (typeof key !== 'string' || key.length === 0) {
+    const now = Date.now();
+    const retryAfter = limiter.retryAfterSeconds(request.ip, now);
+    if (retryAfter !== undefined) {
+      reply.header('retry-after', String(retryAfter));
       return sendProblem(
         reply,
         request,
-        401,
-        'missing_api_key',
-        'Send your partner key in the X-Partner-Key header.',
+        429,
+        'too_many_failed_authentications',
+        'Too many requests with an invalid or missing partner key from this address; retry later.',
       );
     }
+    const refuse = (code: string, detail: string) => {
+      limiter.record(request.ip, now);
+      return sendProblem(reply, request, 401, code, detail);
+    };
+    const key = request.headers['x-partner-key'];
+    if (typeof key !== 'string' || key.length === 0) {
+      return refuse('missing_api_key', 'Send your partner key in the X-Partner-Key header.');
+    }
+    if (!isPlausibleApiKey(key)) return refuse('invalid_api_key', 'The partner key is not valid.');
     const row = await db
       .selectFrom('partner_api_keys')
       .select(['id', 'partner_id'])
       .where('key_hash', '=', hashApiKey(key))
       .where('revoked_at', 'is', null)
       .executeTakeFirst();
-    if (!row) return sendProblem(reply, request, 401, 'invalid_api_key', 'The partner key is not valid.');
+    if (!row) return refuse('invalid_api_key', 'The partner key is not valid.');
     request.partner = { id: row.partner_id, keyId: row.id };
     recordUse(row.id, request);
   };

@@ -153,11 +153,17 @@ export const errorCatalog = {
     'The webhook is disabled; activate it before sending a test event.',
     operations('sendTestEvent'),
   ),
+  uri_too_long: entry(414, 'A path parameter is too long.', (operation) => operation.path.includes('{')),
   payload_too_large: entry(413, 'The body is over 2 MB.', withBody),
   unsupported_media_type: entry(415, 'The body is not `application/json`.', withBody),
   rate_limited: entry(
     429,
     'Over the rate limit of the partner key; retry after `Retry-After` seconds.',
+    every,
+  ),
+  too_many_failed_authentications: entry(
+    429,
+    'Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.',
     every,
   ),
   internal_error: entry(
@@ -179,6 +185,11 @@ export const errorCatalog = {
     503,
     'The telephony provider did not answer; nothing was written, retry after `Retry-After`.',
     operations('createAccount'),
+  ),
+  account_held: entry(
+    503,
+    'A record of this account waits for an operator; writes to it are paused, nothing was written.',
+    (operation) => accountScoped(operation) && operation.method !== 'get',
   ),
   not_ready: entry(503, 'The service is not ready (readiness probe only).'),
 } satisfies Record<string, ErrorEntry>;

@@ -23,8 +23,10 @@ function thrownCodes(): { code: string; status: number | undefined; where: strin
     [/new DomainError\(\s*(\d{3}),\s*'([a-z_]+)'/g, (m) => [m[2]!, Number(m[1])]],
     [/sendProblem\(\s*reply,\s*request,\s*(\d{3}),\s*'([a-z_]+)'/g, (m) => [m[2]!, Number(m[1])]],
     // Fastify's own client errors, named in the error handler.
-    [/status === (\d{3}) \? '([a-z_]+)'/g, (m) => [m[2]!, Number(m[1])]],
-    [/: '(bad_request)'/g, (m) => [m[1]!, 400]],
+    [/^\s+(\d{3}): '([a-z_]+)',$/gm, (m) => [m[2]!, Number(m[1])]],
+    // Authentication's refusals.
+    [/\brefuse\(\s*'([a-z_]+)'/g, (m) => [m[1]!, 401]],
+    [/\?\? '(bad_request)'/g, (m) => [m[1]!, 400]],
   ];
   for (const dir of ['packages', 'services']) {
     for (const file of sourceFiles(join(root, dir))) {
@@ -73,10 +75,11 @@ describe('the error catalog', () => {
       401: ['invalid_api_key', 'missing_api_key'],
       404: ['account_not_found'],
       413: ['payload_too_large'],
+      414: ['uri_too_long'],
       415: ['unsupported_media_type'],
-      429: ['rate_limited'],
+      429: ['rate_limited', 'too_many_failed_authentications'],
       500: ['internal_error'],
-      503: ['event_log_unavailable', 'projection_lagging'],
+      503: ['account_held', 'event_log_unavailable', 'projection_lagging'],
     } satisfies Record<number, ErrorCode[]>);
     expect(
       statuses({
@@ -88,7 +91,7 @@ describe('the error catalog', () => {
       }),
     ).toEqual({
       401: ['invalid_api_key', 'missing_api_key'],
-      429: ['rate_limited'],
+      429: ['rate_limited', 'too_many_failed_authentications'],
       500: ['internal_error'],
     });
   });

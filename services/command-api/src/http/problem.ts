@@ -62,6 +62,7 @@ const titles: Record<number, string> = {
   404: 'Not Found',
   409: 'Conflict',
   413: 'Content Too Large',
+  414: 'URI Too Long',
   415: 'Unsupported Media Type',
   422: 'Unprocessable Content',
   429: 'Too Many Requests',
@@ -88,6 +89,12 @@ export function sendProblem(
   };
   return reply.status(status).type('application/problem+json').send(problem);
 }
+
+const fastifyClientErrorCodes: Record<number, string> = {
+  413: 'payload_too_large',
+  414: 'uri_too_long',
+  415: 'unsupported_media_type',
+};
 
 /** Turns every error into problem+json; internals of a 5xx never reach the client. */
 export function problemErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
@@ -119,8 +126,7 @@ export function problemErrorHandler(error: FastifyError, request: FastifyRequest
     return sendProblem(reply, request, 500, 'internal_error', 'Something went wrong on our side.');
   }
   // Fastify's own client errors: malformed JSON, body too large, unsupported media type...
-  const code =
-    status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type' : 'bad_request';
+  const code = fastifyClientErrorCodes[status] ?? 'bad_request';
   return sendProblem(reply, request, status, code, error.message);
 }
 

@@ -29,6 +29,15 @@ export function hasValidChecksum(key: string): boolean {
   return checksumOf(key.slice(0, -6)) === key.slice(-6);
 }
 
+/**
+ * Whether a key is worth a lookup: one of ours (`llk_`) must carry its checksum; any other key (a
+ * development key set through PARTNER_API_KEY, at least 16 characters) must at least look like one.
+ */
+export function isPlausibleApiKey(key: string): boolean {
+  if (key.startsWith(KEY_PREFIX)) return hasValidChecksum(key);
+  return key.length >= 16 && key.length <= 256 && /^[\x20-\x7e]+$/.test(key);
+}
+
 /** Keys are stored only as this hash; they have 190 bits of entropy, so a fast hash is enough. */
 export const hashApiKey = (key: string) => createHash('sha256').update(key).digest('hex');
 

@@ -1,4 +1,5 @@
 import fastifyFormbody from '@fastify/formbody';
+import { cleanForm } from '@leadline/events';
 import { validTwilioSignature, deliveryStatusOf } from '@leadline/telephony';
 import { DomainError, notFound } from '@leadline/runtime';
 import type { FastifyRequest } from 'fastify';
@@ -38,7 +39,8 @@ export const twilioRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =>
   }
 
   app.post('/twilio/sms', { schema: { hide: true, body: inboundSmsForm } }, async (request, reply) => {
-    const form = request.body;
+    // Text from phones is never refused: what a projection cannot store is cleaned (after the signature check).
+    const form = cleanForm(request.body);
     await receiveInboundSms(deps, {
       // Short codes and alphanumeric senders are kept as given.
       phone: normalizePhone(form.From) ?? form.From,
@@ -54,7 +56,8 @@ export const twilioRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =>
     '/twilio/status',
     { schema: { hide: true, body: statusCallbackForm, querystring: statusCallbackQuery } },
     async (request, reply) => {
-      const { MessageSid, MessageStatus, ErrorCode } = request.body;
+      const { MessageSid, MessageStatus, ErrorCode } = cleanForm(request.body);
+      const query = cleanForm(request.query);
       const status = deliveryStatusOf(MessageStatus);
       // The URL names our message; the SID finds it too when a callback comes without it.
       const message = await db
@@ -62,8 +65,8 @@ export const twilioRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =>
         .innerJoin('accounts', 'accounts.id', 'messages.account_id')
         .select(['messages.id', 'messages.phone', 'messages.account_id', 'accounts.partner_id'])
         .where((eb) =>
-          request.query.message_id
-            ? eb('messages.id', '=', request.query.message_id)
+          query.message_id
+            ? eb('messages.id', '=', query.message_id)
             : eb('messages.provider_message_id', '=', MessageSid),
         )
         .executeTakeFirst();

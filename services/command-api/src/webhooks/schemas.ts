@@ -16,6 +16,8 @@ const webhookUrl = z
   .url({ protocol: /^https$/, error: 'Must be an https:// URL.' })
   .max(2048)
   .refine((value) => {
+    // Zod runs refinements even after the URL check failed; a value that is no URL is not this error.
+    if (!URL.canParse(value)) return true;
     const url = new URL(value);
     return url.username === '' && url.password === '';
   }, 'Must not carry credentials.')

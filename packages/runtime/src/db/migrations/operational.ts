@@ -170,4 +170,39 @@ export const operationalMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0004_parked_records': {
+    async up(db: Kysely<unknown>) {
+      // The same for the consumers whose state is operational (the webhook relay, the SMS gateway);
+      // and the records an operator chose to skip, kept outside any read-model schema so that a
+      // rebuild skips them too and reproduces what the live projector did.
+      await sql`
+        create table parked_records (
+          consumer text not null,
+          topic text not null,
+          partition integer not null,
+          "offset" bigint not null,
+          stream_key text,
+          event_type text,
+          value bytea,
+          error text,
+          status text not null,
+          parked_at timestamptz not null,
+          updated_at timestamptz not null,
+          retry_requested_at timestamptz,
+          primary key (consumer, topic, partition, "offset")
+        );
+        create index parked_records_pending on parked_records (consumer, stream_key)
+          where status in ('parked', 'held');
+        create table skipped_records (
+          consumer text not null,
+          topic text not null,
+          partition integer not null,
+          "offset" bigint not null,
+          reason text not null,
+          skipped_at timestamptz not null,
+          primary key (consumer, topic, partition, "offset")
+        );
+      `.execute(db);
+    },
+  },
 };

@@ -188,4 +188,30 @@ export const readModelMigrations: Record<string, Migration> = {
       await sql`alter table accounts add column phone_number_released_at timestamptz`.execute(db);
     },
   },
+  '0004_parked_records': {
+    async up(db: Kysely<unknown>) {
+      // Records the projector could not apply, and the later records of the same stream held behind
+      // them (see log-consumer.ts). In the read models' schema, beside the checkpoints, so a rebuild
+      // parks afresh in its own schema and the swap carries them over with the read models.
+      await sql`
+        create table projection_parked_records (
+          consumer text not null,
+          topic text not null,
+          partition integer not null,
+          "offset" bigint not null,
+          stream_key text,
+          event_type text,
+          value bytea,
+          error text,
+          status text not null,
+          parked_at timestamptz not null,
+          updated_at timestamptz not null,
+          retry_requested_at timestamptz,
+          primary key (consumer, topic, partition, "offset")
+        );
+        create index projection_parked_records_pending on projection_parked_records (stream_key)
+          where status in ('parked', 'held');
+      `.execute(db);
+    },
+  },
 };

@@ -1,0 +1,104 @@
+import { projections, startProjector } from '@leadline/projector';
+import type { NewEvent } from '@leadline/events';
+import { createDb, partitionForKey } from '@leadline/runtime';
+import { eventually } from '@leadline/test-kit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSystem, type TestSystem } from './system';
+
+let system: TestSystem;
+
+beforeAll(async () => {
+  // The test runs the projector itself, when it wants.
+  system = await startSystem({ projector: false, projectionWaitMs: 200 });
+});
+afterAll(() => system?.close());
+
+const created = (name: string): NewEvent => ({
+  type: 'account.created',
+  data: {
+    name,
+    company_name: name,
+    slug: name.toLowerCase(),
+    phone_number: '+15550000000',
+    phone_number_provisioned: false,
+    forwarding_number: null,
+    branding: { logo_url: null, accent_color: null },
+    metadata: {},
+  },
+});
+const append = (accountId: string, name: string) =>
+  system.services.commands.append({
+    stream: { topic: 'account', accountId },
+    context: { partnerId: 'partner', actor: { kind: 'system', service: 'test' }, correlationId: 'c' },
+    events: [created(name)],
+  });
+
+async function runProjector(onCrash: (error: Error) => void = () => undefined) {
+  const db = createDb(system.env.config.DATABASE_URL, { maxConnections: 2 });
+  const projector = await startProjector({
+    ...system.services,
+    db,
+    groupId: system.projectorGroupId,
+    projections,
+    onCrash,
+  });
+  return {
+    async stop() {
+      await projector.stop();
+      await db.destroy();
+    },
+  };
+}
+
+const accountNamed = (name: string) =>
+  system.services.db.selectFrom('accounts').select('id').where('name', '=', name).executeTakeFirst();
+
+describe('where the log consumer continues', () => {
+  it("from PostgreSQL's checkpoint even when Kafka's committed offset is ahead of it (a restore, a failover)", async () => {
+    for (const index of [1, 2, 3]) await append(`acc-ahead-${index}`, `Ahead ${index}`);
+    const topic = system.services.topics.account;
+    const offsets = await system.services.admin.fetchTopicOffsets(topic);
+    // Kafka says everything was consumed; PostgreSQL has applied nothing.
+    await system.services.admin.setOffsets({
+      groupId: system.projectorGroupId,
+      topic,
+      partitions: offsets.map(({ partition, high }) => ({ partition, offset: high })),
+    });
+    const projector = await runProjector();
+    try {
+      for (const index of [1, 2, 3])
+        await eventually(async () => ((await accountNamed(`Ahead ${index}`)) ? true : undefined));
+    } finally {
+      await projector.stop();
+    }
+  });
+
+  it('stops with a clear error when records it never applied are no longer in the log', async () => {
+    const topic = system.services.topics.account;
+    const count = (await system.services.admin.fetchTopicOffsets(topic)).length;
+    const partition = partitionForKey(topic, 'acc-gone', count);
+    for (const index of [1, 2, 3]) await append('acc-gone', `Gone ${index}`);
+    const high = (await system.services.admin.fetchTopicOffsets(topic)).find(
+      (entry) => entry.partition === partition,
+    )!.high;
+    // Records nobody applied are deleted from the log (retention, a mistaken purge).
+    await system.services.admin.deleteTopicRecords({ topic, partitions: [{ partition, offset: high }] });
+    await append('acc-gone', 'Gone 4');
+
+    const crashes: Error[] = [];
+    const projector = await runProjector((error) => crashes.push(error));
+    try {
+      // kafkajs retries a failing batch a few times before the consumer crashes.
+      const gap = await eventually(
+        async () => crashes.find((error) => /never applied and are no longer in the log/.test(error.message)),
+        {
+          timeoutMs: 120_000,
+        },
+      );
+      expect(gap.message).toMatch(/offsets 0 to \d+ were never applied/);
+      expect(await accountNamed('Gone 4')).toBeUndefined();
+    } finally {
+      await projector.stop();
+    }
+  });
+});
