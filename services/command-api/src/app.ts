@@ -7,6 +7,7 @@ import {
   type CommandBus,
   type Database,
   type NewId,
+  type ProjectionProgress,
   type SecretBox,
 } from '@leadline/runtime';
 import Fastify, { type FastifyServerOptions } from 'fastify';
@@ -29,9 +30,14 @@ import { apiDescription } from './openapi-description';
 import type { NumberProvider } from '@leadline/telephony';
 import { webhookRoutes } from './webhooks/routes';
 import { webhookEventsDocumentation } from './webhooks/documentation';
+import { embedApiRoutes, EMBED_API_PREFIX } from './embed/api';
+import { dashboardRoutes } from './embed/dashboard';
+import { embedTokenRoutes } from './embed/routes';
 
 /** Every documented operation can answer with problem details; say so once, for all of them. */
 const documentProblems: typeof jsonSchemaTransform = (input) => {
+  // The dashboard's own API is not part of the partner contract.
+  if (input.url.startsWith('/embed')) return { schema: { ...input.schema, hide: true }, url: input.url };
   const transformed = jsonSchemaTransform(input);
   if (transformed.schema.hide) return transformed;
   const response = (transformed.schema.response ?? {}) as Record<string, unknown>;
@@ -57,6 +63,12 @@ export interface AppDeps {
   clock: Clock;
   newId: NewId;
   publicUrl: string;
+  /** Where the embedded dashboard is served (`{appUrl}/embed`); `publicUrl` by default. */
+  appUrl?: string | undefined;
+  /** The projector's announced progress: feeds the dashboard's live updates. */
+  progress?: ProjectionProgress;
+  /** The built dashboard (apps/dashboard/dist by default). */
+  dashboardDir?: string;
   /** Twilio's auth token: when set, every Twilio webhook must carry a valid X-Twilio-Signature. */
   twilioAuthToken?: string | undefined;
   rateLimitPerMinute: number;
@@ -128,9 +140,13 @@ export async function buildApp(deps: AppDeps) {
       await v1.register(conversationRoutes, deps);
       await v1.register(usageRoutes, deps);
       await v1.register(webhookRoutes, deps);
+      await v1.register(embedTokenRoutes, deps);
     },
     { prefix: '/v1' },
   );
+  // Wrapped, so the prefix is not handed on with deps to the route plugins the embed API reuses.
+  await app.register(async (embed) => embed.register(embedApiRoutes, deps), { prefix: EMBED_API_PREFIX });
+  await app.register(dashboardRoutes, deps);
   await app.register(twilioRoutes, deps);
   return app;
 }

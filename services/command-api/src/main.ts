@@ -1,5 +1,6 @@
 import { createSecretBox, loadConfig, newUuid, systemClock } from '@leadline/runtime';
 import { buildApp } from './app';
+import { requestForLog } from './http/log';
 import { apiConfigSchema } from './config';
 import { ensurePartnerWithKey } from './partners/partners';
 import { connectCommandServices } from './services';
@@ -26,11 +27,13 @@ const app = await buildApp({
   clock: systemClock,
   newId: newUuid,
   publicUrl: config.PUBLIC_URL,
+  appUrl: config.APP_URL,
+  progress: services.progress,
   twilioAuthToken: config.TWILIO_AUTH_TOKEN,
   rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
   webhookSecrets: createSecretBox(config.WEBHOOK_ENCRYPTION_KEY),
   readinessChecks: [async () => void (await services.admin.fetchTopicOffsets(services.topics.account))],
-  logger: { level: process.env.LOG_LEVEL ?? 'info' },
+  logger: { level: process.env.LOG_LEVEL ?? 'info', serializers: { req: requestForLog } },
 });
 await app.listen({ port: config.PORT, host: config.HOST });
 

@@ -5,6 +5,7 @@ import type { AppDeps } from '../app';
 import { commandContext } from '../http/auth';
 import { decideAccount, decideAccountCreation, type AccountCommand } from './decide';
 import { executeOnAccount as executeOnAccountStream, requireAccount } from './account-stream';
+import { revokeEmbedTokens } from '../embed/tokens';
 import {
   createdAccountResponse,
   invitedMemberResponse,
@@ -50,6 +51,13 @@ export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
         teamEmails: new Set(team.map((member) => member.email.toLowerCase())),
       };
       return { events: decideAccount(command, state), result: undefined };
+    }).then(async (outcome) => {
+      // A deactivated account's embedded dashboards stop at once. The tokens are revoked, not only
+      // refused while the account is deactivated, so a reactivation does not bring them back.
+      if (outcome.events.some((event) => event.type === 'account.deactivated')) {
+        await revokeEmbedTokens(db, accountId, deps.clock.now());
+      }
+      return outcome;
     });
   }
 
