@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 
 npx tsc -p tsconfig.json --noEmit
+npx tsc -p apps/dashboard/tsconfig.json --noEmit
 npx eslint .
 npx prettier --check . >/dev/null || { npx prettier --check .; exit 1; }
 
