@@ -5,12 +5,7 @@ export const expiringDelay = (expiresAt: string, now: number) =>
   Math.max(0, new Date(expiresAt).getTime() - WARNING_MS - now);
 
 /** Warns once per token: a refreshed token schedules its own warning and cancels the old one. */
-export function scheduleExpiring(
-  expiresAt: string,
-  now: () => number,
-  warn: () => void,
-  timers: { set: typeof setTimeout; clear: typeof clearTimeout } = { set: setTimeout, clear: clearTimeout },
-): () => void {
-  const handle = timers.set(warn, expiringDelay(expiresAt, now()));
-  return () => timers.clear(handle);
+export function scheduleExpiring(expiresAt: string, now: () => number, warn: () => void): () => void {
+  const handle = setTimeout(warn, expiringDelay(expiresAt, now()));
+  return () => clearTimeout(handle);
 }

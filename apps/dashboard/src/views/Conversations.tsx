@@ -106,7 +106,10 @@ function Thread({ conversation, onChanged }: { conversation: ConversationItem; o
     setMessages([]);
     void load().catch((failure: Error) => setError(failure.message));
   }, [load]);
-  useEffect(() => end.current?.scrollIntoView?.({ block: 'end' }), [messages]);
+  // Braces: newer browsers return a promise from scrollIntoView, and an effect may return only a cleanup.
+  useEffect(() => {
+    end.current?.scrollIntoView?.({ block: 'end' });
+  }, [messages]);
   useLiveChanges((changes) => {
     if (changes.resync || changes.conversations.includes(phone)) void load().catch(() => undefined);
   });
@@ -145,7 +148,7 @@ function Thread({ conversation, onChanged }: { conversation: ConversationItem; o
       <header className="thread-header">
         <div>
           <strong>{conversation.name ?? formatPhone(phone)}</strong>
-          <span className="sub">{formatPhone(phone)}</span>
+          {conversation.name && <span className="sub">{formatPhone(phone)}</span>}
         </div>
         {(conversation.ai_paused || conversation.needs_handoff) && (
           <button className="secondary" onClick={() => void resume()}>

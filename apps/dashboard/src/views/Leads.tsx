@@ -179,7 +179,7 @@ function LeadPanel({
       <header className="thread-header">
         <div>
           <strong>{lead?.name ?? formatPhone(phone)}</strong>
-          <span className="sub">{formatPhone(phone)}</span>
+          {lead?.name && <span className="sub">{formatPhone(phone)}</span>}
         </div>
         <button className="link" onClick={onClose} aria-label="Close">
           ×
