@@ -303,3 +303,78 @@ describe('the dashboard page', () => {
     expect(open.headers['content-security-policy']).toContain('frame-ancestors *');
   });
 });
+
+describe('live updates', () => {
+  /** Reads a server-sent-events response event by event. */
+  async function openStream(baseUrl: string, accountId: string, token: string, lastEventId?: string) {
+    const controller = new AbortController();
+    const response = await fetch(`${baseUrl}/embed/api/accounts/${accountId}/events`, {
+      headers: { authorization: `Bearer ${token}`, ...(lastEventId && { 'last-event-id': lastEventId }) },
+      signal: controller.signal,
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = '';
+    return {
+      async next(): Promise<{ id: string; event: string; data: Record<string, unknown> }> {
+        for (;;) {
+          const blocks = buffer.split('\n\n');
+          while (blocks.length > 1) {
+            const block = blocks.shift()!;
+            buffer = blocks.join('\n\n');
+            const fields = Object.fromEntries(
+              block
+                .split('\n')
+                .filter((line) => !line.startsWith(':') && line.includes(': '))
+                .map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]),
+            );
+            if (fields.event) {
+              return { id: fields.id ?? '', event: fields.event, data: JSON.parse(fields.data ?? '{}') };
+            }
+          }
+          const { value, done } = await reader.read();
+          if (done) throw new Error('stream ended');
+          buffer += value;
+        }
+      },
+      close: () => controller.abort(),
+    };
+  }
+
+  it("streams only the token's account's changes, and a stream resumed after a gap asks for a refetch", async () => {
+    const baseUrl = await system.app.listen({ port: 0, host: '127.0.0.1' });
+    const account = await newAccount();
+    const sibling = await newAccount();
+    const token = await tokenFor(account, { user_role: 'member' });
+    const stream = await openStream(baseUrl, account, token);
+    const ready = await stream.next();
+    expect(ready.event).toBe('ready');
+
+    await acme.post(`/accounts/${sibling}/leads`, { phone: '+15125550150' });
+    await acme.post(`/accounts/${account}/leads`, { phone: '+15125550151' });
+    const change = await stream.next();
+    expect(change).toMatchObject({
+      event: 'change',
+      data: { conversations: [], leads: ['+15125550151'], checklist_completed: [] },
+    });
+    expect(BigInt(change.id)).toBeGreaterThan(BigInt(ready.id));
+
+    await acme.patch(`/accounts/${account}/leads/%2B15125550151`, { status: 'qualified' });
+    const status = await stream.next();
+    expect(status.data).toMatchObject({ leads: ['+15125550151'] });
+    stream.close();
+
+    // A change while disconnected: resuming from the last id seen asks the page to refetch.
+    await acme.post(`/accounts/${account}/leads`, { phone: '+15125550152' });
+    const resumed = await openStream(baseUrl, account, token, status.id);
+    expect(await resumed.next()).toMatchObject({ event: 'change', data: { resync: true } });
+    resumed.close();
+    const current = await openStream(baseUrl, account, token);
+    const position = (await current.next()).id;
+    current.close();
+    const caughtUp = await openStream(baseUrl, account, token, position);
+    expect((await caughtUp.next()).event).toBe('ready');
+    caughtUp.close();
+  });
+});

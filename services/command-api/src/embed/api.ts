@@ -1,4 +1,5 @@
 import { DomainError, notFound, unavailable } from '@leadline/runtime';
+import type { ServerResponse } from 'node:http';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -9,7 +10,7 @@ import { conversationRoutes } from '../conversations/routes';
 import { leadRoutes } from '../leads/routes';
 import { requirementRoutes } from '../requirements/routes';
 import { embedTokenAuthentication, type EmbedSession } from './auth';
-import { watchAccount } from './live';
+import { watchAccount, type AccountWatch } from './live';
 import { embedCapabilities, embedRoleAllows } from './permissions';
 import { embedViews } from './tokens';
 
@@ -83,6 +84,12 @@ export const embedApiRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) 
     },
   );
 
+  // Open streams never end by themselves: closing the app ends them, or it would wait on them forever.
+  const streams = new Set<ServerResponse>();
+  app.addHook('preClose', async () => {
+    for (const stream of streams) stream.end();
+  });
+
   app.get(
     '/accounts/:id/events',
     { schema: { operationId: 'streamEmbedEvents', params: accountParams } },
@@ -101,12 +108,35 @@ export const embedApiRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) 
       });
       const send = (event: string, id: string, data: unknown) =>
         raw.write(`id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-      const watch = await watchAccount(
-        { db, progress },
-        embed.accountId,
-        (changes, position) => send('change', position, changes),
-        (error) => request.log.warn({ err: error }, 'live update failed'),
+      let watch: AccountWatch | undefined;
+      let closed = false;
+      // The token's expiry ends the stream too; the page reconnects with its refreshed token.
+      const expiry = setTimeout(
+        () => raw.end(),
+        Math.max(0, embed.expiresAt.getTime() - deps.clock.now().getTime()),
       );
+      const heartbeat = setInterval(() => raw.write(': keep-alive\n\n'), HEARTBEAT_MS);
+      streams.add(raw);
+      raw.on('close', () => {
+        closed = true;
+        streams.delete(raw);
+        clearTimeout(expiry);
+        clearInterval(heartbeat);
+        watch?.stop();
+      });
+      try {
+        watch = await watchAccount(
+          { db, progress },
+          embed.accountId,
+          (changes, position) => send('change', position, changes),
+          (error) => request.log.warn({ err: error }, 'live update failed'),
+        );
+      } catch (error) {
+        request.log.error({ err: error }, 'live updates could not start');
+        raw.end();
+        return;
+      }
+      if (closed) return watch.stop();
       raw.write('retry: 2000\n\n');
       if (typeof lastEventId === 'string' && lastEventId !== watch.position) {
         // Resumed after a gap: what changed in between is unknown, so the page refetches what it shows.
@@ -119,17 +149,6 @@ export const embedApiRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) 
       } else {
         send('ready', watch.position, {});
       }
-      // The token's expiry ends the stream too; the page reconnects with its refreshed token.
-      const expiry = setTimeout(
-        () => raw.end(),
-        Math.max(0, embed.expiresAt.getTime() - deps.clock.now().getTime()),
-      );
-      const heartbeat = setInterval(() => raw.write(': keep-alive\n\n'), HEARTBEAT_MS);
-      raw.on('close', () => {
-        clearTimeout(expiry);
-        clearInterval(heartbeat);
-        watch.stop();
-      });
     },
   );
 

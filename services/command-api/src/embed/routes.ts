@@ -54,7 +54,8 @@ export const embedTokenRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps
           expires_at: expiresAt,
         })
         .execute();
-      const url = new URL('/embed', appUrl);
+      // Kept relative to APP_URL's own path, for a dashboard served under a prefix.
+      const url = new URL(`${appUrl.replace(/\/+$/, '')}/embed`);
       url.searchParams.set('token', token);
       if (view) url.searchParams.set('view', view);
       return { token, expires_at: expiresAt.toISOString(), embed_url: url.toString() };
