@@ -79,8 +79,9 @@ export function App({ parameters }: { parameters: UrlParameters }) {
         }
         hub.emit(changes);
       },
+      ended,
     );
-  }, [hub, parent, session]);
+  }, [ended, hub, parent, session]);
 
   const dashboard = useMemo<Dashboard | null>(
     () => (session ? { api, session, parent } : null),

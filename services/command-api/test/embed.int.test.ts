@@ -377,4 +377,15 @@ describe('live updates', () => {
     expect((await caughtUp.next()).event).toBe('ready');
     caughtUp.close();
   });
+
+  it('ends an open stream once its token is revoked, sending nothing more', async () => {
+    const baseUrl = await system.app.listen({ port: 0, host: '127.0.0.1' }).catch(() => undefined);
+    const url = baseUrl ?? `http://127.0.0.1:${(system.app.server.address() as { port: number }).port}`;
+    const account = await newAccount();
+    const stream = await openStream(url, account, await tokenFor(account));
+    expect((await stream.next()).event).toBe('ready');
+    await acme.delete(`/accounts/${account}/embed-tokens`);
+    await acme.post(`/accounts/${account}/leads`, { phone: '+15125550160' });
+    await expect(stream.next()).rejects.toThrow('stream ended');
+  });
 });

@@ -48,6 +48,7 @@ export function subscribeLive(
   accountId: string,
   getToken: () => string,
   onChanges: (changes: Changes) => void,
+  onUnauthorized: () => void,
 ): () => void {
   let lastEventId: string | undefined;
   let stopped = false;
@@ -56,10 +57,11 @@ export function subscribeLive(
 
   const connect = async () => {
     controller = new AbortController();
+    const token = getToken();
     try {
       const response = await fetch(`${API_BASE}/accounts/${encodeURIComponent(accountId)}/events`, {
         headers: {
-          authorization: `Bearer ${getToken()}`,
+          authorization: `Bearer ${token}`,
           accept: 'text/event-stream',
           ...(lastEventId && { 'last-event-id': lastEventId }),
         },
@@ -67,6 +69,12 @@ export function subscribeLive(
         credentials: 'omit',
         cache: 'no-store',
       });
+      // The token in use stopped working (expired, revoked): the session is over, stop retrying.
+      if (response.status === 401 && token === getToken()) {
+        stopped = true;
+        onUnauthorized();
+        return;
+      }
       if (!response.ok || !response.body) throw new Error(`stream answered ${response.status}`);
       const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
       let buffer = '';

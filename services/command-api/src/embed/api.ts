@@ -12,7 +12,7 @@ import { requirementRoutes } from '../requirements/routes';
 import { embedTokenAuthentication, type EmbedSession } from './auth';
 import { watchAccount, type AccountWatch } from './live';
 import { embedCapabilities, embedRoleAllows } from './permissions';
-import { embedViews } from './tokens';
+import { embedViews, isTokenLive } from './tokens';
 
 export const EMBED_API_PREFIX = '/embed/api';
 const HEARTBEAT_MS = 25_000;
@@ -128,7 +128,11 @@ export const embedApiRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) 
         watch = await watchAccount(
           { db, progress },
           embed.accountId,
-          (changes, position) => send('change', position, changes),
+          async (changes, position) => {
+            // A stream outlives no revocation: each change is sent only while its token still works.
+            if (await isTokenLive(db, embed.tokenId, deps.clock.now())) send('change', position, changes);
+            else raw.end();
+          },
           (error) => request.log.warn({ err: error }, 'live update failed'),
         );
       } catch (error) {

@@ -122,7 +122,7 @@ export interface AccountWatch {
 export async function watchAccount(
   deps: { db: Kysely<Database>; progress: ProjectionProgress },
   accountId: string,
-  onChanges: (changes: AccountChanges, position: string) => void,
+  onChanges: (changes: AccountChanges, position: string) => void | Promise<void>,
   onError: (error: unknown) => void,
 ): Promise<AccountWatch> {
   // The position is read before the state, so a client resuming from it never skips a change.
@@ -145,7 +145,7 @@ export async function watchAccount(
         const changes = diffSnapshots(last, next);
         last = next;
         watch.position = position;
-        if (!stopped && hasChanges(changes)) onChanges(changes, position);
+        if (!stopped && hasChanges(changes)) await onChanges(changes, position);
       } while (again && !stopped);
     } catch (error) {
       onError(error);

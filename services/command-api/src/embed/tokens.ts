@@ -15,18 +15,29 @@ export const generateEmbedToken = () => TOKEN_PREFIX + randomBytes(32).toString(
 /** Tokens are stored only as this hash (the same SHA-256 as partner keys: both are high-entropy). */
 export const hashEmbedToken = hashApiKey;
 
-/** A token that is known, not revoked, not expired, and whose account is still active. */
-export async function findLiveToken(db: Kysely<Database>, token: string, now: Date) {
-  if (!token.startsWith(TOKEN_PREFIX)) return undefined;
-  return db
+/** Tokens that work: not revoked, not expired, and of an account that is still active. */
+const liveTokens = (db: Kysely<Database>, now: Date) =>
+  db
     .selectFrom('embed_tokens')
     .innerJoin('accounts', 'accounts.id', 'embed_tokens.account_id')
-    .selectAll('embed_tokens')
-    .where('embed_tokens.token_hash', '=', hashEmbedToken(token))
     .where('embed_tokens.revoked_at', 'is', null)
     .where('embed_tokens.expires_at', '>', now)
-    .where('accounts.status', '=', 'active')
+    .where('accounts.status', '=', 'active');
+
+export async function findLiveToken(db: Kysely<Database>, token: string, now: Date) {
+  if (!token.startsWith(TOKEN_PREFIX)) return undefined;
+  return liveTokens(db, now)
+    .selectAll('embed_tokens')
+    .where('embed_tokens.token_hash', '=', hashEmbedToken(token))
     .executeTakeFirst();
+}
+
+export async function isTokenLive(db: Kysely<Database>, tokenId: string, now: Date) {
+  const row = await liveTokens(db, now)
+    .select('embed_tokens.id')
+    .where('embed_tokens.id', '=', tokenId)
+    .executeTakeFirst();
+  return row !== undefined;
 }
 
 /** Revokes every live token of the account; answers how many. */
