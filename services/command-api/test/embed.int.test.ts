@@ -1,4 +1,6 @@
+import { createSecretBox, DEVELOPMENT_WEBHOOK_KEY, newUuid } from '@leadline/runtime';
 import { fakeClock } from '@leadline/test-kit';
+import { buildApp } from '../src/app';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from './client';
 import { startSystem, type TestSystem } from './system';
@@ -288,6 +290,38 @@ describe('the embed API', () => {
     await acme.patch(`/accounts/${account}`, { status: 'active' });
     expect((await embedClient(live).get('/session')).status).toBe(401);
     expect((await other.delete(`/accounts/${account}/embed-tokens`)).status).toBe(404);
+  });
+});
+
+describe('embed API limits', () => {
+  it('limits each token to its requests a minute, with a 429 problem', async () => {
+    const app = await buildApp({
+      db: system.services.db,
+      commands: system.services.commands,
+      numbers: { provisionNumber: async () => '+15550000001' },
+      clock,
+      newId: newUuid,
+      publicUrl: 'http://127.0.0.1:8080',
+      rateLimitPerMinute: 3,
+      webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
+    });
+    try {
+      const account = await newAccount();
+      const [busy, calm] = [await tokenFor(account), await tokenFor(account)];
+      const session = (token: string) =>
+        app.inject({
+          method: 'GET',
+          url: '/embed/api/session',
+          headers: { authorization: `Bearer ${token}` },
+        });
+      const statuses = [];
+      for (let i = 0; i < 4; i++) statuses.push((await session(busy)).statusCode);
+      expect(statuses).toEqual([200, 200, 200, 429]);
+      expect((await session(busy)).json()).toMatchObject({ status: 429, code: 'rate_limited' });
+      expect((await session(calm)).statusCode).toBe(200);
+    } finally {
+      await app.close();
+    }
   });
 });
 

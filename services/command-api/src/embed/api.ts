@@ -1,5 +1,6 @@
 import { DomainError, notFound, unavailable } from '@leadline/runtime';
 import type { ServerResponse } from 'node:http';
+import fastifyRateLimit from '@fastify/rate-limit';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -43,6 +44,18 @@ const session = (request: FastifyRequest): EmbedSession => request.embed!;
 export const embedApiRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   const { db } = deps;
   app.addHook('onRequest', embedTokenAuthentication(db, deps.clock));
+  // The same budget as a partner key, per embed token (after authentication, which names the token).
+  await app.register(fastifyRateLimit, {
+    max: deps.rateLimitPerMinute,
+    timeWindow: '1 minute',
+    keyGenerator: (request) => request.embed?.tokenId ?? request.ip,
+    errorResponseBuilder: (_request, context) =>
+      new DomainError(
+        429,
+        'rate_limited',
+        `Too many requests: at most ${context.max} a minute per embed token.`,
+      ),
+  });
   app.addHook('preValidation', async (request) => {
     const embed = session(request);
     const { id } = request.params as { id?: string };
