@@ -80,24 +80,22 @@ export function ImportResult({ report }: { report: ImportReport }) {
   );
 }
 
-function Importer({ onImported }: { onImported: () => void }) {
+function Importer({ onReport }: { onReport: (report: ImportReport | null) => void }) {
   const { api, session } = useDashboard();
-  const [report, setReport] = useState<ImportReport | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
 
   const importFile = async (file: File) => {
-    setReport(null);
+    onReport(null);
     setError(null);
     const parsed = leadsFromCsv(await file.text());
     if (parsed.error) return setError(parsed.error);
     if (parsed.leads.length === 0) return setError('The file has no rows to import.');
     setBusy(true);
     try {
-      setReport(
+      onReport(
         await api.post<ImportReport>(`/accounts/${session.account.id}/leads/bulk`, { leads: parsed.leads }),
       );
-      onImported();
     } catch (failure) {
       setError((failure as Error).message);
     } finally {
@@ -126,7 +124,6 @@ function Importer({ onImported }: { onImported: () => void }) {
           {error}
         </p>
       )}
-      {report && <ImportResult report={report} />}
     </div>
   );
 }
@@ -272,6 +269,7 @@ export function Leads() {
   const [page, setPage] = useState<{ leads: LeadRow[]; total: number }>({ leads: [], total: 0 });
   const [selected, setSelected] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const [report, setReport] = useState<ImportReport | null>(null);
 
   const load = useCallback(async () => {
     const result = await api.get<{ leads: LeadRow[]; total: number }>(
@@ -324,8 +322,16 @@ export function Leads() {
             value={filters.source}
             onChange={(event) => filter('source')(event.target.value)}
           />
-          {canImport && <Importer onImported={() => void load()} />}
+          {canImport && (
+            <Importer
+              onReport={(next) => {
+                setReport(next);
+                if (next) void load();
+              }}
+            />
+          )}
         </div>
+        {report && <ImportResult report={report} />}
         {error && <p className="error">{error}</p>}
         <table className="leads" aria-label="Leads">
           <thead>
