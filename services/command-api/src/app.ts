@@ -33,6 +33,7 @@ import { webhookEventsDocumentation } from './webhooks/documentation';
 import { embedApiRoutes, EMBED_API_PREFIX } from './embed/api';
 import { dashboardRoutes } from './embed/dashboard';
 import { embedTokenRoutes } from './embed/routes';
+import { requestForLog } from './http/log';
 
 /** Every documented operation can answer with problem details; say so once, for all of them. */
 const documentProblems: typeof jsonSchemaTransform = (input) => {
@@ -81,8 +82,13 @@ export interface AppDeps {
 
 /** The command API: builds the app without listening, so tests drive it with `inject` or over HTTP. */
 export async function buildApp(deps: AppDeps) {
+  // Embed tokens travel in a query string: request logs never carry one.
+  const logger =
+    deps.logger && typeof deps.logger === 'object'
+      ? { ...deps.logger, serializers: { req: requestForLog, ...deps.logger.serializers } }
+      : (deps.logger ?? false);
   const app = Fastify({
-    logger: deps.logger ?? false,
+    logger,
     genReqId: () => deps.newId(),
     bodyLimit: 2 * 1024 * 1024,
   }).withTypeProvider<ZodTypeProvider>();

@@ -1,6 +1,5 @@
 import { createSecretBox, loadConfig, newUuid, systemClock } from '@leadline/runtime';
 import { buildApp } from './app';
-import { requestForLog } from './http/log';
 import { apiConfigSchema } from './config';
 import { ensurePartnerWithKey } from './partners/partners';
 import { connectCommandServices } from './services';
@@ -33,7 +32,7 @@ const app = await buildApp({
   rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
   webhookSecrets: createSecretBox(config.WEBHOOK_ENCRYPTION_KEY),
   readinessChecks: [async () => void (await services.admin.fetchTopicOffsets(services.topics.account))],
-  logger: { level: process.env.LOG_LEVEL ?? 'info', serializers: { req: requestForLog } },
+  logger: { level: process.env.LOG_LEVEL ?? 'info' },
 });
 await app.listen({ port: config.PORT, host: config.HOST });
 

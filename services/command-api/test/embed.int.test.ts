@@ -325,6 +325,36 @@ describe('embed API limits', () => {
   });
 });
 
+describe('request logs', () => {
+  it('never hold an embed token, though the page URL carries one', async () => {
+    const lines: string[] = [];
+    const app = await buildApp({
+      db: system.services.db,
+      commands: system.services.commands,
+      numbers: { provisionNumber: async () => '+15550000002' },
+      clock,
+      newId: newUuid,
+      publicUrl: 'http://127.0.0.1:8080',
+      rateLimitPerMinute: 100,
+      webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
+      logger: { level: 'info', stream: { write: (line: string) => void lines.push(line) } },
+    });
+    try {
+      const token = await tokenFor(await newAccount());
+      await app.inject({ method: 'GET', url: `/embed?token=${token}&view=leads` });
+      await app.inject({
+        method: 'GET',
+        url: '/embed/api/session',
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(lines.join('')).toContain('/embed?[redacted]');
+      expect(lines.join('')).not.toContain(token);
+    } finally {
+      await app.close();
+    }
+  });
+});
+
 describe('the dashboard page', () => {
   it('is never cached, sends no referrer, and may be framed only by the parent origin the token names', async () => {
     const account = await newAccount();
