@@ -6,12 +6,28 @@ export default defineConfig({
   test: {
     projects: [
       {
-        test: { name: 'unit', include: ['{packages,services}/*/{src,test}/**/*.unit.test.ts'] },
+        test: {
+          name: 'unit',
+          include: [
+            '{packages,services}/*/{src,test}/**/*.unit.test.ts',
+            'apps/*/src/**/*.unit.test.{ts,tsx}',
+          ],
+        },
       },
       {
         test: {
           name: 'int',
           include: ['{packages,services}/*/{src,test}/**/*.int.test.ts', 'examples/test/**/*.int.test.ts'],
+          globalSetup: ['packages/test-kit/src/global-setup.ts'],
+          testTimeout: 180_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
+        // The embedded dashboard in Chromium, against the whole product.
+        test: {
+          name: 'e2e',
+          include: ['apps/*/test/**/*.e2e.test.ts'],
           globalSetup: ['packages/test-kit/src/global-setup.ts'],
           testTimeout: 180_000,
           hookTimeout: 120_000,

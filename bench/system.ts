@@ -32,6 +32,7 @@ export async function startBenchSystem() {
     clock: systemClock,
     newId: newUuid,
     publicUrl: 'http://127.0.0.1',
+    progress: services.progress,
     rateLimitPerMinute: 10_000_000,
     webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
   });

@@ -46,6 +46,7 @@ if [ -z "${PARTNER_API_KEY:-}" ]; then
   echo "No PARTNER_API_KEY set: create a partner with 'npm run partner -- create --name NAME'." >&2
 fi
 echo "API on ${PUBLIC_URL:-http://127.0.0.1:${PORT:-8080}}/v1 (docs at /v1/docs)" >&2
+echo "Embedded dashboard at ${APP_URL:-${PUBLIC_URL:-http://127.0.0.1:${PORT:-8080}}}/embed?token=… (POST /v1/accounts/:id/embed-token)" >&2
 # Whichever service stops first, for whatever reason, takes the others down with it.
 status=0
 wait -n || status=$?

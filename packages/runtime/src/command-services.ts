@@ -4,10 +4,12 @@ import type { InfrastructureConfig } from './config';
 import { createDb, createPool } from './db/database';
 import { connectInfrastructure, type Infrastructure } from './infrastructure';
 import { createEventProducer } from './kafka';
-import { createProjectionProgress } from './projection-progress';
+import { createProjectionProgress, type ProjectionProgress } from './projection-progress';
 
 export interface CommandServices extends Infrastructure {
   commands: CommandBus;
+  /** The projector's progress, as it announces it (live updates follow the read models with it). */
+  progress: ProjectionProgress;
 }
 
 /** Connects what a command-issuing process needs: infrastructure, the producer and the command bus. */
@@ -37,6 +39,7 @@ export async function connectCommandServices(
   return {
     ...infrastructure,
     commands,
+    progress,
     async close() {
       await progress.close();
       await listenerPool.end();

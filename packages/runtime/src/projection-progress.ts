@@ -13,6 +13,8 @@ export interface PartitionProgress {
 export interface ProjectionProgress {
   /** Resolves true once every record before `nextOffset` of the partition is projected, false on timeout. */
   waitFor(topic: string, partition: number, nextOffset: bigint, timeoutMs: number): Promise<boolean>;
+  /** Calls `listener` with every batch of progress the projector announces; returns the unsubscribe. */
+  subscribe(listener: (progress: PartitionProgress[]) => void): () => void;
   close(): Promise<void>;
 }
 
@@ -33,6 +35,7 @@ const POLL_INTERVAL_MS = 250;
 export async function createProjectionProgress(pool: pg.Pool): Promise<ProjectionProgress> {
   const reached = new Map<string, bigint>();
   const waiters = new Set<Waiter>();
+  const listeners = new Set<(progress: PartitionProgress[]) => void>();
   const keyOf = (topic: string, partition: number) => `${topic}\u0000${partition}`;
   let listener: pg.PoolClient | undefined;
   let closed = false;
@@ -68,7 +71,9 @@ export async function createProjectionProgress(pool: pg.Pool): Promise<Projectio
     listener = await pool.connect();
     listener.on('notification', (message) => {
       if (message.channel !== PROGRESS_CHANNEL || !message.payload) return;
-      (JSON.parse(message.payload) as PartitionProgress[]).forEach(record);
+      const progress = JSON.parse(message.payload) as PartitionProgress[];
+      progress.forEach(record);
+      for (const listener of listeners) listener(progress);
     });
     listener.on('error', () => {
       listener?.release(true);
@@ -96,8 +101,13 @@ export async function createProjectionProgress(pool: pg.Pool): Promise<Projectio
         poller ??= setInterval(() => void refresh().catch(() => undefined), POLL_INTERVAL_MS);
       });
     },
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => void listeners.delete(listener);
+    },
     async close() {
       closed = true;
+      listeners.clear();
       for (const waiter of waiters) settle(waiter, false);
       listener?.release();
     },

@@ -8,6 +8,7 @@ import {
   type CommandBus,
   type Database,
   type NewId,
+  type ProjectionProgress,
   type SecretBox,
 } from '@leadline/runtime';
 import Fastify, { type FastifyServerOptions } from 'fastify';
@@ -33,6 +34,16 @@ import { apiDescription, apiTags } from './openapi-description';
 import type { NumberProvider } from '@leadline/telephony';
 import { webhookRoutes } from './webhooks/routes';
 import { webhookEventsDocumentation } from './webhooks/documentation';
+import { embedApiRoutes, EMBED_API_PREFIX } from './embed/api';
+import { dashboardRoutes } from './embed/dashboard';
+import { embedTokenRoutes } from './embed/routes';
+import { requestForLog } from './http/log';
+
+/** The dashboard's own API (under /embed) is not part of the partner contract. */
+const documentPartnerRoutes: typeof jsonSchemaTransform = (input) =>
+  input.url.startsWith('/embed')
+    ? { schema: { ...input.schema, hide: true }, url: input.url }
+    : jsonSchemaTransform(input);
 
 export interface AppDeps {
   db: Kysely<Database>;
@@ -41,6 +52,12 @@ export interface AppDeps {
   clock: Clock;
   newId: NewId;
   publicUrl: string;
+  /** Where the embedded dashboard is served (`{appUrl}/embed`); `publicUrl` by default. */
+  appUrl?: string | undefined;
+  /** The projector's announced progress: feeds the dashboard's live updates. */
+  progress?: ProjectionProgress;
+  /** The built dashboard (apps/dashboard/dist by default). */
+  dashboardDir?: string;
   /** Twilio's auth token: when set, every Twilio webhook must carry a valid X-Twilio-Signature. */
   twilioAuthToken?: string | undefined;
   rateLimitPerMinute: number;
@@ -55,8 +72,13 @@ export interface AppDeps {
 
 /** The command API: builds the app without listening, so tests drive it with `inject` or over HTTP. */
 export async function buildApp(deps: AppDeps) {
+  // Embed tokens travel in a query string: request logs never carry one.
+  const logger =
+    deps.logger && typeof deps.logger === 'object'
+      ? { ...deps.logger, serializers: { req: requestForLog, ...deps.logger.serializers } }
+      : (deps.logger ?? false);
   const app = Fastify({
-    logger: deps.logger ?? false,
+    logger,
     genReqId: () => deps.newId(),
     bodyLimit: 2 * 1024 * 1024,
     // A malformed URL or an overlong path parameter is answered before routing: problem+json too.
@@ -87,7 +109,7 @@ export async function buildApp(deps: AppDeps) {
       // The payloads partners receive, as OpenAPI 3.1 webhooks with their JSON Schemas.
       webhooks: webhookEventsDocumentation(),
     },
-    transform: jsonSchemaTransform,
+    transform: documentPartnerRoutes,
     transformObject: finishOpenApiDocument,
   });
   await app.register(fastifySwaggerUi, { routePrefix: '/v1/docs' });
@@ -134,9 +156,13 @@ export async function buildApp(deps: AppDeps) {
       await v1.register(conversationRoutes, deps);
       await v1.register(usageRoutes, deps);
       await v1.register(webhookRoutes, deps);
+      await v1.register(embedTokenRoutes, deps);
     },
     { prefix: '/v1' },
   );
+  // Wrapped, so the prefix is not handed on with deps to the route plugins the embed API reuses.
+  await app.register(async (embed) => embed.register(embedApiRoutes, deps), { prefix: EMBED_API_PREFIX });
+  await app.register(dashboardRoutes, deps);
   await app.register(twilioRoutes, deps);
   return app;
 }

@@ -7,6 +7,8 @@ export const apiConfigSchema = infrastructureConfig
     ...telephonyConfig.shape,
     PORT: z.coerce.number().int().min(0).max(65535).default(8080),
     HOST: z.string().default('127.0.0.1'),
+    /** Where the embedded dashboard is served from; PUBLIC_URL when unset. */
+    APP_URL: z.url({ protocol: /^https?$/ }).optional(),
     /** The local development partner's key; created on start-up when set. */
     PARTNER_API_KEY: z.string().min(16).optional(),
     /** Bound on waiting for the projector before deciding and before answering a write. */

@@ -42,6 +42,8 @@ const app = await buildApp({
   clock: systemClock,
   newId: newUuid,
   publicUrl: config.PUBLIC_URL,
+  appUrl: config.APP_URL,
+  progress: services.progress,
   twilioAuthToken: config.TWILIO_AUTH_TOKEN,
   rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
   authFailuresPerMinute: config.AUTH_FAILURES_PER_MINUTE,

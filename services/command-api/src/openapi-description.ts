@@ -76,4 +76,9 @@ export const apiTags = [
     name: 'Webhooks',
     description: 'Signed event notifications to the partner, with their deliveries log.',
   },
+  {
+    name: 'Embed',
+    description:
+      'Short-lived tokens that open the white-labeled dashboard of one account in an iframe, scoped to a role and a user name.',
+  },
 ];

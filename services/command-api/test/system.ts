@@ -83,6 +83,7 @@ export async function startSystem(
     clock,
     newId: newUuid,
     publicUrl: PUBLIC_URL,
+    progress: services.progress,
     twilioAuthToken: options.twilio?.authToken,
     rateLimitPerMinute: options.rateLimitPerMinute ?? 100_000,
     webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),

@@ -182,6 +182,20 @@ export interface OperationalTables {
     created_at: ColumnType<Date, Date | string | undefined, Date | string>;
     updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
   };
+  /** Embed tokens, stored only as SHA-256 hashes (see the 0010_embed_tokens migration). */
+  embed_tokens: {
+    id: string;
+    token_hash: string;
+    partner_id: string;
+    account_id: string;
+    user_name: string | null;
+    user_role: 'owner' | 'admin' | 'member';
+    view: 'full' | 'conversations' | 'leads' | 'sequences' | 'settings';
+    parent_origin: string | null;
+    created_at: Timestamp;
+    expires_at: Timestamp;
+    revoked_at: Timestamp | null;
+  };
   webhook_relay_checkpoints: { topic: string; partition: number; next_offset: Int64; updated_at: Timestamp };
   /** The relay's and the SMS gateway's parked and held records. */
   parked_records: ParkedRecordRow;

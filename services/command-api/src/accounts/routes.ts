@@ -7,6 +7,7 @@ import { commandContext } from '../http/auth';
 import { decideAccount, decideAccountCreation, type AccountCommand } from './decide';
 import { executeOnAccount as executeOnAccountStream, requireAccount } from './account-stream';
 import { releasePhoneNumber, reservePhoneNumber } from './phone-numbers';
+import { revokeEmbedTokens } from '../embed/tokens';
 import {
   createdAccountResponse,
   invitedMemberResponse,
@@ -64,6 +65,13 @@ export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
         teamEmails: new Set(team.map((member) => member.email.toLowerCase())),
       };
       return { events: decideAccount(command, state), result: undefined };
+    }).then(async (outcome) => {
+      // A deactivated account's embedded dashboards stop at once. The tokens are revoked, not only
+      // refused while the account is deactivated, so a reactivation does not bring them back.
+      if (outcome.events.some((event) => event.type === 'account.deactivated')) {
+        await revokeEmbedTokens(db, accountId, deps.clock.now());
+      }
+      return outcome;
     });
   }
 

@@ -100,11 +100,17 @@ export function partnerKeyAuthentication(db: Kysely<Database>, options: { failur
   };
 }
 
-/** The command context of an authenticated request: its events are attributed to the partner's key. */
+/**
+ * The command context of an authenticated request: its events are attributed to the partner's key, or
+ * to the embedded dashboard's user when an embed token authenticated it.
+ */
 export function commandContext(request: FastifyRequest): CommandContext {
+  const { embed } = request;
   return {
     partnerId: request.partner.id,
-    actor: { kind: 'partner_key', partner_id: request.partner.id, key_id: request.partner.keyId },
+    actor: embed
+      ? { kind: 'embed_user', user_name: embed.userName ?? '', user_role: embed.role }
+      : { kind: 'partner_key', partner_id: request.partner.id, key_id: request.partner.keyId },
     correlationId: request.id,
   };
 }

@@ -87,6 +87,13 @@ export const errorCatalog = {
     'Several keys match the prefix given to the partner CLI (operator CLI only).',
   ),
   too_many_active_keys: entry(409, 'The partner has two active keys; revoke one first (operator CLI only).'),
+  missing_embed_token: entry(401, 'No `Authorization: Bearer` embed token (embedded dashboard only).'),
+  invalid_embed_token: entry(
+    401,
+    'The embed token is unknown, expired or revoked, or its account is deactivated (embedded dashboard only).',
+  ),
+  embed_role_forbidden: entry(403, "The embed token's role may not do this (embedded dashboard only)."),
+  asset_not_found: entry(404, 'No such file of the embedded dashboard.'),
   route_not_found: entry(404, 'No route has this method and path.'),
   phone_number_in_use: entry(
     409,
@@ -130,8 +137,8 @@ export const errorCatalog = {
   ),
   account_deactivated: entry(
     409,
-    'The account is deactivated; reactivate it to send messages.',
-    operations('sendMessage'),
+    'The account is deactivated; reactivate it to send messages or embed its dashboard.',
+    operations('sendMessage', 'createEmbedToken'),
   ),
   lead_opted_out: entry(
     409,
@@ -191,6 +198,11 @@ export const errorCatalog = {
     'A record of this account waits for an operator; writes to it are paused, nothing was written.',
     (operation) => accountScoped(operation) && operation.method !== 'get',
   ),
+  live_updates_unavailable: entry(
+    503,
+    'Live updates are not available from this server (embedded dashboard only).',
+  ),
+  dashboard_not_built: entry(503, 'The embedded dashboard has not been built on this server.'),
   not_ready: entry(503, 'The service is not ready (readiness probe only).'),
 } satisfies Record<string, ErrorEntry>;
 

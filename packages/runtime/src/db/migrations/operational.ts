@@ -205,4 +205,26 @@ export const operationalMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0010_embed_tokens': {
+    async up(db: Kysely<unknown>) {
+      // Embed tokens are credentials, so they stay off the log like partner keys: only their hash is
+      // kept, with the account, role and user name they are scoped to.
+      await sql`
+        create table embed_tokens (
+          id text primary key,
+          token_hash text not null unique,
+          partner_id text not null,
+          account_id text not null,
+          user_name text,
+          user_role text not null,
+          view text not null,
+          parent_origin text,
+          created_at timestamptz not null,
+          expires_at timestamptz not null,
+          revoked_at timestamptz
+        );
+        create index embed_tokens_live on embed_tokens (account_id) where revoked_at is null;
+      `.execute(db);
+    },
+  },
 };

@@ -1,0 +1,71 @@
+/** A problem+json answer of the embed API. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface Session {
+  account: { id: string; company_name: string; logo_url: string | null; accent_color: string | null };
+  user: { name: string | null; role: 'owner' | 'admin' | 'member' };
+  view: 'full' | 'conversations' | 'leads' | 'sequences' | 'settings';
+  parent_origin: string | null;
+  expires_at: string;
+  capabilities: Record<string, boolean>;
+}
+
+export const API_BASE = '/embed/api';
+
+type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+
+/**
+ * The embed API with the token held in memory (never a cookie or web storage, which browsers block
+ * in third-party frames). `onUnauthorized` hears of a token that stopped working.
+ */
+export function createApi(getToken: () => string, onUnauthorized: () => void) {
+  async function request<T>(method: Method, path: string, body?: unknown, token = getToken()): Promise<T> {
+    const response = await fetch(`${API_BASE}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body !== undefined && { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: 'omit',
+      referrerPolicy: 'no-referrer',
+    });
+    const text = await response.text();
+    const json = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+    if (!response.ok) {
+      if (response.status === 401 && token === getToken()) onUnauthorized();
+      const detail = typeof json.detail === 'string' ? json.detail : `Request failed (${response.status}).`;
+      throw new ApiError(response.status, String(json.code ?? 'error'), detail);
+    }
+    return json as T;
+  }
+  return {
+    get: <T>(path: string) => request<T>('GET', path),
+    post: <T>(path: string, body: unknown = {}) => request<T>('POST', path, body),
+    patch: <T>(path: string, body: unknown) => request<T>('PATCH', path, body),
+    delete: <T>(path: string) => request<T>('DELETE', path),
+    /** Reads the session a token opens, without adopting the token. */
+    sessionOf: (token: string) => request<Session>('GET', '/session', undefined, token),
+  };
+}
+
+export type Api = ReturnType<typeof createApi>;
+
+export const phonePath = (phone: string) => encodeURIComponent(phone);
+
+export const query = (params: Record<string, string | number | boolean | undefined | null>) => {
+  const search = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) {
+    if (value !== undefined && value !== null && value !== '') search.set(key, String(value));
+  }
+  const text = search.toString();
+  return text ? `?${text}` : '';
+};

@@ -1,0 +1,255 @@
+import { useCallback, useEffect, useRef, useState } from 'react';
+import { useDashboard } from '../context';
+import { phonePath, query } from '../lib/api';
+import { formatPhone, formatTime } from '../lib/format';
+import { useLiveChanges } from '../lib/live-context';
+
+export interface ConversationItem {
+  phone: string;
+  name: string | null;
+  preview: string;
+  last_message_at: string;
+  message_count: number;
+  needs_handoff: boolean;
+  lead_status: string | null;
+  opted_out: boolean;
+  ai_paused: boolean;
+}
+
+export interface Message {
+  id: string;
+  direction: 'inbound' | 'outbound';
+  body: string;
+  sent_at: string;
+  source?: string;
+  sender_name?: string | null;
+  status: string;
+}
+
+const PAGE = 100;
+
+export function ConversationList({
+  conversations,
+  selected,
+  onSelect,
+}: {
+  conversations: ConversationItem[];
+  selected: string | null;
+  onSelect: (phone: string) => void;
+}) {
+  if (conversations.length === 0) return <p className="empty">No conversations.</p>;
+  return (
+    <ul className="conversation-list" aria-label="Conversations">
+      {conversations.map((conversation) => (
+        <li key={conversation.phone}>
+          <button
+            className={conversation.phone === selected ? 'conversation selected' : 'conversation'}
+            onClick={() => onSelect(conversation.phone)}
+            data-phone={conversation.phone}
+          >
+            <span className="who">
+              {conversation.name ?? formatPhone(conversation.phone)}
+              {conversation.needs_handoff && <span className="badge handoff">Needs attention</span>}
+              {conversation.opted_out && <span className="badge muted">Opted out</span>}
+            </span>
+            <span className="when">{formatTime(conversation.last_message_at)}</span>
+            <span className="preview">{conversation.preview}</span>
+          </button>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+/** Oldest first, so the newest message sits at the bottom, next to the composer. */
+export function MessageThread({ messages }: { messages: Message[] }) {
+  const ordered = [...messages].sort((a, b) => a.sent_at.localeCompare(b.sent_at));
+  return (
+    <ol className="thread" aria-label="Messages">
+      {ordered.map((message) => (
+        <li key={message.id} className={`message ${message.direction}`} data-direction={message.direction}>
+          <div className="bubble">{message.body}</div>
+          <div className="meta">
+            {message.direction === 'outbound' &&
+              (message.source === 'manual'
+                ? (message.sender_name ?? 'Team')
+                : message.source === 'ai'
+                  ? 'AI'
+                  : '')}
+            {message.direction === 'outbound' && ' · '}
+            {formatTime(message.sent_at)}
+            {message.direction === 'outbound' && message.status !== 'queued' && ` · ${message.status}`}
+          </div>
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+function Thread({ conversation, onChanged }: { conversation: ConversationItem; onChanged: () => void }) {
+  const { api, session, parent } = useDashboard();
+  const [messages, setMessages] = useState<Message[]>([]);
+  const [draft, setDraft] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const end = useRef<HTMLDivElement>(null);
+  const { phone } = conversation;
+
+  const load = useCallback(async () => {
+    const page = await api.get<{ messages: Message[] }>(
+      `/accounts/${session.account.id}/conversations/${phonePath(phone)}/messages${query({ limit: PAGE })}`,
+    );
+    setMessages(page.messages);
+  }, [api, phone, session.account.id]);
+
+  useEffect(() => {
+    setMessages([]);
+    void load().catch((failure: Error) => setError(failure.message));
+  }, [load]);
+  // Braces: newer browsers return a promise from scrollIntoView, and an effect may return only a cleanup.
+  useEffect(() => {
+    end.current?.scrollIntoView?.({ block: 'end' });
+  }, [messages]);
+  useLiveChanges((changes) => {
+    if (changes.resync || changes.conversations.includes(phone)) void load().catch(() => undefined);
+  });
+
+  const send = async () => {
+    if (!draft.trim()) return;
+    setBusy(true);
+    setError(null);
+    try {
+      await api.post(`/accounts/${session.account.id}/conversations/${phonePath(phone)}/messages`, {
+        body: draft,
+      });
+      parent.post({ type: 'service:message_sent', data: { phone } });
+      setDraft('');
+      await load();
+      onChanged();
+    } catch (failure) {
+      setError((failure as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const resume = async () => {
+    setError(null);
+    try {
+      await api.post(`/accounts/${session.account.id}/conversations/${phonePath(phone)}/resume-ai`);
+      onChanged();
+    } catch (failure) {
+      setError((failure as Error).message);
+    }
+  };
+
+  return (
+    <section className="thread-pane" aria-label={`Conversation with ${conversation.name ?? phone}`}>
+      <header className="thread-header">
+        <div>
+          <strong>{conversation.name ?? formatPhone(phone)}</strong>
+          {conversation.name && <span className="sub">{formatPhone(phone)}</span>}
+        </div>
+        {(conversation.ai_paused || conversation.needs_handoff) && (
+          <button className="secondary" onClick={() => void resume()}>
+            Resume AI
+          </button>
+        )}
+      </header>
+      <div className="thread-scroll">
+        <MessageThread messages={messages} />
+        <div ref={end} />
+      </div>
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+      {conversation.opted_out ? (
+        <p className="empty">This number opted out; messages cannot be sent.</p>
+      ) : (
+        <form
+          className="composer"
+          onSubmit={(event) => {
+            event.preventDefault();
+            void send();
+          }}
+        >
+          <textarea
+            aria-label="Message"
+            value={draft}
+            maxLength={1600}
+            placeholder={session.user.name ? `Message as ${session.user.name}` : 'Message'}
+            onChange={(event) => setDraft(event.target.value)}
+            onKeyDown={(event) => {
+              if (event.key === 'Enter' && !event.shiftKey) {
+                event.preventDefault();
+                void send();
+              }
+            }}
+          />
+          <button type="submit" disabled={busy || !draft.trim()}>
+            Send
+          </button>
+        </form>
+      )}
+    </section>
+  );
+}
+
+export function Conversations() {
+  const { api, session, parent } = useDashboard();
+  const [conversations, setConversations] = useState<ConversationItem[]>([]);
+  const [total, setTotal] = useState(0);
+  const [handoffOnly, setHandoffOnly] = useState(false);
+  const [selected, setSelected] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+
+  const load = useCallback(async () => {
+    const page = await api.get<{ conversations: ConversationItem[]; total: number }>(
+      `/accounts/${session.account.id}/conversations${query({ limit: 250, needs_handoff: handoffOnly || undefined })}`,
+    );
+    setConversations(page.conversations);
+    setTotal(page.total);
+  }, [api, handoffOnly, session.account.id]);
+
+  useEffect(() => {
+    void load().catch((failure: Error) => setError(failure.message));
+  }, [load]);
+  useLiveChanges((changes) => {
+    if (changes.resync || changes.conversations.length > 0) void load().catch(() => undefined);
+  });
+
+  const select = (phone: string) => {
+    setSelected(phone);
+    parent.post({ type: 'service:conversation_selected', data: { phone } });
+  };
+  const current = conversations.find((conversation) => conversation.phone === selected);
+
+  return (
+    <div className="split">
+      <aside className="list-pane">
+        <div className="toolbar">
+          <label className="check">
+            <input
+              type="checkbox"
+              checked={handoffOnly}
+              onChange={(event) => setHandoffOnly(event.target.checked)}
+            />
+            Needs attention only
+          </label>
+          <span className="count">{total}</span>
+        </div>
+        {error && <p className="error">{error}</p>}
+        <ConversationList conversations={conversations} selected={selected} onSelect={select} />
+      </aside>
+      {current ? (
+        <Thread key={current.phone} conversation={current} onChanged={() => void load()} />
+      ) : (
+        <section className="thread-pane placeholder">
+          <p className="empty">Select a conversation.</p>
+        </section>
+      )}
+    </div>
+  );
+}

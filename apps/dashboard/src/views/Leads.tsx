@@ -1,0 +1,396 @@
+import { useCallback, useEffect, useState } from 'react';
+import { useCan, useDashboard } from '../context';
+import { phonePath, query } from '../lib/api';
+import { leadsFromCsv } from '../lib/csv';
+import { formatPhone, formatTime, percent } from '../lib/format';
+import { useLiveChanges } from '../lib/live-context';
+
+export const leadStatuses = ['new', 'contacted', 'qualified', 'converted', 'lost'] as const;
+const PAGE_SIZE = 25;
+
+interface LeadRow {
+  phone: string;
+  name: string | null;
+  email: string | null;
+  status: string;
+  source: string | null;
+  checklist_progress: number;
+  last_message_at: string | null;
+}
+
+interface ChecklistItem {
+  requirement_id: string;
+  name: string;
+  type: string;
+  required: boolean;
+  status: 'completed' | 'pending';
+  value?: string;
+  file_url?: string;
+}
+
+interface LeadDetail {
+  phone: string;
+  name: string | null;
+  email: string | null;
+  company: string | null;
+  source: string | null;
+  status: string;
+  notes: string | null;
+  opted_out: boolean;
+  created_at: string;
+  conversation: { message_count: number; needs_handoff: boolean };
+}
+
+export interface ImportReport {
+  imported: number;
+  updated: number;
+  skipped: number;
+  errors: { index: number; phone: string | null; code: string; message: string }[];
+}
+
+/** The bulk import's outcome, with each refused row by its line in the file (the header is line 1). */
+export function ImportResult({ report }: { report: ImportReport }) {
+  return (
+    <div className="import-result" role="status">
+      <p>
+        {report.imported} imported, {report.updated} updated, {report.skipped} unchanged
+        {report.errors.length > 0 && `, ${report.errors.length} refused`}.
+      </p>
+      {report.errors.length > 0 && (
+        <table className="errors" aria-label="Rows not imported">
+          <thead>
+            <tr>
+              <th>Line</th>
+              <th>Phone</th>
+              <th>Problem</th>
+            </tr>
+          </thead>
+          <tbody>
+            {report.errors.map((error) => (
+              <tr key={error.index}>
+                <td>{error.index + 2}</td>
+                <td>{error.phone ?? ''}</td>
+                <td>{error.message}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </div>
+  );
+}
+
+function Importer({ onReport }: { onReport: (report: ImportReport | null) => void }) {
+  const { api, session } = useDashboard();
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  const importFile = async (file: File) => {
+    onReport(null);
+    setError(null);
+    const parsed = leadsFromCsv(await file.text());
+    if (parsed.error) return setError(parsed.error);
+    if (parsed.leads.length === 0) return setError('The file has no rows to import.');
+    setBusy(true);
+    try {
+      onReport(
+        await api.post<ImportReport>(`/accounts/${session.account.id}/leads/bulk`, { leads: parsed.leads }),
+      );
+    } catch (failure) {
+      setError((failure as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <div className="importer">
+      <label className="button secondary">
+        {busy ? 'Importing…' : 'Import CSV'}
+        <input
+          type="file"
+          accept=".csv,text/csv"
+          aria-label="Import CSV"
+          hidden
+          onChange={(event) => {
+            const file = event.target.files?.[0];
+            event.target.value = '';
+            if (file) void importFile(file);
+          }}
+        />
+      </label>
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+    </div>
+  );
+}
+
+function LeadPanel({
+  phone,
+  onChanged,
+  onClose,
+}: {
+  phone: string;
+  onChanged: () => void;
+  onClose: () => void;
+}) {
+  const { api, session, parent } = useDashboard();
+  const [lead, setLead] = useState<LeadDetail | null>(null);
+  const [checklist, setChecklist] = useState<{ checklist: ChecklistItem[]; progress: number } | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const base = `/accounts/${session.account.id}/leads/${phonePath(phone)}`;
+
+  const load = useCallback(async () => {
+    const [detail, items] = await Promise.all([
+      api.get<LeadDetail>(base),
+      api.get<{ checklist: ChecklistItem[]; progress: number }>(`${base}/checklist`),
+    ]);
+    setLead(detail);
+    setChecklist(items);
+  }, [api, base]);
+
+  useEffect(() => {
+    void load().catch((failure: Error) => setError(failure.message));
+  }, [load]);
+  useLiveChanges((changes) => {
+    if (changes.resync || changes.leads.includes(phone)) void load().catch(() => undefined);
+  });
+
+  const changeStatus = async (status: string) => {
+    setError(null);
+    try {
+      const updated = await api.patch<LeadDetail>(base, { status });
+      setLead(updated);
+      parent.post({ type: 'service:lead_status_changed', data: { phone, status } });
+      onChanged();
+    } catch (failure) {
+      setError((failure as Error).message);
+    }
+  };
+
+  return (
+    <aside className="detail-pane" aria-label="Lead details">
+      <header className="thread-header">
+        <div>
+          <strong>{lead?.name ?? formatPhone(phone)}</strong>
+          {lead?.name && <span className="sub">{formatPhone(phone)}</span>}
+        </div>
+        <button className="link" onClick={onClose} aria-label="Close">
+          ×
+        </button>
+      </header>
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+      {lead && (
+        <dl className="fields">
+          <dt>Status</dt>
+          <dd>
+            <select
+              aria-label="Status"
+              value={lead.status}
+              onChange={(event) => void changeStatus(event.target.value)}
+            >
+              {leadStatuses.map((status) => (
+                <option key={status} value={status}>
+                  {status}
+                </option>
+              ))}
+            </select>
+          </dd>
+          {lead.email && (
+            <>
+              <dt>Email</dt>
+              <dd>{lead.email}</dd>
+            </>
+          )}
+          {lead.company && (
+            <>
+              <dt>Company</dt>
+              <dd>{lead.company}</dd>
+            </>
+          )}
+          {lead.source && (
+            <>
+              <dt>Source</dt>
+              <dd>{lead.source}</dd>
+            </>
+          )}
+          <dt>Messages</dt>
+          <dd>
+            {lead.conversation.message_count}
+            {lead.conversation.needs_handoff && <span className="badge handoff">Needs attention</span>}
+            {lead.opted_out && <span className="badge muted">Opted out</span>}
+          </dd>
+        </dl>
+      )}
+      {checklist && (
+        <section aria-label="Checklist">
+          <h3>
+            Checklist <span className="sub">{percent(checklist.progress)}</span>
+          </h3>
+          <div className="progress" aria-hidden="true">
+            <div style={{ width: percent(checklist.progress) }} />
+          </div>
+          {checklist.checklist.length === 0 ? (
+            <p className="empty">No checklist items.</p>
+          ) : (
+            <ul className="checklist">
+              {checklist.checklist.map((item) => (
+                <li key={item.requirement_id} className={item.status} data-status={item.status}>
+                  <span className="mark" aria-hidden="true">
+                    {item.status === 'completed' ? '✓' : '○'}
+                  </span>
+                  <span>
+                    {item.name}
+                    {!item.required && <span className="sub"> optional</span>}
+                    {item.value && <span className="sub"> · {item.value}</span>}
+                  </span>
+                </li>
+              ))}
+            </ul>
+          )}
+        </section>
+      )}
+    </aside>
+  );
+}
+
+export function Leads() {
+  const { api, session } = useDashboard();
+  const canImport = useCan('manage_leads');
+  const [filters, setFilters] = useState({ status: '', source: '', search: '' });
+  const [offset, setOffset] = useState(0);
+  const [page, setPage] = useState<{ leads: LeadRow[]; total: number }>({ leads: [], total: 0 });
+  const [selected, setSelected] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [report, setReport] = useState<ImportReport | null>(null);
+
+  const load = useCallback(async () => {
+    const result = await api.get<{ leads: LeadRow[]; total: number }>(
+      `/accounts/${session.account.id}/leads${query({ ...filters, limit: PAGE_SIZE, offset })}`,
+    );
+    setPage(result);
+    setError(null);
+  }, [api, filters, offset, session.account.id]);
+
+  useEffect(() => {
+    const timer = setTimeout(() => void load().catch((failure: Error) => setError(failure.message)), 150);
+    return () => clearTimeout(timer);
+  }, [load]);
+  useLiveChanges((changes) => {
+    if (changes.resync || changes.leads.length > 0) void load().catch(() => undefined);
+  });
+
+  const filter = (field: keyof typeof filters) => (value: string) => {
+    setOffset(0);
+    setFilters((current) => ({ ...current, [field]: value }));
+  };
+  const last = Math.min(offset + PAGE_SIZE, page.total);
+
+  return (
+    <div className="split">
+      <section className="table-pane">
+        <div className="toolbar">
+          <input
+            type="search"
+            aria-label="Search"
+            placeholder="Search name, email or phone"
+            value={filters.search}
+            onChange={(event) => filter('search')(event.target.value)}
+          />
+          <select
+            aria-label="Status filter"
+            value={filters.status}
+            onChange={(event) => filter('status')(event.target.value)}
+          >
+            <option value="">All statuses</option>
+            {leadStatuses.map((status) => (
+              <option key={status} value={status}>
+                {status}
+              </option>
+            ))}
+          </select>
+          <input
+            aria-label="Source filter"
+            placeholder="Source"
+            value={filters.source}
+            onChange={(event) => filter('source')(event.target.value)}
+          />
+          {canImport && (
+            <Importer
+              onReport={(next) => {
+                setReport(next);
+                if (next) void load();
+              }}
+            />
+          )}
+        </div>
+        {report && <ImportResult report={report} />}
+        {error && <p className="error">{error}</p>}
+        <table className="leads" aria-label="Leads">
+          <thead>
+            <tr>
+              <th>Name</th>
+              <th>Phone</th>
+              <th>Status</th>
+              <th>Source</th>
+              <th>Checklist</th>
+              <th>Last message</th>
+            </tr>
+          </thead>
+          <tbody>
+            {page.leads.map((lead) => (
+              <tr
+                key={lead.phone}
+                className={lead.phone === selected ? 'selected' : ''}
+                onClick={() => setSelected(lead.phone)}
+                data-phone={lead.phone}
+              >
+                <td>{lead.name ?? '—'}</td>
+                <td>{formatPhone(lead.phone)}</td>
+                <td>
+                  <span className={`status ${lead.status}`}>{lead.status}</span>
+                </td>
+                <td>{lead.source ?? ''}</td>
+                <td>{percent(lead.checklist_progress)}</td>
+                <td>{formatTime(lead.last_message_at)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        {page.leads.length === 0 && <p className="empty">No leads.</p>}
+        <div className="pager">
+          <span>{page.total === 0 ? '0' : `${offset + 1}–${last} of ${page.total}`}</span>
+          <button
+            className="secondary"
+            disabled={offset === 0}
+            onClick={() => setOffset(Math.max(0, offset - PAGE_SIZE))}
+          >
+            Previous
+          </button>
+          <button
+            className="secondary"
+            disabled={last >= page.total}
+            onClick={() => setOffset(offset + PAGE_SIZE)}
+          >
+            Next
+          </button>
+        </div>
+      </section>
+      {selected && (
+        <LeadPanel
+          key={selected}
+          phone={selected}
+          onChanged={() => void load()}
+          onClose={() => setSelected(null)}
+        />
+      )}
+    </div>
+  );
+}
