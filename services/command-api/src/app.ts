@@ -22,6 +22,7 @@ import { partnerKeyAuthentication } from './http/auth';
 import { conversationRoutes } from './conversations/routes';
 import { leadRoutes } from './leads/routes';
 import { requirementRoutes } from './requirements/routes';
+import { sequenceRoutes } from './sequences/routes';
 import { twilioRoutes } from './twilio/routes';
 import { usageRoutes } from './usage/routes';
 import { notFoundHandler, problemErrorHandler, problemJsonSchema } from './http/problem';
@@ -60,6 +61,8 @@ export interface AppDeps {
   /** Twilio's auth token: when set, every Twilio webhook must carry a valid X-Twilio-Signature. */
   twilioAuthToken?: string | undefined;
   rateLimitPerMinute: number;
+  /** How many seconds one `delay_hours` unit of a sequence step lasts (3600; less for demos and tests). */
+  sequenceHourSeconds?: number;
   /** Seals webhook signing secrets before they go on the log. */
   webhookSecrets: SecretBox;
   /** Extra readiness checks (the event log's reachability), run by GET /health/ready. */
@@ -125,6 +128,7 @@ export async function buildApp(deps: AppDeps) {
       await v1.register(accountRoutes, deps);
       await v1.register(leadRoutes, deps);
       await v1.register(requirementRoutes, deps);
+      await v1.register(sequenceRoutes, deps);
       await v1.register(conversationRoutes, deps);
       await v1.register(usageRoutes, deps);
       await v1.register(webhookRoutes, deps);

@@ -2,6 +2,12 @@ import { infrastructureConfig, webhookSecretConfig, withWebhookEncryptionKey } f
 import { telephonyConfig } from '@leadline/telephony';
 import { z } from 'zod';
 
+/** Shared with the sequencer: both compute when a step is due. */
+export const sequenceConfig = {
+  /** How many seconds one `delay_hours` unit lasts; quiet hours stay wall-clock. */
+  SEQUENCE_HOUR_SECONDS: z.coerce.number().positive().default(3600),
+};
+
 export const apiConfigSchema = infrastructureConfig
   .extend({
     ...telephonyConfig.shape,
@@ -12,6 +18,7 @@ export const apiConfigSchema = infrastructureConfig
     /** Bound on waiting for the projector before deciding and before answering a write. */
     PROJECTION_WAIT_MS: z.coerce.number().int().positive().default(5000),
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
+    ...sequenceConfig,
     ...webhookSecretConfig,
   })
   .transform(withWebhookEncryptionKey);

@@ -28,6 +28,7 @@ const app = await buildApp({
   publicUrl: config.PUBLIC_URL,
   twilioAuthToken: config.TWILIO_AUTH_TOKEN,
   rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
+  sequenceHourSeconds: config.SEQUENCE_HOUR_SECONDS,
   webhookSecrets: createSecretBox(config.WEBHOOK_ENCRYPTION_KEY),
   readinessChecks: [async () => void (await services.admin.fetchTopicOffsets(services.topics.account))],
   logger: { level: process.env.LOG_LEVEL ?? 'info' },

@@ -7,6 +7,7 @@ import {
   type CreateAccount,
 } from './decide';
 import { uniqueSlug } from './slug';
+import { DEFAULT_SENDING_WINDOW } from '../sequences/sending-window';
 
 const account: Account = {
   id: 'acc-1',
@@ -17,6 +18,7 @@ const account: Account = {
   branding: { logo_url: null, accent_color: '#000000' },
   metadata: { tier: 'gold', region: 'tx' },
   ai_pause_minutes: 1440,
+  sending_window: DEFAULT_SENDING_WINDOW,
 };
 const given = (overrides: Partial<Account> = {}, teamEmails: string[] = []): AccountState => ({
   account: { ...account, ...overrides },
@@ -48,6 +50,7 @@ describe('account creation', () => {
         branding: { logo_url: null, accent_color: null },
         metadata: {},
         ai_pause_minutes: 1440,
+        sending_window: DEFAULT_SENDING_WINDOW,
       },
     });
   });

@@ -1,0 +1,223 @@
+import { decideAiStepOutcome, decideDueStep, stepState } from '@leadline/command-api';
+import {
+  UnknownEventTypeError,
+  type DomainEvent,
+  type EventCodec,
+  type NewEvent,
+  type TopicNames,
+} from '@leadline/events';
+import type { Clock, CommandBus, CommandContext, Database, NewId } from '@leadline/runtime';
+import type { Kafka } from 'kafkajs';
+import type { Kysely } from 'kysely';
+import { claimDueSteps, releaseLeases, type DueStep } from './claims';
+
+export interface SequencerDeps {
+  kafka: Kafka;
+  /** The sequencer's own connections, for claims (outside the commands' transactions). */
+  db: Kysely<Database>;
+  codec: EventCodec;
+  topics: TopicNames;
+  commands: CommandBus;
+  clock: Clock;
+  newId: NewId;
+  groupId: string;
+  /** How many seconds one `delay_hours` unit lasts. */
+  hourSeconds: number;
+  /** Accounts worked on at once; one account's steps are decided together, under its lock. */
+  concurrency?: number;
+  batchSize?: number;
+  leaseMs?: number;
+  pollIntervalMs?: number;
+  onError?: (error: unknown) => void;
+}
+
+export interface RunningSequencer {
+  /** Decides every step due now (tests and the bench call it instead of waiting for the poll). */
+  tick(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+const SERVICE = 'sequencer';
+
+const contextOf = (partnerId: string, correlationId: string, causationId: string | null): CommandContext => ({
+  partnerId,
+  actor: { kind: 'system', service: SERVICE },
+  correlationId,
+  causationId,
+});
+
+/**
+ * The only code that decides when a sequence step is due. Due times live in the enrollments read model
+ * (`next_step_at`, from the log); the sequencer claims due steps with a lease, then decides them per
+ * account through the decide-and-append path (the account's lock, caught-up read models), appending
+ * what it did: the step's message (through the send decider, as a manual message would go), a skip,
+ * a deferral to the sending window, or the AI agent's request. A claim that is stale by then (the
+ * step was already done by another sequencer, or before a crash) decides nothing, which is what makes
+ * each step go out exactly once.
+ *
+ * It also follows the log for the AI agent's answers (`message.outbound_requested` carrying an AI
+ * step, or `sequence.ai_step_failed`) and moves those enrollments on.
+ */
+export async function startSequencer(deps: SequencerDeps): Promise<RunningSequencer> {
+  const { kafka, db, codec, topics, commands, clock, newId, hourSeconds } = deps;
+  const concurrency = deps.concurrency ?? 4;
+  const batchSize = deps.batchSize ?? 200;
+  const leaseMs = deps.leaseMs ?? 30_000;
+  const onError = deps.onError ?? ((error) => console.error('sequencer:', error));
+
+  /**
+   * One account's claimed steps: one lock, one wait, one append. Returns the steps that did something;
+   * the others (stale claims, a lead gone) keep their lease, so they are looked at again only after it.
+   */
+  async function decideAccountSteps(steps: readonly DueStep[]): Promise<DueStep[]> {
+    const first = steps[0]!;
+    const { result } = await commands.execute({
+      stream: { topic: 'account', accountId: first.account_id },
+      context: contextOf(first.partner_id, first.enrollment_id, null),
+      lockKeys: [`account:${first.account_id}`],
+      consistency: 'partition',
+      async decide(trx) {
+        const events: NewEvent[] = [];
+        const acted: DueStep[] = [];
+        const now = clock.now();
+        for (const step of steps) {
+          const state = await stepState(trx, step.enrollment_id);
+          const decided = state
+            ? decideDueStep(state, step.step_order, { now, hourSeconds, messageId: newId() })
+            : [];
+          if (decided.length > 0) acted.push(step);
+          events.push(...decided);
+        }
+        return { events, result: acted };
+      },
+    });
+    return result;
+  }
+
+  async function tickOnce(): Promise<number> {
+    const claimed = await claimDueSteps(db, clock.now(), leaseMs, batchSize);
+    const byAccount = new Map<string, DueStep[]>();
+    for (const step of claimed)
+      byAccount.set(step.account_id, [...(byAccount.get(step.account_id) ?? []), step]);
+    const queue = [...byAccount.values()];
+    await Promise.all(
+      Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
+        for (let next = queue.shift(); next; next = queue.shift()) {
+          try {
+            await releaseLeases(db, await decideAccountSteps(next));
+          } catch (error) {
+            // Nothing was appended (the log or the read models were unavailable): the leases run
+            // out and the steps are claimed again.
+            onError(error);
+          }
+        }
+      }),
+    );
+    return claimed.length;
+  }
+
+  let running: Promise<number> | undefined;
+  let again = false;
+  /** One loop at a time; a tick during a run makes it go round once more. */
+  function tick(): Promise<number> {
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      let total = 0;
+      do {
+        again = false;
+        // A full batch means more may be due; a partial one was everything due.
+        for (let claimed = await tickOnce(); ; claimed = await tickOnce()) {
+          total += claimed;
+          if (claimed < batchSize) break;
+        }
+      } while (again);
+      return total;
+    })().finally(() => (running = undefined));
+    return running;
+  }
+
+  /** The AI agent's answers, in log order; each is decided under the account's lock. */
+  async function aiOutcomes(events: readonly DomainEvent[]) {
+    // A fixed step's message is appended with its `sequence.step_sent`: that step is done already.
+    const done = new Set(
+      events.flatMap((event) => (event.type === 'sequence.step_sent' ? [event.data.message_id] : [])),
+    );
+    for (const event of events) {
+      let ref: { enrollment_id: string; step_order: number } | undefined;
+      let outcome: Parameters<typeof decideAiStepOutcome>[2] | undefined;
+      if (
+        event.type === 'message.outbound_requested' &&
+        event.data.sequence_step &&
+        !done.has(event.data.message_id)
+      ) {
+        ref = event.data.sequence_step;
+        outcome = { kind: 'sent', message_id: event.data.message_id };
+      } else if (event.type === 'sequence.ai_step_failed') {
+        ref = event.data;
+        outcome = { kind: 'failed' };
+      }
+      if (!ref || !outcome || event.account_id === null) continue;
+      const { enrollment_id, step_order } = ref;
+      const decided = outcome;
+      await commands.execute({
+        stream: { topic: 'account', accountId: event.account_id },
+        context: contextOf(event.partner_id, event.correlation_id, event.id),
+        lockKeys: [`account:${event.account_id}`],
+        consistency: 'partition',
+        async decide(trx) {
+          const state = await stepState(trx, enrollment_id);
+          const events = state
+            ? decideAiStepOutcome(state, step_order, decided, { now: clock.now(), hourSeconds })
+            : [];
+          return { events, result: undefined };
+        },
+      });
+    }
+  }
+
+  const watched = new Set(['message.outbound_requested', 'sequence.ai_step_failed', 'sequence.step_sent']);
+  const consumer = kafka.consumer({
+    groupId: deps.groupId,
+    allowAutoTopicCreation: false,
+    sessionTimeout: 10_000,
+  });
+  await consumer.connect();
+  await consumer.subscribe({ topic: topics.account, fromBeginning: true });
+  await consumer.run({
+    eachBatch: async ({ batch, heartbeat, isRunning, isStale }) => {
+      if (!isRunning() || isStale()) return;
+      const events: DomainEvent[] = [];
+      let stepsMoved = false;
+      for (const message of batch.messages) {
+        const type = message.headers?.['event-type']?.toString();
+        if (type === 'sequence.enrolled' || type === 'account.reactivated' || type === 'sequence.updated')
+          stepsMoved = true;
+        if (!message.value || !type || !watched.has(type)) continue;
+        try {
+          events.push(await codec.decode(message.value));
+        } catch (error) {
+          if (!(error instanceof UnknownEventTypeError)) throw error;
+        }
+      }
+      // Offsets are committed after this returns; a redelivered batch decides nothing twice.
+      await aiOutcomes(events);
+      await heartbeat();
+      // New enrollments, reactivations and reactivated sequences may have steps due now.
+      if (stepsMoved || events.length > 0) void tick().catch(onError);
+    },
+  });
+
+  const poll = setInterval(() => void tick().catch(onError), deps.pollIntervalMs ?? 500);
+
+  return {
+    tick,
+    async stop() {
+      clearInterval(poll);
+      await consumer.disconnect();
+      await running?.catch(() => undefined);
+    },
+  };
+}
