@@ -300,10 +300,13 @@ describe('enrollment', () => {
     });
     expect(again.body).toMatchObject({ action: 'updated', lead: { sequence_enrolled: true } });
     const events = await accountEvents(system.services);
-    const enrolled = events.filter(
-      (event) => event.type === 'sequence.enrolled' && event.data.sequence_id === sequence.id,
+    const enrolled = events.flatMap((event) =>
+      event.type === 'sequence.leads_enrolled' && event.data.sequence_id === sequence.id
+        ? event.data.enrollments
+        : [],
     );
-    expect(enrolled).toHaveLength(1);
+    expect(enrolled.map((enrollment) => enrollment.phone)).toEqual([NY]);
+    expect((await acme.get(`/accounts/${accountId}/sequences/${sequence.id}`)).body.enrolled_count).toBe(1);
   });
 
   it('keeps and returns the account sending window', async () => {

@@ -193,7 +193,12 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
       let stepsMoved = false;
       for (const message of batch.messages) {
         const type = message.headers?.['event-type']?.toString();
-        if (type === 'sequence.enrolled' || type === 'account.reactivated' || type === 'sequence.updated')
+        if (
+          type === 'sequence.enrolled' ||
+          type === 'sequence.leads_enrolled' ||
+          type === 'account.reactivated' ||
+          type === 'sequence.updated'
+        )
           stepsMoved = true;
         if (!message.value || !type || !watched.has(type)) continue;
         try {

@@ -42,6 +42,7 @@ export const eventCatalog = [
   sequences.sequenceUpdated,
   sequences.sequenceDeleted,
   sequences.sequenceEnrolled,
+  sequences.sequenceLeadsEnrolled,
   sequences.sequenceStepSent,
   sequences.sequenceStepSkipped,
   sequences.sequenceStepDeferred,

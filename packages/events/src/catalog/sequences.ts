@@ -111,6 +111,27 @@ export const sequenceEnrolled = defineEvent('sequence.enrolled', {
   }),
 });
 
+/**
+ * Leads imported with `auto_sequence` start the default sequence at step 0: one event for the whole
+ * import, so a bulk import of 1,000 leads stays within one record batch of the log.
+ */
+export const sequenceLeadsEnrolled = defineEvent('sequence.leads_enrolled', {
+  topic: 'account',
+  data: z.object({
+    sequence_id: z.string(),
+    steps_version: z.number().int().positive(),
+    total_steps: z.number().int().positive(),
+    enrollments: z.array(
+      z.object({
+        enrollment_id: z.string(),
+        lead_id: z.string(),
+        phone: z.string(),
+        next_step_at: z.iso.datetime(),
+      }),
+    ),
+  }),
+});
+
 /** A step went out (its `message.outbound_requested` is `message_id`); `next_step_at` is null after the last. */
 export const sequenceStepSent = defineEvent('sequence.step_sent', {
   topic: 'account',

@@ -424,6 +424,7 @@ export function decideAutoEnrollments(
   const events: NewEvent[] = [];
   if (!sequence?.is_active || account.status !== 'active') return { events, inSequence };
   const first = sequence.steps[0]!;
+  const enrollments: EventData<'sequence.leads_enrolled'>['enrollments'] = [];
   for (const { lead, auto_sequence } of leads) {
     if (!auto_sequence || state.enrolled.has(lead.lead_id) || inSequence.has(lead.lead_id)) continue;
     if (state.optedOut.has(lead.phone)) continue;
@@ -434,20 +435,24 @@ export function decideAutoEnrollments(
       account.sending_window,
       context.hourSeconds,
     );
-    events.push({
-      type: 'sequence.enrolled',
-      data: {
-        enrollment_id: context.newId(),
-        sequence_id: sequence.id,
-        lead_id: lead.lead_id,
-        phone: lead.phone,
-        action: 'enrolled',
-        steps_version: sequence.steps_version,
-        total_steps: sequence.steps.length,
-        next_step_at: dueAt.toISOString(),
-      },
+    enrollments.push({
+      enrollment_id: context.newId(),
+      lead_id: lead.lead_id,
+      phone: lead.phone,
+      next_step_at: dueAt.toISOString(),
     });
     inSequence.add(lead.lead_id);
+  }
+  if (enrollments.length > 0) {
+    events.push({
+      type: 'sequence.leads_enrolled',
+      data: {
+        sequence_id: sequence.id,
+        steps_version: sequence.steps_version,
+        total_steps: sequence.steps.length,
+        enrollments,
+      },
+    });
   }
   return { events, inSequence };
 }

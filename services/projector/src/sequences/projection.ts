@@ -35,6 +35,74 @@ async function stepDone(trx: Trx, event: EventOf<'sequence.step_sent' | 'sequenc
     .execute();
 }
 
+/**
+ * New enrollments at step 0, one statement for all of them. A reactivation replaces the lead's previous
+ * enrollment in the sequence; the same enrollment seen twice changes nothing (nor the count).
+ */
+async function enroll(
+  trx: Trx,
+  event: { account_id: string; occurred_at: string },
+  sequence: { sequence_id: string; steps_version: number; total_steps: number },
+  enrollments: readonly { enrollment_id: string; lead_id: string; phone: string; next_step_at: string }[],
+) {
+  const sequenceName = await trx
+    .selectFrom('sequences')
+    .select('name')
+    .where('id', '=', sequence.sequence_id)
+    .executeTakeFirst();
+  const written = await trx
+    .insertInto('sequence_enrollments')
+    .values(
+      enrollments.map((enrollment) => ({
+        id: enrollment.enrollment_id,
+        account_id: event.account_id,
+        sequence_id: sequence.sequence_id,
+        sequence_name: sequenceName?.name ?? '',
+        lead_id: enrollment.lead_id,
+        phone: enrollment.phone,
+        status: 'active' as const,
+        steps_version: sequence.steps_version,
+        total_steps: sequence.total_steps,
+        current_step: 0,
+        next_step_at: enrollment.next_step_at,
+        awaiting_ai: false,
+        replied: false,
+        started_at: event.occurred_at,
+        ended_at: null,
+        updated_at: event.occurred_at,
+      })),
+    )
+    .onConflict((oc) =>
+      oc
+        .columns(['sequence_id', 'lead_id'])
+        .doUpdateSet((eb) => ({
+          id: eb.ref('excluded.id'),
+          sequence_name: eb.ref('excluded.sequence_name'),
+          phone: eb.ref('excluded.phone'),
+          status: eb.ref('excluded.status'),
+          steps_version: eb.ref('excluded.steps_version'),
+          total_steps: eb.ref('excluded.total_steps'),
+          current_step: eb.ref('excluded.current_step'),
+          next_step_at: eb.ref('excluded.next_step_at'),
+          awaiting_ai: eb.ref('excluded.awaiting_ai'),
+          replied: eb.ref('excluded.replied'),
+          started_at: eb.ref('excluded.started_at'),
+          ended_at: eb.ref('excluded.ended_at'),
+          updated_at: eb.ref('excluded.updated_at'),
+        }))
+        .whereRef('sequence_enrollments.id', '<>', 'excluded.id'),
+    )
+    .returning('id')
+    .execute();
+  if (written.length > 0) {
+    await trx
+      .updateTable('sequences')
+      .set({ enrolled_count: sql`enrolled_count + ${written.length}` })
+      .where('id', '=', sequence.sequence_id)
+      .execute();
+  }
+}
+
 async function applyOne(trx: Trx, event: SequenceEvent, touchedAccounts: Set<string>) {
   switch (event.type) {
     case 'sequence.created': {
@@ -112,60 +180,12 @@ async function applyOne(trx: Trx, event: SequenceEvent, touchedAccounts: Set<str
       return;
     case 'sequence.enrolled': {
       const { data } = event;
-      const row = {
-        id: data.enrollment_id,
-        account_id: event.account_id,
-        sequence_id: data.sequence_id,
-        sequence_name: sql<string>`(select name from sequences where id = ${data.sequence_id})`,
-        lead_id: data.lead_id,
-        phone: data.phone,
-        status: 'active' as const,
-        steps_version: data.steps_version,
-        total_steps: data.total_steps,
-        current_step: 0,
-        next_step_at: data.next_step_at,
-        awaiting_ai: false,
-        replied: false,
-        started_at: event.occurred_at,
-        ended_at: null,
-        updated_at: event.occurred_at,
-      };
-      // A reactivation replaces the lead's previous enrollment in this sequence; the same enrollment
-      // seen twice changes nothing.
-      const written = await trx
-        .insertInto('sequence_enrollments')
-        .values(row)
-        .onConflict((oc) =>
-          oc
-            .columns(['sequence_id', 'lead_id'])
-            .doUpdateSet((eb) => ({
-              id: eb.ref('excluded.id'),
-              sequence_name: eb.ref('excluded.sequence_name'),
-              phone: eb.ref('excluded.phone'),
-              status: eb.ref('excluded.status'),
-              steps_version: eb.ref('excluded.steps_version'),
-              total_steps: eb.ref('excluded.total_steps'),
-              current_step: eb.ref('excluded.current_step'),
-              next_step_at: eb.ref('excluded.next_step_at'),
-              awaiting_ai: eb.ref('excluded.awaiting_ai'),
-              replied: eb.ref('excluded.replied'),
-              started_at: eb.ref('excluded.started_at'),
-              ended_at: eb.ref('excluded.ended_at'),
-              updated_at: eb.ref('excluded.updated_at'),
-            }))
-            .where('sequence_enrollments.id', '<>', data.enrollment_id),
-        )
-        .returning('id')
-        .execute();
-      if (written.length > 0) {
-        await trx
-          .updateTable('sequences')
-          .set({ enrolled_count: sql`enrolled_count + 1` })
-          .where('id', '=', data.sequence_id)
-          .execute();
-      }
+      await enroll(trx, event, data, [data]);
       return;
     }
+    case 'sequence.leads_enrolled':
+      await enroll(trx, event, event.data, event.data.enrollments);
+      return;
     case 'sequence.step_sent':
     case 'sequence.step_skipped':
       await stepDone(trx, event);
@@ -251,6 +271,7 @@ const handled = [
   'sequence.updated',
   'sequence.deleted',
   'sequence.enrolled',
+  'sequence.leads_enrolled',
   'sequence.step_sent',
   'sequence.step_skipped',
   'sequence.step_deferred',
