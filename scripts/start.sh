@@ -20,6 +20,9 @@ pids+=($!)
 node --import tsx services/command-api/src/main.ts &
 pids+=($!)
 node --import tsx services/sms-gateway/src/main.ts &
+pids+=($!)
+node --import tsx services/sequencer/src/main.ts &
+pids+=($!)
 node --import tsx services/webhook-relay/src/main.ts &
 pids+=($!)
 
