@@ -164,7 +164,8 @@ export interface ReadModelTables {
     sequence_name: string;
     lead_id: string;
     phone: string;
-    status: 'active' | 'completed' | 'cancelled' | 'opted_out';
+    /** `removed`: the lead was deleted (the row stays so that a replay counts nothing twice). */
+    status: 'active' | 'completed' | 'cancelled' | 'opted_out' | 'removed';
     steps_version: number;
     total_steps: number;
     current_step: number;

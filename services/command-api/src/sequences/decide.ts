@@ -96,7 +96,7 @@ export interface Enrollment {
   sequence_name: string;
   lead_id: string;
   phone: string;
-  status: 'active' | 'completed' | 'cancelled' | 'opted_out';
+  status: 'active' | 'completed' | 'cancelled' | 'opted_out' | 'removed';
   steps_version: number;
   total_steps: number;
   current_step: number;

@@ -164,10 +164,11 @@ export async function leadSequence(db: Kysely<Database>, leadId: string) {
       's.is_active',
     ])
     .where('e.lead_id', '=', leadId)
+    .where('e.status', '<>', 'removed')
     .orderBy((eb) => eb.case().when('e.status', '=', 'active').then(0).else(1).end())
     .orderBy('e.started_at', 'desc')
     .executeTakeFirst();
-  if (!row) return null;
+  if (!row || row.status === 'removed') return null;
   const paused = row.status === 'active' && (row.account_status !== 'active' || row.is_active === false);
   return {
     name: row.sequence_name,

@@ -205,6 +205,8 @@ async function applyOne(trx: Trx, event: SequenceEvent, touchedAccounts: Set<str
         .set({ awaiting_ai: true, next_step_at: null, updated_at: event.occurred_at })
         .where('id', '=', event.data.enrollment_id)
         .where('current_step', '=', event.data.step_order)
+        .where('status', '=', 'active')
+        .where('awaiting_ai', '=', false)
         .execute();
       return;
     case 'sequence.completed': {
@@ -257,7 +259,18 @@ async function applyOne(trx: Trx, event: SequenceEvent, touchedAccounts: Set<str
         .execute();
       return;
     case 'lead.deleted':
-      await trx.deleteFrom('sequence_enrollments').where('lead_id', '=', event.data.lead_id).execute();
+      // Kept as `removed` rather than deleted, so an enrollment seen again on a replay is not counted again.
+      await trx
+        .updateTable('sequence_enrollments')
+        .set({
+          status: 'removed',
+          next_step_at: null,
+          ended_at: event.occurred_at,
+          updated_at: event.occurred_at,
+        })
+        .where('lead_id', '=', event.data.lead_id)
+        .where('status', '<>', 'removed')
+        .execute();
       return;
     default: {
       const unhandled: never = event;

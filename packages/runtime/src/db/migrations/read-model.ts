@@ -209,8 +209,8 @@ export const readModelMigrations: Record<string, Migration> = {
           steps jsonb not null,
           primary key (sequence_id, version)
         );
-        -- A lead's enrollment in a sequence (active, completed, cancelled or opted_out); reactivation
-        -- replaces the row with a new enrollment id.
+        -- A lead's enrollment in a sequence (active, completed, cancelled, opted_out, or removed with
+        -- its lead); reactivation replaces the row with a new enrollment id.
         create table sequence_enrollments (
           id text primary key,
           account_id text not null,
