@@ -20,6 +20,6 @@ export {
   type Enrollment,
   type StepState,
 } from './sequences/decide';
-export { stepState } from './sequences/queries';
+export { accountStepStates, stepState } from './sequences/queries';
 export { sequenceConfig } from './config';
 export { DEFAULT_SENDING_WINDOW, leadLocation, nextSendTime } from './sequences/sending-window';

@@ -1,4 +1,4 @@
-import { decideAiStepOutcome, decideDueStep, stepState } from '@leadline/command-api';
+import { accountStepStates, decideAiStepOutcome, decideDueStep, stepState } from '@leadline/command-api';
 import {
   UnknownEventTypeError,
   type DomainEvent,
@@ -80,11 +80,35 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
         const events: NewEvent[] = [];
         const acted: DueStep[] = [];
         const now = clock.now();
+        const states = await accountStepStates(
+          trx,
+          first.account_id,
+          steps.map((step) => step.enrollment_id),
+        );
+        // Read models do not see this batch's own events: a lead messaged by one of its enrollments
+        // is started and contacted for the next.
+        const contacted = new Set<string>();
         for (const step of steps) {
-          const state = await stepState(trx, step.enrollment_id);
+          const state = states.get(step.enrollment_id);
+          if (state && contacted.has(state.enrollment!.phone)) {
+            state.conversation = {
+              opted_out: false,
+              needs_handoff: false,
+              ai_paused_until: null,
+              ...state.conversation,
+              started: true,
+            };
+            if (state.lead)
+              state.lead = {
+                ...state.lead,
+                status: state.lead.status === 'new' ? 'contacted' : state.lead.status,
+              };
+          }
           const decided = state
             ? decideDueStep(state, step.step_order, { now, hourSeconds, messageId: newId() })
             : [];
+          if (decided.some((event) => event.type === 'message.outbound_requested'))
+            contacted.add(state!.enrollment!.phone);
           if (decided.length > 0) acted.push(step);
           events.push(...decided);
         }

@@ -3,6 +3,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { z } from 'zod';
 import type { AccountRow } from '../accounts/account-stream';
 import { conversationState } from '../conversations/queries';
+import { toLead } from '../leads/queries';
 import { DEFAULT_SENDING_WINDOW } from './sending-window';
 import type { Enrollment, EnrollState, Sequence, StepState } from './decide';
 import type { sequenceResponse } from './schemas';
@@ -229,4 +230,62 @@ export async function activeEnrollments(db: Kysely<Database>, accountId: string,
     .where('status', '=', 'active')
     .execute();
   return rows.map(toEnrollment);
+}
+
+/**
+ * `stepState` for many enrollments of one account at once (the sequencer decides a claimed batch
+ * together): one query per table instead of one per enrollment.
+ */
+export async function accountStepStates(
+  db: Kysely<Database>,
+  accountId: string,
+  enrollmentIds: readonly string[],
+): Promise<Map<string, StepState>> {
+  const states = new Map<string, StepState>();
+  if (enrollmentIds.length === 0) return states;
+  const [account, rows] = await Promise.all([
+    db.selectFrom('accounts').selectAll().where('id', '=', accountId).executeTakeFirst(),
+    db
+      .selectFrom('sequence_enrollments')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('id', 'in', [...enrollmentIds])
+      .execute(),
+  ]);
+  if (!account || rows.length === 0) return states;
+  const sequenceIds = [...new Set(rows.map((row) => row.sequence_id))];
+  const phones = [...new Set(rows.map((row) => row.phone))];
+  const [sequences, versions, conversations, leads] = await Promise.all([
+    db.selectFrom('sequences').select(['id', 'is_active']).where('id', 'in', sequenceIds).execute(),
+    db.selectFrom('sequence_step_versions').selectAll().where('sequence_id', 'in', sequenceIds).execute(),
+    db
+      .selectFrom('conversations')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('phone', 'in', phones)
+      .execute(),
+    db
+      .selectFrom('leads')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('phone', 'in', phones)
+      .execute(),
+  ]);
+  const sequenceById = new Map(sequences.map((row) => [row.id, row]));
+  const stepsOf = new Map(versions.map((row) => [`${row.sequence_id}/${row.version}`, row.steps]));
+  const conversationOf = new Map(conversations.map((row) => [row.phone, row]));
+  const leadOf = new Map(leads.map((row) => [row.phone, row]));
+  for (const row of rows) {
+    const conversation = conversationOf.get(row.phone);
+    const lead = leadOf.get(row.phone);
+    states.set(row.id, {
+      account: withWindow(account),
+      sequence: sequenceById.get(row.sequence_id),
+      enrollment: toEnrollment(row),
+      steps: stepsOf.get(`${row.sequence_id}/${row.steps_version}`) ?? [],
+      lead: lead && toLead(lead),
+      conversation: conversation && { ...conversation, started: conversation.started_at !== null },
+    });
+  }
+  return states;
 }
