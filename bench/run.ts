@@ -1,6 +1,7 @@
 import { benchAccounts } from './accounts.bench';
 import { benchLeads } from './leads.bench';
 import { benchMessaging } from './messaging.bench';
+import { benchSequences } from './sequences.bench';
 import { benchWebhooks } from './webhooks.bench';
 
 /** `npm run bench`: every scenario, each with its raw baselines measured in the same run. */
@@ -8,6 +9,7 @@ const scenarios: Record<string, () => Promise<string>> = {
   accounts: benchAccounts,
   leads: benchLeads,
   messaging: benchMessaging,
+  sequences: benchSequences,
   webhooks: benchWebhooks,
 };
 

@@ -50,3 +50,8 @@ export async function releaseLeases(db: Kysely<Database>, steps: readonly DueSte
       as done(enrollment_id, step_order)
     where l.enrollment_id = done.enrollment_id and l.step_order = done.step_order`.execute(db);
 }
+
+/** Leases that ran out are of steps long done (or to be claimed afresh): they go. */
+export async function expireLeases(db: Kysely<Database>, now: Date) {
+  await db.deleteFrom('sequencer_leases').where('lease_until', '<', now).execute();
+}

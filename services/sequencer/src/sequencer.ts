@@ -9,7 +9,7 @@ import {
 import type { Clock, CommandBus, CommandContext, Database, NewId } from '@leadline/runtime';
 import type { Kafka } from 'kafkajs';
 import type { Kysely } from 'kysely';
-import { claimDueSteps, releaseLeases, type DueStep } from './claims';
+import { claimDueSteps, expireLeases, releaseLeases, type DueStep } from './claims';
 
 export interface SequencerDeps {
   kafka: Kafka;
@@ -23,7 +23,7 @@ export interface SequencerDeps {
   groupId: string;
   /** How many seconds one `delay_hours` unit lasts. */
   hourSeconds: number;
-  /** Accounts worked on at once; one account's steps are decided together, under its lock. */
+  /** Workers claiming and deciding at once; one account's claimed steps are decided together, under its lock. */
   concurrency?: number;
   batchSize?: number;
   leaseMs?: number;
@@ -38,6 +38,27 @@ export interface RunningSequencer {
 }
 
 const SERVICE = 'sequencer';
+
+/**
+ * The order the events of a claimed batch are appended in: by type, each step's own events keeping
+ * their order (each step's events follow this order already). Projections apply a run of one type
+ * with one statement, so 200 steps are a handful of statements rather than 800.
+ */
+const appendOrder = [
+  'conversation.started',
+  'message.outbound_requested',
+  'lead.status_changed',
+  'sequence.ai_step_requested',
+  'sequence.step_deferred',
+  'sequence.step_sent',
+  'sequence.step_skipped',
+  'sequence.completed',
+];
+const byAppendOrder = (events: NewEvent[]) =>
+  events
+    .map((event, index) => ({ event, index, rank: appendOrder.indexOf(event.type) }))
+    .sort((a, b) => a.rank - b.rank || a.index - b.index)
+    .map(({ event }) => event);
 
 const contextOf = (partnerId: string, correlationId: string, causationId: string | null): CommandContext => ({
   partnerId,
@@ -66,8 +87,10 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
   const onError = deps.onError ?? ((error) => console.error('sequencer:', error));
 
   /**
-   * One account's claimed steps: one lock, one wait, one append. Returns the steps that did something;
-   * the others (stale claims, a lead gone) keep their lease, so they are looked at again only after it.
+   * One account's claimed steps: one lock, one wait, one append. Returns the steps deferred to the
+   * sending window, whose leases can go now. A step done keeps its lease until it runs out (the read
+   * models may not show it done yet, and the lease keeps it from being claimed again meanwhile); a
+   * step that did nothing (a stale claim, a lead gone) is looked at again only after its lease.
    */
   async function decideAccountSteps(steps: readonly DueStep[]): Promise<DueStep[]> {
     const first = steps[0]!;
@@ -76,6 +99,8 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
       context: contextOf(first.partner_id, first.enrollment_id, null),
       lockKeys: [`account:${first.account_id}`],
       consistency: 'partition',
+      // The next decision about this account waits for the log to be projected anyway.
+      readYourWrites: false,
       async decide(trx) {
         const events: NewEvent[] = [];
         const acted: DueStep[] = [];
@@ -109,35 +134,60 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
             : [];
           if (decided.some((event) => event.type === 'message.outbound_requested'))
             contacted.add(state!.enrollment!.phone);
-          if (decided.length > 0) acted.push(step);
+          if (decided.some((event) => event.type === 'sequence.step_deferred')) acted.push(step);
           events.push(...decided);
         }
-        return { events, result: acted };
+        return { events: byAppendOrder(events), result: acted };
       },
     });
     return result;
   }
 
-  async function tickOnce(): Promise<number> {
-    const claimed = await claimDueSteps(db, clock.now(), leaseMs, batchSize);
-    const byAccount = new Map<string, DueStep[]>();
-    for (const step of claimed)
-      byAccount.set(step.account_id, [...(byAccount.get(step.account_id) ?? []), step]);
-    const queue = [...byAccount.values()];
-    await Promise.all(
-      Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
-        for (let next = queue.shift(); next; next = queue.shift()) {
-          try {
-            await releaseLeases(db, await decideAccountSteps(next));
-          } catch (error) {
-            // Nothing was appended (the log or the read models were unavailable): the leases run
-            // out and the steps are claimed again.
-            onError(error);
-          }
+  /** Accounts appended to in the running tick, with a partner to stamp a no-op command with. */
+  const touched = new Map<string, string>();
+
+  /** Claims and decides due steps until none is left; each worker claims its own batches. */
+  async function work(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const claimed = await claimDueSteps(db, clock.now(), leaseMs, batchSize);
+      total += claimed.length;
+      const byAccount = new Map<string, DueStep[]>();
+      for (const step of claimed)
+        byAccount.set(step.account_id, [...(byAccount.get(step.account_id) ?? []), step]);
+      for (const steps of byAccount.values()) {
+        touched.set(steps[0]!.account_id, steps[0]!.partner_id);
+        try {
+          await releaseLeases(db, await decideAccountSteps(steps));
+        } catch (error) {
+          // Nothing was appended (the log or the read models were unavailable): the leases run
+          // out and the steps are claimed again.
+          onError(error);
         }
-      }),
-    );
-    return claimed.length;
+      }
+      // A full batch means more may be due; a partial one was everything due.
+      if (claimed.length < batchSize) return total;
+    }
+  }
+
+  async function tickOnce(): Promise<number> {
+    await expireLeases(db, clock.now());
+    const totals = await Promise.all(Array.from({ length: concurrency }, work));
+    // Appends do not wait for the projector (the next decision does); the tick as a whole does, so
+    // what it did is readable when it returns. An empty command waits for its account's partition.
+    for (const [accountId, partnerId] of touched) {
+      await commands
+        .execute({
+          stream: { topic: 'account', accountId },
+          context: contextOf(partnerId, accountId, null),
+          lockKeys: [],
+          consistency: 'partition',
+          decide: async () => ({ events: [], result: undefined }),
+        })
+        .catch(onError);
+    }
+    touched.clear();
+    return totals.reduce((sum, count) => sum + count, 0);
   }
 
   let running: Promise<number> | undefined;
@@ -152,11 +202,7 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
       let total = 0;
       do {
         again = false;
-        // A full batch means more may be due; a partial one was everything due.
-        for (let claimed = await tickOnce(); ; claimed = await tickOnce()) {
-          total += claimed;
-          if (claimed < batchSize) break;
-        }
+        total += await tickOnce();
       } while (again);
       return total;
     })().finally(() => (running = undefined));

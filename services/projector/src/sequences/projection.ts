@@ -2,6 +2,7 @@ import type { DomainEvent, EventOf } from '@leadline/events';
 import type { Database } from '@leadline/runtime';
 import { sql, type Transaction } from 'kysely';
 import { defineProjection } from '../projection';
+import { runsByType } from '../runs';
 import { addUsage } from '../usage/counters';
 
 type Trx = Transaction<Database>;
@@ -18,6 +19,51 @@ async function recountActiveSequences(trx: Trx, accountIds: ReadonlySet<string>)
       .where('id', '=', accountId)
       .execute();
   }
+}
+
+/**
+ * Moves enrollments past their steps with one statement; a step done twice (a redelivery) matches no
+ * row the second time. A run naming one enrollment twice (two steps in one batch) goes step by step.
+ */
+async function stepsDone(trx: Trx, run: readonly EventOf<'sequence.step_sent' | 'sequence.step_skipped'>[]) {
+  if (new Set(run.map((event) => event.data.enrollment_id)).size < run.length) {
+    for (const event of run) await stepDone(trx, event);
+    return;
+  }
+  const rows = run.map((event) => ({
+    id: event.data.enrollment_id,
+    step: event.data.step_order,
+    next: event.data.next_step_at,
+    at: event.occurred_at,
+  }));
+  await sql`
+    update sequence_enrollments e set current_step = u.step + 1, next_step_at = u.next,
+      awaiting_ai = false, updated_at = u.at
+    from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as u(id text, step int, next timestamptz, at timestamptz)
+    where e.id = u.id and e.current_step = u.step`.execute(trx);
+}
+
+/** Completions with a few statements; a completion seen twice matches no active row the second time. */
+async function completed(trx: Trx, run: readonly EventOf<'sequence.completed'>[]) {
+  const ended = await sql<{ id: string }>`
+    update sequence_enrollments e set status = 'completed', next_step_at = null, ended_at = u.at, updated_at = u.at
+    from jsonb_to_recordset(${JSON.stringify(run.map((event) => ({ id: event.data.enrollment_id, at: event.occurred_at })))}::jsonb)
+      as u(id text, at timestamptz)
+    where e.id = u.id and e.status = 'active'
+    returning e.id`.execute(trx);
+  const done = new Set(ended.rows.map((row) => row.id));
+  const counted = run.filter((event) => done.has(event.data.enrollment_id));
+  const bySequence = new Map<string, number>();
+  for (const event of counted)
+    bySequence.set(event.data.sequence_id, (bySequence.get(event.data.sequence_id) ?? 0) + 1);
+  for (const [sequenceId, count] of bySequence) {
+    await trx
+      .updateTable('sequences')
+      .set({ completed_count: sql`completed_count + ${count}` })
+      .where('id', '=', sequenceId)
+      .execute();
+  }
+  await addUsage(trx, 'sequences_completed', counted);
 }
 
 /** Moves an enrollment past `step_order`; a step done twice (a redelivery) matches no row the second time. */
@@ -209,29 +255,9 @@ async function applyOne(trx: Trx, event: SequenceEvent, touchedAccounts: Set<str
         .where('awaiting_ai', '=', false)
         .execute();
       return;
-    case 'sequence.completed': {
-      const ended = await trx
-        .updateTable('sequence_enrollments')
-        .set({
-          status: 'completed',
-          next_step_at: null,
-          ended_at: event.occurred_at,
-          updated_at: event.occurred_at,
-        })
-        .where('id', '=', event.data.enrollment_id)
-        .where('status', '=', 'active')
-        .returning('id')
-        .execute();
-      if (ended.length > 0) {
-        await trx
-          .updateTable('sequences')
-          .set({ completed_count: sql`completed_count + 1` })
-          .where('id', '=', event.data.sequence_id)
-          .execute();
-        await addUsage(trx, 'sequences_completed', [event]);
-      }
+    case 'sequence.completed':
+      await completed(trx, [event]);
       return;
-    }
     case 'message.received':
       // skip_if_replied looks at any inbound message since the enrollment began.
       await trx
@@ -302,6 +328,17 @@ type SequenceEvent = EventOf<(typeof handled)[number]>;
  */
 export const sequencesProjection = defineProjection('sequences', handled, async (trx, events) => {
   const touchedAccounts = new Set<string>();
-  for (const event of events) await applyOne(trx, event, touchedAccounts);
+  for (const run of runsByType(events)) {
+    const type = run[0]!.type;
+    if (run.length > 1 && (type === 'sequence.step_sent' || type === 'sequence.step_skipped')) {
+      await stepsDone(trx, run as EventOf<'sequence.step_sent' | 'sequence.step_skipped'>[]);
+      continue;
+    }
+    if (type === 'sequence.completed') {
+      await completed(trx, run as EventOf<'sequence.completed'>[]);
+      continue;
+    }
+    for (const event of run) await applyOne(trx, event, touchedAccounts);
+  }
   await recountActiveSequences(trx, touchedAccounts);
 });
