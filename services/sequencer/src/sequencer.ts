@@ -218,9 +218,12 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
     for (const event of events) {
       let ref: { enrollment_id: string; step_order: number } | undefined;
       let outcome: Parameters<typeof decideAiStepOutcome>[2] | undefined;
+      // The sequencer writes fixed steps only; an AI step's message comes from another writer.
+      const ownMessage = event.actor.kind === 'system' && event.actor.service === SERVICE;
       if (
         event.type === 'message.outbound_requested' &&
         event.data.sequence_step &&
+        !ownMessage &&
         !done.has(event.data.message_id)
       ) {
         ref = event.data.sequence_step;
