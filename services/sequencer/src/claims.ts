@@ -41,7 +41,7 @@ export async function claimDueSteps(db: Kysely<Database>, now: Date, leaseMs: nu
   return rows;
 }
 
-/** Done with these steps (decided, whatever the outcome): their leases go. */
+/** Steps deferred to a later time: their leases go, so they are claimed as soon as they are due again. */
 export async function releaseLeases(db: Kysely<Database>, steps: readonly DueStep[]) {
   if (steps.length === 0) return;
   await sql`

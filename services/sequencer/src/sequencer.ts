@@ -103,7 +103,7 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
       readYourWrites: false,
       async decide(trx) {
         const events: NewEvent[] = [];
-        const acted: DueStep[] = [];
+        const deferred: DueStep[] = [];
         const now = clock.now();
         const states = await accountStepStates(
           trx,
@@ -134,10 +134,10 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
             : [];
           if (decided.some((event) => event.type === 'message.outbound_requested'))
             contacted.add(state!.enrollment!.phone);
-          if (decided.some((event) => event.type === 'sequence.step_deferred')) acted.push(step);
+          if (decided.some((event) => event.type === 'sequence.step_deferred')) deferred.push(step);
           events.push(...decided);
         }
-        return { events: byAppendOrder(events), result: acted };
+        return { events: byAppendOrder(events), result: deferred };
       },
     });
     return result;
