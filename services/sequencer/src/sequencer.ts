@@ -38,6 +38,7 @@ export interface RunningSequencer {
 }
 
 const SERVICE = 'sequencer';
+const STEPS_PER_APPEND = 100;
 
 /**
  * The order the events of a claimed batch are appended in: by type, each step's own events keeping
@@ -155,7 +156,14 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
       const byAccount = new Map<string, DueStep[]>();
       for (const step of claimed)
         byAccount.set(step.account_id, [...(byAccount.get(step.account_id) ?? []), step]);
-      for (const steps of byAccount.values()) {
+      // One append per chunk: its records must fit one record batch of the log (1 MB by default),
+      // and a step with the longest message and instructions is a few kilobytes of events.
+      const chunks = [...byAccount.values()].flatMap((steps) =>
+        Array.from({ length: Math.ceil(steps.length / STEPS_PER_APPEND) }, (_, index) =>
+          steps.slice(index * STEPS_PER_APPEND, (index + 1) * STEPS_PER_APPEND),
+        ),
+      );
+      for (const steps of chunks) {
         touched.set(steps[0]!.account_id, steps[0]!.partner_id);
         try {
           await releaseLeases(db, await decideAccountSteps(steps));
