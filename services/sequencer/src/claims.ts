@@ -51,7 +51,13 @@ export async function releaseLeases(db: Kysely<Database>, steps: readonly DueSte
     where l.enrollment_id = done.enrollment_id and l.step_order = done.step_order`.execute(db);
 }
 
-/** Leases that ran out are of steps long done (or to be claimed afresh): they go. */
+/**
+ * Leases that ran out are of steps long done (or to be claimed afresh): they go. Rows another
+ * sequencer is claiming are skipped rather than waited for (a wait could deadlock with its claim).
+ */
 export async function expireLeases(db: Kysely<Database>, now: Date) {
-  await db.deleteFrom('sequencer_leases').where('lease_until', '<', now).execute();
+  await sql`
+    delete from sequencer_leases where (enrollment_id, step_order) in (
+      select enrollment_id, step_order from sequencer_leases where lease_until < ${now}
+      for update skip locked)`.execute(db);
 }

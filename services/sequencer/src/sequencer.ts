@@ -144,6 +144,17 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
     return result;
   }
 
+  /** Waits until the account's partition is projected up to what is on the log now (an empty command). */
+  async function projected(accountId: string, partnerId: string) {
+    await commands.execute({
+      stream: { topic: 'account', accountId },
+      context: contextOf(partnerId, accountId, null),
+      lockKeys: [],
+      consistency: 'partition',
+      decide: async () => ({ events: [], result: undefined }),
+    });
+  }
+
   /** Accounts appended to in the running tick, with a partner to stamp a no-op command with. */
   const touched = new Map<string, string>();
 
@@ -151,7 +162,11 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
   async function work(): Promise<number> {
     let total = 0;
     for (;;) {
-      const claimed = await claimDueSteps(db, clock.now(), leaseMs, batchSize);
+      const claimed = await claimDueSteps(db, clock.now(), leaseMs, batchSize).catch((error: unknown) => {
+        // Claiming failed (the database is unavailable, or lost a race): the next tick tries again.
+        onError(error);
+        return [];
+      });
       total += claimed.length;
       const byAccount = new Map<string, DueStep[]>();
       for (const step of claimed)
@@ -179,21 +194,11 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
   }
 
   async function tickOnce(): Promise<number> {
-    await expireLeases(db, clock.now());
+    await expireLeases(db, clock.now()).catch(onError);
     const totals = await Promise.all(Array.from({ length: concurrency }, work));
     // Appends do not wait for the projector (the next decision does); the tick as a whole does, so
     // what it did is readable when it returns. An empty command waits for its account's partition.
-    for (const [accountId, partnerId] of touched) {
-      await commands
-        .execute({
-          stream: { topic: 'account', accountId },
-          context: contextOf(partnerId, accountId, null),
-          lockKeys: [],
-          consistency: 'partition',
-          decide: async () => ({ events: [], result: undefined }),
-        })
-        .catch(onError);
-    }
+    for (const [accountId, partnerId] of touched) await projected(accountId, partnerId).catch(onError);
     touched.clear();
     return totals.reduce((sum, count) => sum + count, 0);
   }
@@ -259,7 +264,19 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
     }
   }
 
-  const watched = new Set(['message.outbound_requested', 'sequence.ai_step_failed', 'sequence.step_sent']);
+  /** Events after which steps may be due at once: new enrollments, a reactivated account or sequence. */
+  const movers = new Set([
+    'sequence.enrolled',
+    'sequence.leads_enrolled',
+    'account.reactivated',
+    'sequence.updated',
+  ]);
+  const watched = new Set([
+    'message.outbound_requested',
+    'sequence.ai_step_failed',
+    'sequence.step_sent',
+    ...movers,
+  ]);
   const consumer = kafka.consumer({
     groupId: deps.groupId,
     allowAutoTopicCreation: false,
@@ -271,16 +288,8 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
     eachBatch: async ({ batch, heartbeat, isRunning, isStale }) => {
       if (!isRunning() || isStale()) return;
       const events: DomainEvent[] = [];
-      let stepsMoved = false;
       for (const message of batch.messages) {
         const type = message.headers?.['event-type']?.toString();
-        if (
-          type === 'sequence.enrolled' ||
-          type === 'sequence.leads_enrolled' ||
-          type === 'account.reactivated' ||
-          type === 'sequence.updated'
-        )
-          stepsMoved = true;
         if (!message.value || !type || !watched.has(type)) continue;
         try {
           events.push(await codec.decode(message.value));
@@ -291,8 +300,20 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
       // Offsets are committed after this returns; a redelivered batch decides nothing twice.
       await aiOutcomes(events);
       await heartbeat();
-      // New enrollments, reactivations and reactivated sequences may have steps due now.
-      if (stepsMoved || events.length > 0) void tick().catch(onError);
+      // Steps may be due now: tick as soon as the projector shows them, rather than at the next poll.
+      const moved = new Map(
+        events.flatMap((event) =>
+          movers.has(event.type) && event.account_id ? [[event.account_id, event.partner_id] as const] : [],
+        ),
+      );
+      // An AI step answered may leave the next step due at once; its decision waited for the projector.
+      if (moved.size === 0 && events.some((event) => !movers.has(event.type))) void tick().catch(onError);
+      if (moved.size > 0) {
+        void (async () => {
+          for (const [accountId, partnerId] of moved) await projected(accountId, partnerId);
+          await tick();
+        })().catch(onError);
+      }
     },
   });
 

@@ -414,7 +414,7 @@ describe('AI steps', () => {
       },
     });
     await eventually(async () =>
-      (await leadOf(accountId, phone)).sequence.current_step === 1 ? true : undefined,
+      (await leadOf(accountId, phone)).sequence?.current_step === 1 ? true : undefined,
     );
     clock.advance(HOUR);
     await settled(run);
@@ -443,7 +443,7 @@ describe('AI steps', () => {
       ],
     });
     await eventually(async () =>
-      (await leadOf(accountId, phone)).sequence.current_step === 2 ? true : undefined,
+      (await leadOf(accountId, phone)).sequence?.current_step === 2 ? true : undefined,
     );
     clock.advance(HOUR);
     await settled(run);
