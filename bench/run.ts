@@ -2,6 +2,7 @@ import { benchAccounts } from './accounts.bench';
 import { benchEmbed } from './embed.bench';
 import { benchLeads } from './leads.bench';
 import { benchMessaging } from './messaging.bench';
+import { benchSequences } from './sequences.bench';
 import { benchWebhooks } from './webhooks.bench';
 
 /** `npm run bench`: every scenario, each with its raw baselines measured in the same run. */
@@ -10,6 +11,7 @@ const scenarios: Record<string, () => Promise<string>> = {
   embed: benchEmbed,
   leads: benchLeads,
   messaging: benchMessaging,
+  sequences: benchSequences,
   webhooks: benchWebhooks,
 };
 

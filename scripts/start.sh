@@ -40,6 +40,7 @@ start_service() {
 start_service projector
 start_service command-api
 start_service sms-gateway
+start_service sequencer
 start_service webhook-relay
 
 if [ -z "${PARTNER_API_KEY:-}" ]; then

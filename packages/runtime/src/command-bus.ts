@@ -38,6 +38,11 @@ export interface Command<R> {
    * for decisions about one account), or the whole topic (decisions across accounts, such as slugs).
    */
   consistency: 'partition' | 'topic';
+  /**
+   * False for a caller that never reads its own writes through the read models (a background service
+   * whose next decision waits for the log anyway): it returns once the events are appended.
+   */
+  readYourWrites?: boolean;
   /** Reads what it needs through `db` and returns the events to append, or throws a DomainError. */
   decide(db: Transaction<Database>): Promise<{ events: NewEvent[]; result: R }>;
 }
@@ -202,7 +207,7 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
       });
 
       // The events are durable now; a slow projector delays the answer but never fails the command.
-      if (position)
+      if (position && command.readYourWrites !== false)
         await progress.waitFor(position.topic, position.partition, position.nextOffset, projectionWaitMs);
       return { events, result };
     },

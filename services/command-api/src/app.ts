@@ -26,6 +26,7 @@ import { refuseUnstorableText } from './http/text';
 import { conversationRoutes } from './conversations/routes';
 import { leadRoutes } from './leads/routes';
 import { requirementRoutes } from './requirements/routes';
+import { sequenceRoutes } from './sequences/routes';
 import { twilioRoutes } from './twilio/routes';
 import { usageRoutes } from './usage/routes';
 import { finishOpenApiDocument } from './http/openapi-contract';
@@ -63,6 +64,8 @@ export interface AppDeps {
   rateLimitPerMinute: number;
   /** Failed authentications a minute per client address before a 429 (30 by default). */
   authFailuresPerMinute?: number;
+  /** How many seconds one `delay_hours` unit of a sequence step lasts (3600; less for demos and tests). */
+  sequenceHourSeconds?: number;
   /** Seals webhook signing secrets before they go on the log. */
   webhookSecrets: SecretBox;
   /** Extra readiness checks (the event log's reachability), run by GET /health/ready. */
@@ -153,6 +156,7 @@ export async function buildApp(deps: AppDeps) {
       await v1.register(accountRoutes, deps);
       await v1.register(leadRoutes, deps);
       await v1.register(requirementRoutes, deps);
+      await v1.register(sequenceRoutes, deps);
       await v1.register(conversationRoutes, deps);
       await v1.register(usageRoutes, deps);
       await v1.register(webhookRoutes, deps);

@@ -2,6 +2,12 @@ import { infrastructureConfig, webhookSecretConfig, withWebhookEncryptionKeys } 
 import { telephonyConfig } from '@leadline/telephony';
 import { z } from 'zod';
 
+/** Shared with the sequencer: both compute when a step is due. */
+export const sequenceConfig = {
+  /** How many seconds one `delay_hours` unit lasts; quiet hours stay wall-clock. */
+  SEQUENCE_HOUR_SECONDS: z.coerce.number().positive().default(3600),
+};
+
 export const apiConfigSchema = infrastructureConfig
   .extend({
     ...telephonyConfig.shape,
@@ -17,6 +23,7 @@ export const apiConfigSchema = infrastructureConfig
     EVENT_LOG_TIMEOUT_MS: z.coerce.number().int().positive().default(3000),
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
     AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().positive().default(30),
+    ...sequenceConfig,
     ...webhookSecretConfig,
   })
   .transform(withWebhookEncryptionKeys);

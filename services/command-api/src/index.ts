@@ -11,3 +11,15 @@ export {
   type SendMessage,
 } from './conversations/decide';
 export { conversationState } from './conversations/queries';
+
+/** The sequence deciders: the sequencer decides each due step with them, under the account's lock. */
+export {
+  decideAiStepOutcome,
+  decideDueStep,
+  stepDueAt,
+  type Enrollment,
+  type StepState,
+} from './sequences/decide';
+export { accountStepStates, stepState } from './sequences/queries';
+export { sequenceConfig } from './config';
+export { DEFAULT_SENDING_WINDOW, leadLocation, nextSendTime } from './sequences/sending-window';

@@ -48,6 +48,7 @@ const app = await buildApp({
   rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
   authFailuresPerMinute: config.AUTH_FAILURES_PER_MINUTE,
   webhookSecrets: createSecretBox(config.WEBHOOK_ENCRYPTION_KEYS),
+  sequenceHourSeconds: config.SEQUENCE_HOUR_SECONDS,
   readinessChecks: [async () => void (await services.admin.fetchTopicOffsets(services.topics.account))],
   logger: { level: process.env.LOG_LEVEL ?? 'info' },
 });

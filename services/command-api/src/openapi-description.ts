@@ -44,6 +44,14 @@ out (\`opted_out\` on the lead and the conversation) and gets one confirmation; 
 back in; HELP is answered. These replies have \`source: system\`. Sending to an opted-out number is a 409
 \`lead_opted_out\`.
 
+**Sequences** send their steps \`delay_hours\` apart, each through the same rules as a manual message
+(\`source: sequence\`), and only inside the lead's sending window: the account's \`sending_window\`
+(default 08:00-21:00) in the lead's time zone from its area code, narrowed to 08:00-20:00 for Florida,
+Oklahoma, Maryland and Washington numbers and 09:00-20:00 for Connecticut. \`next_step_at\` is the real
+send time. An enrollment keeps the steps it started with; a reply skips \`skip_if_replied\` steps; an
+opt-out stops the enrollment (\`sequence.status: opted_out\`); a deactivated account or an inactive
+sequence pauses it. Templates take \`{{first_name|fallback}}\`; a missing first name reads "there".
+
 **Webhooks** (see \`webhooks\` in this document for every payload's schema): at most 20 per partner, HTTPS
 only. Each delivery is signed: \`X-Service-Signature\` is the hex HMAC-SHA256 of the exact body with your
 secret; \`X-Service-Timestamp\` and \`X-Service-Timestamped-Signature\` (HMAC of \`<timestamp>.<body>\`) let
@@ -70,6 +78,11 @@ export const apiTags = [
   {
     name: 'Conversations',
     description: 'SMS threads with leads, keyed by phone; manual messages and the AI pause.',
+  },
+  {
+    name: 'Sequences',
+    description:
+      "Drip campaigns of fixed and AI-written steps, sent inside each lead's legal sending window.",
   },
   { name: 'Usage', description: 'Monthly counters for billing.' },
   {

@@ -1,5 +1,5 @@
 import type { DomainEvent } from '@leadline/events';
-import { projections } from '@leadline/projector';
+import { projections, rebuild } from '@leadline/projector';
 import { eventually, startFakeTwilio, twilioSignature, type FakeTwilio } from '@leadline/test-kit';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -110,10 +110,44 @@ describe('the projections', () => {
       return row?.state === 'sent' ? row : undefined;
     });
     await partner.post(`/accounts/${account.id}/conversations/+15125550303/resume-ai`);
+
+    // Sequences: versions, default switching, enrollments sent, completed, cancelled, handed to the AI,
+    // stopped by an opt-out, replied to, removed with their lead.
+    const steps = [{ type: 'fixed', message: 'Hi {{first_name|there}}' }];
+    const { body: once1 } = await partner.post(`/accounts/${account.id}/sequences`, { name: 'Once', steps });
+    const { body: drip } = await partner.post(`/accounts/${account.id}/sequences`, {
+      name: 'Drip',
+      is_default: true,
+      steps: [...steps, { type: 'fixed', message: 'Later', delay_hours: 24 }],
+    });
+    const { body: ai } = await partner.post(`/accounts/${account.id}/sequences`, {
+      name: 'AI',
+      steps: [{ type: 'ai', instructions: 'Ask for the pay stub.' }],
+    });
+    await partner.patch(`/accounts/${account.id}/sequences/${once1.id}`, { is_default: true, name: 'Once!' });
+    await partner.patch(`/accounts/${account.id}/sequences/${drip.id}`, {
+      steps: [{ type: 'fixed', message: 'v2' }],
+      is_default: true,
+    });
+    await partner.post(`/accounts/${account.id}/leads/bulk`, {
+      leads: [
+        { phone: '+15125550304', auto_sequence: true },
+        { phone: '+15125550305', auto_sequence: true, first_name: 'Eve' },
+      ],
+    });
+    await partner.post(`/accounts/${account.id}/sequences/${once1.id}/enroll`, { phone: '+15125550304' });
+    await partner.post(`/accounts/${account.id}/sequences/${ai.id}/enroll`, { phone: '+15125550304' });
+    await partner.post(`/accounts/${account.id}/sequences/${once1.id}/enroll`, { phone: '+15125550303' });
+    await inboundSms(account.phone_number, '+15125550305', 'Hello?', 'SM00000000000000000000000000000305');
+    await inboundSms(account.phone_number, '+15125550304', 'STOP', 'SM00000000000000000000000000000304');
+    await partner.delete(`/accounts/${account.id}/sequences/${ai.id}`);
+    await partner.delete(`/accounts/${account.id}/leads/+15125550305`);
+    await partner.post(`/accounts/${account.id}/leads`, { phone: '+15125550305' });
     await partner.delete(`/accounts/${account.id}`);
 
     const once = await readModels();
-    expect(once.leads).toHaveLength(3);
+    expect(once.leads).toHaveLength(5);
+    expect(once.sequence_enrollments!.length).toBeGreaterThanOrEqual(4);
     expect(once.messages!.length).toBeGreaterThanOrEqual(4);
 
     const events: DomainEvent[] = (await accountEvents(system.services)).filter(
@@ -124,6 +158,15 @@ describe('the projections', () => {
         const handled = events.filter((event) => projection.handles.has(event.type));
         if (handled.length > 0) await projection.apply(trx, handled);
       }
+    });
+    expect(await readModels()).toEqual(once);
+
+    // `npm run rebuild`: every read model projected afresh from offset 0 is the same.
+    await rebuild({
+      ...system.services,
+      databaseUrl: system.env.config.DATABASE_URL,
+      groupPrefix: system.env.config.TOPIC_PREFIX,
+      projections,
     });
     expect(await readModels()).toEqual(once);
   });

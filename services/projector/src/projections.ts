@@ -3,6 +3,7 @@ import { leadsProjection } from './leads/projection';
 import { messagingProjection } from './messaging/projection';
 import type { Projection } from './projection';
 import { requirementsProjection } from './requirements/projection';
+import { sequencesProjection } from './sequences/projection';
 import { webhooksProjection } from './webhooks/projection';
 
 /**
@@ -14,5 +15,6 @@ export const projections: readonly Projection[] = [
   leadsProjection,
   requirementsProjection,
   messagingProjection,
+  sequencesProjection,
   webhooksProjection,
 ];

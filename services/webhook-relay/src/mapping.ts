@@ -34,7 +34,7 @@ type Mapper<T extends EventType> = (event: EventOf<T>, leads: LeadNames) => Mapp
 
 /**
  * Domain event type → webhook event. Each feature that puts a webhook-worthy event on the log adds one
- * entry here (checklist.* and sequence.* arrive with their features); the data shapes
+ * entry here (checklist.* arrives with its feature); the data shapes
  * are fixed in @leadline/events' webhook-events.
  */
 export const webhookMappings: { [T in EventType]?: Mapper<T> } = {
@@ -89,6 +89,27 @@ export const webhookMappings: { [T in EventType]?: Mapper<T> } = {
       lead_name: leadName(leads.get(event.account_id, event.data.phone)),
       previous_status: event.data.previous_status,
       new_status: event.data.new_status,
+    },
+  }),
+  'sequence.completed': ({ data }) => ({
+    type: 'sequence.completed',
+    data: {
+      phone: data.phone,
+      lead_name: data.lead_name,
+      sequence_id: data.sequence_id,
+      sequence_name: data.sequence_name,
+      total_steps: data.total_steps,
+    },
+  }),
+  'sequence.reply_received': ({ data }) => ({
+    type: 'sequence.reply_received',
+    data: {
+      phone: data.phone,
+      lead_name: data.lead_name,
+      sequence_id: data.sequence_id,
+      sequence_name: data.sequence_name,
+      current_step: data.current_step,
+      message_body: data.message_body,
     },
   }),
 };

@@ -174,6 +174,61 @@ describe('mapping domain events to webhook events', () => {
     }
   });
 
+  it('maps the sequence events to their documented shapes', () => {
+    const ref = {
+      enrollment_id: 'e-1',
+      sequence_id: '0190c4a2-5b1e-7c3d-8e4f-a1b2c3d4e5f6',
+      lead_id: 'lead-1',
+      phone: '+15125550123',
+    };
+    const completed = toWebhookEvent(
+      {
+        ...envelope,
+        type: 'sequence.completed',
+        data: { ...ref, lead_name: 'Ana Silva', sequence_name: 'Welcome', total_steps: 3 },
+      },
+      names(),
+    );
+    expect(completed).toMatchObject({
+      type: 'sequence.completed',
+      data: {
+        phone: '+15125550123',
+        lead_name: 'Ana Silva',
+        sequence_id: '0190c4a2-5b1e-7c3d-8e4f-a1b2c3d4e5f6',
+        sequence_name: 'Welcome',
+        total_steps: 3,
+      },
+    });
+    const reply = toWebhookEvent(
+      {
+        ...envelope,
+        type: 'sequence.reply_received',
+        data: {
+          ...ref,
+          lead_name: null,
+          sequence_name: 'Welcome',
+          current_step: 1,
+          total_steps: 3,
+          message_id: 'm-1',
+          message_body: 'Yes please',
+        },
+      },
+      names(),
+    );
+    expect(reply?.data).toEqual({
+      phone: '+15125550123',
+      lead_name: null,
+      sequence_id: '0190c4a2-5b1e-7c3d-8e4f-a1b2c3d4e5f6',
+      sequence_name: 'Welcome',
+      current_step: 1,
+      message_body: 'Yes please',
+    });
+    for (const mapped of [completed, reply]) {
+      const type = mapped!.type as keyof typeof webhookEventData;
+      expect(() => webhookEnvelopeSchema(type, webhookEventData[type]).parse(mapped)).not.toThrow();
+    }
+  });
+
   it('tells partners nothing about events without a mapping', () => {
     expect(
       toWebhookEvent(

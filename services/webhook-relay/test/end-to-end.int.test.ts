@@ -78,4 +78,80 @@ describe('from a text message to a partner webhook', () => {
     });
     expect(byType['lead.created'].data).toMatchObject({ phone: '+15125550777', origin: 'inbound_message' });
   });
+
+  it('tells the partner when a lead replies during a sequence and when a lead finishes one', async () => {
+    const partner = await harness.createPartner('Sequence CRM');
+    const { body: account } = await partner.api.get(`/accounts/${partner.accountId}`);
+    const { body: webhook } = await partner.api.post('/webhooks', {
+      url: harness.receiver.url('/sequences'),
+      events: ['sequence.completed', 'sequence.reply_received'],
+      secret: SECRET,
+    });
+    // Quiet hours would hold step 0 at night; this test is about the webhooks.
+    await partner.api.patch(`/accounts/${partner.accountId}`, { sending_window: { enabled: false } });
+    const { body: drip } = await partner.api.post(`/accounts/${partner.accountId}/sequences`, {
+      name: 'Drip',
+      steps: [
+        { type: 'fixed', message: 'Hi {{first_name}}' },
+        { type: 'fixed', message: 'Later', delay_hours: 24 },
+      ],
+    });
+    const { body: once } = await partner.api.post(`/accounts/${partner.accountId}/sequences`, {
+      name: 'Once',
+      steps: [{ type: 'fixed', message: 'Welcome aboard' }],
+    });
+    await partner.api.post(`/accounts/${partner.accountId}/leads`, {
+      phone: '+15125550888',
+      name: 'Ana Silva',
+    });
+    await partner.api.post(`/accounts/${partner.accountId}/sequences/${drip.id}/enroll`, {
+      phone: '+15125550888',
+    });
+    await partner.api.post(`/accounts/${partner.accountId}/sequences/${once.id}/enroll`, {
+      phone: '+15125550888',
+    });
+    const inbound = await harness.system.app.inject({
+      method: 'POST',
+      url: '/twilio/sms',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({
+        MessageSid: 'SM0000000000000000000000000000e2e2',
+        From: '+15125550888',
+        To: account.phone_number,
+        Body: 'Yes, interested',
+        NumMedia: '0',
+      }).toString(),
+    });
+    expect(inbound.statusCode).toBe(200);
+
+    await eventually(async () => {
+      const rows = await harness.system.services.db
+        .selectFrom('webhook_deliveries')
+        .select('id')
+        .where('webhook_id', '=', webhook.id)
+        .execute();
+      return rows.length === 2 ? rows : undefined;
+    });
+    await relay.dispatcher.drain();
+    const payloads = harness.receiver
+      .requests('/sequences')
+      .map(({ body }) => JSON.parse(body.toString('utf8')));
+    const byType = Object.fromEntries(payloads.map((payload) => [payload.type, payload]));
+    expect(byType['sequence.completed'].data).toEqual({
+      phone: '+15125550888',
+      lead_name: 'Ana Silva',
+      sequence_id: once.id,
+      sequence_name: 'Once',
+      total_steps: 1,
+    });
+    // Only the drip is still active when the lead replies.
+    expect(byType['sequence.reply_received'].data).toEqual({
+      phone: '+15125550888',
+      lead_name: 'Ana Silva',
+      sequence_id: drip.id,
+      sequence_name: 'Drip',
+      current_step: 1,
+      message_body: 'Yes, interested',
+    });
+  });
 });

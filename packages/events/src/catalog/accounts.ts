@@ -2,6 +2,18 @@ import { z } from 'zod';
 import { defineEvent } from '../define';
 import { brandingSchema, metadataSchema } from './shared';
 
+/**
+ * When proactive messages (sequence steps) may go out: between `start` and `end` local to the lead
+ * (from the number's area code, else `time_zone`). Absent on accounts created before it existed: the
+ * default, 08:00-21:00 America/New_York, enabled.
+ */
+export const sendingWindowSchema = z.object({
+  enabled: z.boolean(),
+  start: z.string(),
+  end: z.string(),
+  time_zone: z.string(),
+});
+
 export const accountCreated = defineEvent('account.created', {
   topic: 'account',
   data: z.object({
@@ -16,6 +28,7 @@ export const accountCreated = defineEvent('account.created', {
     metadata: metadataSchema,
     /** Minutes the AI stays paused after a manual message; absent on accounts created before it existed (1440). */
     ai_pause_minutes: z.number().int().positive().optional(),
+    sending_window: sendingWindowSchema.optional(),
   }),
 });
 
@@ -32,6 +45,7 @@ export const accountUpdated = defineEvent('account.updated', {
     branding: brandingSchema.partial().optional(),
     metadata: metadataSchema.optional(),
     ai_pause_minutes: z.number().int().positive().optional(),
+    sending_window: sendingWindowSchema.optional(),
   }),
 });
 

@@ -39,6 +39,16 @@ export const eventCatalog = [
   messaging.conversationHandoffCleared,
   messaging.leadOptedOut,
   messaging.leadOptedIn,
+  sequences.sequenceCreated,
+  sequences.sequenceUpdated,
+  sequences.sequenceDeleted,
+  sequences.sequenceEnrolled,
+  sequences.sequenceLeadsEnrolled,
+  sequences.sequenceStepSent,
+  sequences.sequenceStepSkipped,
+  sequences.sequenceStepDeferred,
+  sequences.sequenceCompleted,
+  sequences.sequenceReplyReceived,
   sequences.sequenceAiStepRequested,
   sequences.sequenceAiStepFailed,
   webhooks.webhookCreated,
@@ -63,8 +73,8 @@ export const eventDefinitionsByType: ReadonlyMap<string, Catalog> = new Map(
 );
 
 export { accounts, leads, messaging, partners, requirements, sequences, webhooks };
-export { sequenceStepRefSchema } from './sequences';
-export { teamMemberRoles } from './accounts';
+export { sequenceStepRefSchema, sequenceStepSchema, sequenceStepTypes } from './sequences';
+export { sendingWindowSchema, teamMemberRoles } from './accounts';
 export { leadOrigins, leadStatuses, leadStatusSchema } from './leads';
 export { deliveryStatuses, messageFailureReasons, messageSources } from './messaging';
 export { requirementTypes, requirementTypeSchema } from './requirements';

@@ -33,3 +33,163 @@ export const sequenceAiStepFailed = defineEvent('sequence.ai_step_failed', {
     reason: z.string(),
   }),
 });
+
+/**
+ * Sequences, their enrollments and their steps. Steps are versioned: `steps_version` grows by one each
+ * time a sequence's steps change, and an enrollment keeps the version it started with, so updating a
+ * sequence never changes what leads already enrolled receive.
+ */
+
+export const sequenceStepTypes = ['fixed', 'ai'] as const;
+
+export const sequenceStepSchema = z.object({
+  type: z.enum(sequenceStepTypes),
+  /** The template of a fixed step; null for AI steps. */
+  message: z.string().nullable(),
+  /** What the AI should say in an AI step; null for fixed steps. */
+  instructions: z.string().nullable(),
+  delay_hours: z.number().int().nonnegative(),
+  skip_if_replied: z.boolean(),
+});
+
+export const sequenceCreated = defineEvent('sequence.created', {
+  topic: 'account',
+  data: z.object({
+    sequence_id: z.string(),
+    name: z.string(),
+    description: z.string().nullable(),
+    is_active: z.boolean(),
+    is_default: z.boolean(),
+    steps: z.array(sequenceStepSchema),
+    steps_version: z.number().int().positive(),
+  }),
+});
+
+/** Only the fields that changed; new `steps` come with their new `steps_version`. */
+export const sequenceUpdated = defineEvent('sequence.updated', {
+  topic: 'account',
+  data: z.object({
+    sequence_id: z.string(),
+    changes: z.object({
+      name: z.string().optional(),
+      description: z.string().nullable().optional(),
+      is_active: z.boolean().optional(),
+      /** False when another sequence of the account became the default. */
+      is_default: z.boolean().optional(),
+      steps: z.array(sequenceStepSchema).optional(),
+      steps_version: z.number().int().positive().optional(),
+    }),
+  }),
+});
+
+/** The sequence is gone; its active enrollments are cancelled (`cancelled_enrollments` of them). */
+export const sequenceDeleted = defineEvent('sequence.deleted', {
+  topic: 'account',
+  data: z.object({ sequence_id: z.string(), cancelled_enrollments: z.number().int().nonnegative() }),
+});
+
+const enrollmentRef = {
+  enrollment_id: z.string(),
+  sequence_id: z.string(),
+  lead_id: z.string(),
+  phone: z.string(),
+};
+
+/**
+ * A lead starts a sequence at step 0 (`enrolled`), or starts it again after a cancelled, stopped or
+ * completed enrollment (`reactivated`, a new enrollment id). `next_step_at` is when step 0 is due,
+ * already moved into the lead's sending window.
+ */
+export const sequenceEnrolled = defineEvent('sequence.enrolled', {
+  topic: 'account',
+  data: z.object({
+    ...enrollmentRef,
+    action: z.enum(['enrolled', 'reactivated']),
+    steps_version: z.number().int().positive(),
+    total_steps: z.number().int().positive(),
+    next_step_at: z.iso.datetime(),
+  }),
+});
+
+/**
+ * Leads imported with `auto_sequence` start the default sequence at step 0: one event for the whole
+ * import, so a bulk import of 1,000 leads stays within one record batch of the log.
+ */
+export const sequenceLeadsEnrolled = defineEvent('sequence.leads_enrolled', {
+  topic: 'account',
+  data: z.object({
+    sequence_id: z.string(),
+    steps_version: z.number().int().positive(),
+    total_steps: z.number().int().positive(),
+    enrollments: z.array(
+      z.object({
+        enrollment_id: z.string(),
+        lead_id: z.string(),
+        phone: z.string(),
+        next_step_at: z.iso.datetime(),
+      }),
+    ),
+  }),
+});
+
+/** A step went out (its `message.outbound_requested` is `message_id`); `next_step_at` is null after the last. */
+export const sequenceStepSent = defineEvent('sequence.step_sent', {
+  topic: 'account',
+  data: z.object({
+    ...enrollmentRef,
+    step_order: z.number().int().nonnegative(),
+    message_id: z.string(),
+    next_step_at: z.iso.datetime().nullable(),
+  }),
+});
+
+/**
+ * A step was passed over: the lead replied (`replied`, a step with `skip_if_replied`) or the AI agent
+ * could not write it (`ai_failed`). The enrollment moves on as if it had been sent.
+ */
+export const sequenceStepSkipped = defineEvent('sequence.step_skipped', {
+  topic: 'account',
+  data: z.object({
+    ...enrollmentRef,
+    step_order: z.number().int().nonnegative(),
+    reason: z.enum(['replied', 'ai_failed']),
+    next_step_at: z.iso.datetime().nullable(),
+  }),
+});
+
+/** A due step waits for the lead's sending window (quiet hours) to open at `next_step_at`. */
+export const sequenceStepDeferred = defineEvent('sequence.step_deferred', {
+  topic: 'account',
+  data: z.object({
+    ...enrollmentRef,
+    step_order: z.number().int().nonnegative(),
+    reason: z.enum(['quiet_hours']),
+    next_step_at: z.iso.datetime(),
+  }),
+});
+
+/** The last step was sent or skipped: what the partner's `sequence.completed` webhook carries. */
+export const sequenceCompleted = defineEvent('sequence.completed', {
+  topic: 'account',
+  data: z.object({
+    ...enrollmentRef,
+    lead_name: z.string().nullable(),
+    sequence_name: z.string(),
+    total_steps: z.number().int().positive(),
+  }),
+});
+
+/** A lead with an active enrollment sent a message: the partner's `sequence.reply_received` webhook. */
+export const sequenceReplyReceived = defineEvent('sequence.reply_received', {
+  topic: 'account',
+  data: z.object({
+    ...enrollmentRef,
+    lead_name: z.string().nullable(),
+    sequence_name: z.string(),
+    /** The step the lead is at: how many steps were sent or skipped before the reply. */
+    current_step: z.number().int().nonnegative(),
+    total_steps: z.number().int().positive(),
+    message_id: z.string(),
+    message_body: z.string(),
+  }),
+});

@@ -5,6 +5,23 @@ type Json<T = Record<string, unknown>> = ColumnType<T, string, string>;
 /** Offsets are int64 on the wire; pg returns bigint columns as strings. */
 type Int64 = ColumnType<string, string | bigint, string | bigint>;
 
+export interface SendingWindow {
+  enabled: boolean;
+  /** `HH:MM`, local to the lead. */
+  start: string;
+  end: string;
+  /** IANA zone used when the lead's number says nothing of its zone. */
+  time_zone: string;
+}
+
+export interface SequenceStep {
+  type: 'fixed' | 'ai';
+  message: string | null;
+  instructions: string | null;
+  delay_hours: number;
+  skip_if_replied: boolean;
+}
+
 /**
  * Read models: built only by the projector from the log, in the `read_model` schema, which `rebuild`
  * replaces wholesale. Named after the query they answer.
@@ -35,6 +52,8 @@ export interface ReadModelTables {
     ai_pause_minutes: Generated<number>;
     /** When the partner released the account's number; it then receives no inbound SMS on it. */
     phone_number_released_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+    /** Null: the default window. */
+    sending_window: Json<SendingWindow> | null;
   };
   leads: {
     id: string;
@@ -126,6 +145,41 @@ export interface ReadModelTables {
     forwarding_number: string | null;
     invited_at: Timestamp;
   };
+  sequences: {
+    id: string;
+    account_id: string;
+    name: string;
+    description: string | null;
+    is_active: boolean;
+    is_default: boolean;
+    steps: Json<SequenceStep[]>;
+    steps_version: number;
+    enrolled_count: Generated<number>;
+    completed_count: Generated<number>;
+    created_at: Timestamp;
+    updated_at: Timestamp;
+  };
+  sequence_step_versions: { sequence_id: string; version: number; steps: Json<SequenceStep[]> };
+  /** A lead's enrollment in a sequence; `next_step_at` is what the sequencer claims on. */
+  sequence_enrollments: {
+    id: string;
+    account_id: string;
+    sequence_id: string;
+    sequence_name: string;
+    lead_id: string;
+    phone: string;
+    /** `removed`: the lead was deleted (the row stays so that a replay counts nothing twice). */
+    status: 'active' | 'completed' | 'cancelled' | 'opted_out' | 'removed';
+    steps_version: number;
+    total_steps: number;
+    current_step: number;
+    next_step_at: Timestamp | null;
+    awaiting_ai: Generated<boolean>;
+    replied: Generated<boolean>;
+    started_at: Timestamp;
+    ended_at: Timestamp | null;
+    updated_at: Timestamp;
+  };
   webhooks: {
     id: string;
     partner_id: string;
@@ -156,6 +210,7 @@ export interface OperationalTables {
     /** Within a minute: each instance records a key's use at most once a minute. */
     last_used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   };
+  sequencer_leases: { enrollment_id: string; step_order: number; lease_until: Timestamp };
   local_phone_numbers: { phone_number: string; account_id: string; allocated_at: Generated<Timestamp> };
   rate_limit_counters: { key: string; window_started_at: Timestamp; count: number };
   /** One number, one account (see the 0009_phone_number_reservations migration). */

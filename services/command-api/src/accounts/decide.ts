@@ -2,6 +2,7 @@ import type { EventData, NewEvent } from '@leadline/events';
 import { conflict, DomainError } from '@leadline/runtime';
 import { metadataChanges } from '../metadata';
 import { uniqueSlug } from './slug';
+import { DEFAULT_SENDING_WINDOW, type SendingWindow } from '../sequences/sending-window';
 
 type Branding = EventData<'account.created'>['branding'];
 type Metadata = Record<string, unknown>;
@@ -18,6 +19,7 @@ export interface Account {
   phone_number: string;
   /** The partner released the number: the account has none any more and stays deactivated. */
   phone_number_released: boolean;
+  sending_window: SendingWindow;
 }
 
 export interface AccountState {
@@ -43,6 +45,7 @@ export interface CreateAccount {
   branding?: Partial<Branding> | undefined;
   metadata?: Metadata | undefined;
   ai_pause_minutes?: number | undefined;
+  sending_window?: Partial<SendingWindow> | undefined;
 }
 
 export type AccountCommand =
@@ -55,6 +58,8 @@ export type AccountCommand =
       /** Merged into the account's metadata; a null value removes the key. */
       metadata?: Metadata | undefined;
       ai_pause_minutes?: number | undefined;
+      /** The given fields replace the account's; the others are kept. */
+      sending_window?: Partial<SendingWindow> | undefined;
       status?: 'active' | 'deactivated' | undefined;
     }
   | { type: 'DeactivateAccount' }
@@ -97,6 +102,7 @@ export function decideAccountCreation(command: CreateAccount, registry: AccountR
         },
         metadata: command.metadata ?? {},
         ai_pause_minutes: command.ai_pause_minutes ?? DEFAULT_AI_PAUSE_MINUTES,
+        sending_window: { ...DEFAULT_SENDING_WINDOW, ...command.sending_window },
       },
     },
   ];
@@ -124,6 +130,13 @@ function changedFields(
   if (Object.keys(metadata).length > 0) changes.metadata = metadata;
   if (command.ai_pause_minutes !== undefined && command.ai_pause_minutes !== account.ai_pause_minutes) {
     changes.ai_pause_minutes = command.ai_pause_minutes;
+  }
+  if (command.sending_window) {
+    const window = { ...account.sending_window, ...command.sending_window };
+    if (window.start >= window.end) {
+      throw new DomainError(400, 'invalid_sending_window', 'The sending window must end after it starts.');
+    }
+    if (JSON.stringify(window) !== JSON.stringify(account.sending_window)) changes.sending_window = window;
   }
   return changes;
 }

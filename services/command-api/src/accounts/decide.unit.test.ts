@@ -7,6 +7,7 @@ import {
   type CreateAccount,
 } from './decide';
 import { uniqueSlug } from './slug';
+import { DEFAULT_SENDING_WINDOW } from '../sequences/sending-window';
 
 const account: Account = {
   id: 'acc-1',
@@ -19,6 +20,7 @@ const account: Account = {
   ai_pause_minutes: 1440,
   phone_number: '+15125550100',
   phone_number_released: false,
+  sending_window: DEFAULT_SENDING_WINDOW,
 };
 const given = (overrides: Partial<Account> = {}, teamEmails: string[] = []): AccountState => ({
   account: { ...account, ...overrides },
@@ -50,6 +52,7 @@ describe('account creation', () => {
         branding: { logo_url: null, accent_color: null },
         metadata: {},
         ai_pause_minutes: 1440,
+        sending_window: DEFAULT_SENDING_WINDOW,
       },
     });
   });

@@ -3,6 +3,7 @@ import type { Database } from '@leadline/runtime';
 import type { Kysely, Selectable } from 'kysely';
 import type { z } from 'zod';
 import { DEFAULT_AI_PAUSE_MINUTES, type Account } from './decide';
+import { DEFAULT_SENDING_WINDOW } from '../sequences/sending-window';
 import type { accountResponse, teamMemberResponse } from './schemas';
 
 type AccountRow = Selectable<Database['accounts']>;
@@ -30,6 +31,7 @@ export function toAccountResponse(row: AccountRow): z.infer<typeof accountRespon
     branding: { logo_url: row.logo_url, accent_color: row.accent_color },
     metadata: row.metadata,
     ai_pause_minutes: row.ai_pause_minutes,
+    sending_window: row.sending_window ?? DEFAULT_SENDING_WINDOW,
     created_at: row.created_at.toISOString(),
     deactivated_at: row.deactivated_at?.toISOString() ?? null,
     stats: {
@@ -42,8 +44,17 @@ export function toAccountResponse(row: AccountRow): z.infer<typeof accountRespon
 
 /** A new account as its creation event describes it: what the read model will hold. */
 export function createdAccountResponse(event: EventOf<'account.created'>): z.infer<typeof accountResponse> {
-  const { name, company_name, slug, phone_number, forwarding_number, branding, metadata, ai_pause_minutes } =
-    event.data;
+  const {
+    name,
+    company_name,
+    slug,
+    phone_number,
+    forwarding_number,
+    branding,
+    metadata,
+    ai_pause_minutes,
+    sending_window,
+  } = event.data;
   return {
     id: event.account_id,
     name,
@@ -55,6 +66,7 @@ export function createdAccountResponse(event: EventOf<'account.created'>): z.inf
     branding,
     metadata,
     ai_pause_minutes: ai_pause_minutes ?? DEFAULT_AI_PAUSE_MINUTES,
+    sending_window: sending_window ?? DEFAULT_SENDING_WINDOW,
     created_at: event.occurred_at,
     deactivated_at: null,
     stats: { total_leads: 0, total_conversations: 0, active_sequences: 0 },
@@ -100,6 +112,7 @@ export function toAccount(row: AccountRow): Account {
     ai_pause_minutes: row.ai_pause_minutes,
     phone_number: row.phone_number,
     phone_number_released: row.phone_number_released_at !== null,
+    sending_window: row.sending_window ?? DEFAULT_SENDING_WINDOW,
   };
 }
 

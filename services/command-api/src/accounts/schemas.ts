@@ -52,6 +52,47 @@ const aiPauseMinutes = z
   .max(525_600)
   .describe('Minutes a manual message pauses the AI in its conversation (until resume-ai at the latest).');
 
+const clockTime = z
+  .string()
+  .max(5)
+  .regex(/^(?:[01]\d|2[0-3]):[0-5]\d$/, 'Must be a time such as 08:00.');
+const timeZone = z
+  .string()
+  .max(64)
+  .refine((zone) => {
+    try {
+      new Intl.DateTimeFormat('en-US', { timeZone: zone });
+      return zone.includes('/') || zone === 'UTC';
+    } catch {
+      return false;
+    }
+  }, 'Must be an IANA time zone such as America/New_York.');
+
+const sendingWindowFields = {
+  enabled: z.boolean().describe('False turns quiet hours off for the account (see the README: legal risk).'),
+  start: clockTime.describe('Local to the lead, `HH:MM`.'),
+  end: clockTime.describe('Local to the lead, `HH:MM`; after `start`.'),
+  time_zone: timeZone.describe("Used when the lead's area code says nothing of its zone."),
+};
+const windowOrder = (window: { start?: string | undefined; end?: string | undefined }) =>
+  window.start === undefined || window.end === undefined || window.start < window.end;
+
+export const sendingWindowInput = z
+  .strictObject(
+    Object.fromEntries(
+      Object.entries(sendingWindowFields).map(([key, schema]) => [key, schema.optional()]),
+    ) as { [K in keyof typeof sendingWindowFields]: z.ZodOptional<(typeof sendingWindowFields)[K]> },
+  )
+  .refine(windowOrder, { message: '`end` must be after `start`.', path: ['end'] })
+  .meta({
+    description:
+      'When sequence steps may go out, local to the lead (time zone from the area code). Only the given ' +
+      'fields change. Default `{enabled: true, start: "08:00", end: "21:00", time_zone: "America/New_York"}`; ' +
+      'a window wider than a stricter state allows (Florida, Oklahoma: 08:00-20:00) is narrowed there.',
+  });
+
+export const sendingWindowResponse = z.object(sendingWindowFields).meta({ id: 'SendingWindow' });
+
 export const createAccountBody = z
   .strictObject({
     name,
@@ -61,6 +102,7 @@ export const createAccountBody = z
     branding: z.strictObject({ logo_url: httpUrl.optional(), accent_color: hexColor.optional() }).optional(),
     metadata: metadataInput.optional(),
     ai_pause_minutes: aiPauseMinutes.default(1440),
+    sending_window: sendingWindowInput.optional(),
   })
   .meta({ id: 'CreateAccountRequest' });
 
@@ -77,13 +119,14 @@ export const updateAccountBody = z
       .optional()
       .describe('Merged into the existing metadata; a key set to null is removed.'),
     ai_pause_minutes: aiPauseMinutes.optional(),
+    sending_window: sendingWindowInput.optional(),
     status: z.enum(['active', 'deactivated']).optional().describe('`active` reactivates an account.'),
   })
   .strict()
   .meta({
     id: 'UpdateAccountRequest',
     description:
-      'Mutable fields: name, company_name, forwarding_number, branding, metadata, ai_pause_minutes and status. ' +
+      'Mutable fields: name, company_name, forwarding_number, branding, metadata, ai_pause_minutes, sending_window and status. ' +
       'The phone number and slug cannot change.',
   });
 
@@ -120,6 +163,7 @@ export const accountResponse = z
       .meta({ id: 'Branding' }),
     metadata: z.record(z.string(), z.unknown()),
     ai_pause_minutes: z.number().int().min(1).max(525_600).meta({ format: 'int32' }),
+    sending_window: sendingWindowResponse,
     created_at: timestamp(),
     deactivated_at: timestamp().nullable(),
     stats,

@@ -42,6 +42,18 @@ export async function listConversations(
       )
       .selectAll('c')
       .select(['l.name', 'l.status as lead_status'])
+      .select((eb) =>
+        eb
+          .exists(
+            eb
+              .selectFrom('sequence_enrollments as e')
+              .select('e.id')
+              .whereRef('e.account_id', '=', 'c.account_id')
+              .whereRef('e.phone', '=', 'c.phone')
+              .where('e.status', '=', 'active'),
+          )
+          .as('in_sequence'),
+      )
       .orderBy('c.last_message_at', 'desc')
       .orderBy('c.phone')
       .limit(query.limit)
@@ -60,8 +72,7 @@ export async function listConversations(
         message_count: row.message_count,
         needs_handoff: row.needs_handoff,
         lead_status: row.lead_status,
-        // Sequences come with their own feature.
-        in_sequence: false,
+        in_sequence: Boolean(row.in_sequence),
         opted_out: row.opted_out,
         ai_paused: paused,
         ai_paused_until: paused ? row.ai_paused_until!.toISOString() : null,

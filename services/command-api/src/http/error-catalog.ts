@@ -72,6 +72,11 @@ export const errorCatalog = {
     'The account has no requirement with this id.',
     pathParam('requirement_id'),
   ),
+  sequence_not_found: entry(
+    404,
+    "No such sequence in the account (another account's too).",
+    pathParam('sequence_id'),
+  ),
   webhook_not_found: entry(
     404,
     "No such webhook for this partner (another partner's webhook too).",
@@ -115,6 +120,21 @@ export const errorCatalog = {
     'The account released its number; it cannot be reactivated.',
     operations('updateAccount'),
   ),
+  sequence_limit_reached: entry(
+    400,
+    'The account has 100 sequences, the most it can have.',
+    operations('createSequence'),
+  ),
+  invalid_sending_window: entry(
+    400,
+    'The sending window would end before it starts.',
+    operations('createAccount', 'updateAccount'),
+  ),
+  sequence_inactive: entry(
+    409,
+    'The sequence is inactive; activate it before enrolling leads.',
+    operations('enrollLead'),
+  ),
   team_member_exists: entry(
     409,
     'This e-mail address is already on the team.',
@@ -138,12 +158,12 @@ export const errorCatalog = {
   account_deactivated: entry(
     409,
     'The account is deactivated; reactivate it to send messages or embed its dashboard.',
-    operations('sendMessage', 'createEmbedToken'),
+    operations('sendMessage', 'createEmbedToken', 'enrollLead'),
   ),
   lead_opted_out: entry(
     409,
     'The number opted out (it texted STOP); it can opt back in with START.',
-    operations('sendMessage'),
+    operations('sendMessage', 'enrollLead'),
   ),
   webhook_limit_reached: entry(
     409,

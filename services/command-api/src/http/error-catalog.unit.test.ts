@@ -64,9 +64,9 @@ describe('the error catalog', () => {
       Object.fromEntries([...codesByStatus(facts)].map(([status, codes]) => [status, codes.sort()]));
     expect(
       statuses({
-        operationId: 'createSequence',
+        operationId: 'createWidget',
         method: 'post',
-        path: '/accounts/{id}/sequences',
+        path: '/accounts/{id}/widgets',
         hasBody: true,
         hasInput: true,
       }),

@@ -5,6 +5,7 @@ import { escapeLike } from '../accounts/queries';
 import { checklistProgress } from './checklist';
 import { leadFieldNames, type Lead } from './decide';
 import type { checklistResponse, leadDetailsResponse } from './schemas';
+import { leadSequence } from '../sequences/queries';
 
 type LeadRow = Selectable<Database['leads']>;
 
@@ -113,9 +114,10 @@ export async function leadDetails(
   db: Kysely<Database>,
   row: LeadRow,
 ): Promise<z.infer<typeof leadDetailsResponse>> {
-  const [{ checklist, progress }, conversation] = await Promise.all([
+  const [{ checklist, progress }, conversation, sequence] = await Promise.all([
     leadChecklist(db, row.account_id, row.id),
     findConversationRow(db, row.account_id, row.phone),
+    leadSequence(db, row.id),
   ]);
   const lastMessageAt = conversation?.last_message_at?.toISOString() ?? null;
   return {
@@ -152,7 +154,7 @@ export async function leadDetails(
       summary: '',
       needs_handoff: conversation?.needs_handoff ?? false,
     },
-    sequence: null,
+    sequence,
   };
 }
 

@@ -6,6 +6,8 @@ import { executeOnAccount, requireAccount } from '../accounts/account-stream';
 import { accountParams } from '../accounts/schemas';
 import type { AppDeps } from '../app';
 import { decideLead, decideLeadImports, type Lead, type LeadCommand, type LeadImport } from './decide';
+import { decideAutoEnrollments } from '../sequences/decide';
+import { autoEnrollState } from '../sequences/queries';
 import { findLeadRow, leadChecklist, leadDetails, leadsMatching, listLeads, toLead } from './queries';
 import {
   bulkImportBody,
@@ -25,9 +27,9 @@ const tags = ['Leads'];
 
 type BulkError = z.infer<typeof bulkImportResponse>['errors'][number];
 
-function importedLead(lead: Lead): z.infer<typeof importResponse>['lead'] {
+function importedLead(lead: Lead, sequenceEnrolled: boolean): z.infer<typeof importResponse>['lead'] {
   const { phone, name, email, source, external_id, status, created_at } = lead;
-  return { phone, name, email, source, external_id, status, sequence_enrolled: false, created_at };
+  return { phone, name, email, source, external_id, status, sequence_enrolled: sequenceEnrolled, created_at };
 }
 
 /** Each bulk entry is validated on its own; the invalid ones become `errors` entries. */
@@ -58,6 +60,7 @@ function validateBulk(entries: readonly unknown[]): {
 
 export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   const { db, commands, clock, newId } = deps;
+  const hourSeconds = deps.sequenceHourSeconds ?? 3600;
 
   /** Decides a whole import against the account's caught-up leads and appends it as one batch. */
   async function importLeads(
@@ -66,15 +69,33 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
     leads: LeadImport[],
     origin: 'api' | 'bulk',
   ) {
-    const { result } = await executeOnAccount(commands, request, accountId, async (trx) => {
+    const { result } = await executeOnAccount(commands, request, accountId, async (trx, account) => {
       const existing = await leadsMatching(
         trx,
         accountId,
         leads.map((lead) => lead.phone),
         leads.flatMap((lead) => (lead.external_id ? [lead.external_id] : [])),
       );
-      const decision = decideLeadImports(leads, existing, { newId, now: clock.now(), origin });
-      return { events: decision.events, result: decision.outcomes };
+      const now = clock.now();
+      const decision = decideLeadImports(leads, existing, { newId, now, origin });
+      const imported = decision.outcomes.map((outcome, index) => ({
+        lead: outcome.lead,
+        auto_sequence: leads[index]!.auto_sequence,
+      }));
+      const enrollments = decideAutoEnrollments(
+        imported,
+        await autoEnrollState(
+          trx,
+          account,
+          imported.map(({ lead }) => lead),
+        ),
+        { now, hourSeconds, newId },
+      );
+      const outcomes = decision.outcomes.map((outcome) => ({
+        ...outcome,
+        sequence_enrolled: enrollments.inSequence.has(outcome.lead.lead_id),
+      }));
+      return { events: [...decision.events, ...enrollments.events], result: outcomes };
     });
     return result;
   }
@@ -121,10 +142,10 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
     },
     async (request, reply) => {
       const [outcome] = await importLeads(request, request.params.id, [request.body], 'api');
-      const { action, lead } = outcome!;
+      const { action, lead, sequence_enrolled } = outcome!;
       return reply
         .status(action === 'created' ? 201 : 200)
-        .send({ success: true, action, lead: importedLead(lead) });
+        .send({ success: true, action, lead: importedLead(lead, sequence_enrolled) });
     },
   );
 

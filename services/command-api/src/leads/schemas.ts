@@ -207,12 +207,20 @@ export const leadDetailsResponse = z
     sequence: z
       .object({
         name: z.string(),
-        status: z.string(),
-        current_step: count(),
+        status: z
+          .enum(['active', 'paused', 'completed', 'cancelled', 'opted_out'])
+          .describe(
+            '`paused` while the account is deactivated or the sequence inactive; `opted_out` when the number ' +
+              'texted STOP during the sequence (it stops for good; enrolling again after START starts over).',
+          ),
+        current_step: count().describe('Steps sent or skipped so far: the 0-based order of the next one.'),
         total_steps: count(),
+        next_step_at: timestamp()
+          .nullable()
+          .describe("When the next step goes out, inside the lead's sending window."),
       })
       .nullable()
-      .describe('The enrollment, or null when the lead is in no sequence.'),
+      .describe('The active enrollment, else the latest one; null when the lead was never enrolled.'),
   })
   .meta({ id: 'LeadDetails' });
 

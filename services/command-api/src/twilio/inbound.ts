@@ -3,6 +3,8 @@ import type { Clock } from '@leadline/runtime';
 import type { Kysely } from 'kysely';
 import { decideReceiveMessage, type ReceiveMessage } from '../conversations/decide';
 import { conversationState } from '../conversations/queries';
+import { decideSequenceReplies } from '../sequences/decide';
+import { activeEnrollments } from '../sequences/queries';
 
 export interface InboundDeps {
   db: Kysely<Database>;
@@ -53,7 +55,13 @@ export async function receiveInboundSms(
         .executeTakeFirstOrThrow();
       const state = await conversationState(trx, account, input.phone);
       const command: ReceiveMessage = { type: 'ReceiveMessage', message_id: newId(), ...input };
-      return { events: decideReceiveMessage(command, state, { newId, now: clock.now() }), result: true };
+      const events = decideReceiveMessage(command, state, { newId, now: clock.now() });
+      const replies = decideSequenceReplies(await activeEnrollments(trx, account.id, input.phone), {
+        message_id: command.message_id,
+        body: input.body,
+        lead_name: state.lead?.name ?? null,
+      });
+      return { events: [...events, ...replies], result: true };
     },
   });
   return result;

@@ -35,6 +35,7 @@ async function applyOne(trx: Transaction<Database>, event: AccountEvent): Promis
           accent_color: data.branding.accent_color,
           metadata: JSON.stringify(data.metadata),
           ...(data.ai_pause_minutes !== undefined && { ai_pause_minutes: data.ai_pause_minutes }),
+          sending_window: data.sending_window ? JSON.stringify(data.sending_window) : null,
           created_at: event.occurred_at,
           updated_at: event.occurred_at,
           deactivated_at: null,
@@ -44,7 +45,7 @@ async function applyOne(trx: Transaction<Database>, event: AccountEvent): Promis
       return;
     }
     case 'account.updated': {
-      const { branding, metadata, ...fields } = event.data;
+      const { branding, metadata, sending_window, ...fields } = event.data;
       await trx
         .updateTable('accounts')
         .set({
@@ -52,6 +53,7 @@ async function applyOne(trx: Transaction<Database>, event: AccountEvent): Promis
           ...(branding?.logo_url !== undefined && { logo_url: branding.logo_url }),
           ...(branding?.accent_color !== undefined && { accent_color: branding.accent_color }),
           ...(metadata && { metadata: mergedMetadata(metadata) }),
+          ...(sending_window && { sending_window: JSON.stringify(sending_window) }),
           updated_at: event.occurred_at,
         })
         .where('id', '=', event.account_id)

@@ -128,6 +128,20 @@ async function deleted(trx: Transaction<Database>, events: readonly EventOf<'lea
   );
 }
 
+/** A run of status changes as one statement (a sequencer batch contacts many leads at once); the last change of a lead wins. */
+async function statusChanged(trx: Transaction<Database>, events: readonly EventOf<'lead.status_changed'>[]) {
+  const last = new Map(events.map((event) => [event.data.lead_id, event]));
+  const rows = [...last.values()].map((event) => ({
+    id: event.data.lead_id,
+    status: event.data.new_status,
+    at: event.occurred_at,
+  }));
+  await sql`
+    update leads set status = u.status, updated_at = u.at
+    from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as u(id text, status text, at timestamptz)
+    where leads.id = u.id`.execute(trx);
+}
+
 async function applyRun(trx: Transaction<Database>, run: LeadEvent[]) {
   const first = run[0]!;
   switch (first.type) {
@@ -136,14 +150,7 @@ async function applyRun(trx: Transaction<Database>, run: LeadEvent[]) {
     case 'lead.updated':
       return updated(trx, run as EventOf<'lead.updated'>[]);
     case 'lead.status_changed':
-      for (const event of run as EventOf<'lead.status_changed'>[]) {
-        await trx
-          .updateTable('leads')
-          .set({ status: event.data.new_status, updated_at: event.occurred_at })
-          .where('id', '=', event.data.lead_id)
-          .execute();
-      }
-      return;
+      return statusChanged(trx, run as EventOf<'lead.status_changed'>[]);
     case 'lead.deleted':
       return deleted(trx, run as EventOf<'lead.deleted'>[]);
     default: {

@@ -227,4 +227,18 @@ export const operationalMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0007_sequencer': {
+    async up(db: Kysely<unknown>) {
+      await sql`
+        -- The sequencer's claims on due steps: a step claimed by one sequencer is skipped by the
+        -- others until its lease runs out (a crashed sequencer's claims run out likewise).
+        create table sequencer_leases (
+          enrollment_id text not null,
+          step_order integer not null,
+          lease_until timestamptz not null,
+          primary key (enrollment_id, step_order)
+        );
+      `.execute(db);
+    },
+  },
 };

@@ -214,4 +214,58 @@ export const readModelMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0007_sequences': {
+    async up(db: Kysely<unknown>) {
+      await sql`
+        -- The account's sending window (quiet hours); null means the default (08:00-21:00, New York).
+        alter table accounts add column sending_window jsonb;
+        create table sequences (
+          id text primary key,
+          account_id text not null,
+          name text not null,
+          description text,
+          is_active boolean not null,
+          is_default boolean not null,
+          steps jsonb not null,
+          steps_version integer not null,
+          enrolled_count integer not null default 0,
+          completed_count integer not null default 0,
+          created_at timestamptz not null,
+          updated_at timestamptz not null
+        );
+        create index sequences_account_created on sequences (account_id, created_at, id);
+        -- Every version of every sequence's steps: an enrollment keeps the version it started with.
+        create table sequence_step_versions (
+          sequence_id text not null,
+          version integer not null,
+          steps jsonb not null,
+          primary key (sequence_id, version)
+        );
+        -- A lead's enrollment in a sequence (active, completed, cancelled, opted_out, or removed with
+        -- its lead); reactivation replaces the row with a new enrollment id.
+        create table sequence_enrollments (
+          id text primary key,
+          account_id text not null,
+          sequence_id text not null,
+          sequence_name text not null,
+          lead_id text not null,
+          phone text not null,
+          status text not null,
+          steps_version integer not null,
+          total_steps integer not null,
+          current_step integer not null,
+          next_step_at timestamptz,
+          awaiting_ai boolean not null default false,
+          replied boolean not null default false,
+          started_at timestamptz not null,
+          ended_at timestamptz,
+          updated_at timestamptz not null
+        );
+        create unique index sequence_enrollments_sequence_lead on sequence_enrollments (sequence_id, lead_id);
+        create index sequence_enrollments_account_phone on sequence_enrollments (account_id, phone);
+        create index sequence_enrollments_due on sequence_enrollments (next_step_at)
+          where status = 'active' and not awaiting_ai;
+      `.execute(db);
+    },
+  },
 };

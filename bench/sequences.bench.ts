@@ -1,0 +1,275 @@
+import {
+  connectCommandServices,
+  createDb,
+  createEventProducer,
+  newUuid,
+  systemClock,
+  type Clock,
+} from '@leadline/runtime';
+import { startSequencer } from '@leadline/sequencer';
+import pg from 'pg';
+import { comparisonTable, percentile, type Measurement } from './stats';
+import { expectStatus, startBenchSystem, type BenchSystem } from './system';
+
+const ACCOUNTS = 10;
+const DUE_COUNTS = [1000, 10_000];
+const IMPORT_RUNS = 5;
+const IMPORT_SIZE = 1000;
+const CLAIM_BATCH = 200;
+const WORKERS = 4;
+
+let phones = 0;
+const nextPhone = () => `+1212${String(2_000_000 + ++phones).padStart(7, '0')}`;
+
+async function newAccount(system: BenchSystem, name: string) {
+  const body = (await expectStatus(
+    await fetch(`${system.baseUrl}/v1/accounts`, {
+      method: 'POST',
+      headers: system.headers,
+      // Quiet hours off: the bench measures the sequencer, not the clock on the wall.
+      body: JSON.stringify({ name, sending_window: { enabled: false } }),
+    }),
+    201,
+  )) as { id: string };
+  return body.id;
+}
+
+async function defaultSequence(system: BenchSystem, accountId: string, delayHours: number) {
+  await expectStatus(
+    await fetch(`${system.baseUrl}/v1/accounts/${accountId}/sequences`, {
+      method: 'POST',
+      headers: system.headers,
+      body: JSON.stringify({
+        name: 'Bench',
+        is_default: true,
+        steps: [{ type: 'fixed', message: 'Hi {{first_name|there}}', delay_hours: delayHours }],
+      }),
+    }),
+    201,
+  );
+}
+
+async function bulkImport(system: BenchSystem, accountId: string, count: number, autoSequence: boolean) {
+  const leads = Array.from({ length: count }, () => ({ phone: nextPhone(), auto_sequence: autoSequence }));
+  await expectStatus(
+    await fetch(`${system.baseUrl}/v1/accounts/${accountId}/leads/bulk`, {
+      method: 'POST',
+      headers: system.headers,
+      body: JSON.stringify({ leads }),
+    }),
+    200,
+  );
+}
+
+async function until(probe: () => Promise<boolean>) {
+  while (!(await probe())) await new Promise((resolve) => setTimeout(resolve, 10));
+}
+
+/**
+ * `count` enrollments whose step falls due at one instant, across ACCOUNTS accounts. The step is due
+ * an hour after import; the sequencer runs on a clock moved forward so that, when it starts, the last
+ * enrolled step has just fallen due: that instant is T, and lateness is the time from T to the step's
+ * `message.outbound_requested` on the log (its `occurred_at`, stamped by the sequencer's clock).
+ */
+async function dueAtOnce(system: BenchSystem, count: number): Promise<Measurement> {
+  const { env } = system;
+  const perAccount = count / ACCOUNTS;
+  const accounts: string[] = [];
+  for (let i = 0; i < ACCOUNTS; i++) {
+    const accountId = await newAccount(system, `Due ${count} ${i}`);
+    await defaultSequence(system, accountId, 1);
+    for (let done = 0; done < perAccount; done += 1000) {
+      await bulkImport(system, accountId, Math.min(1000, perAccount - done), true);
+    }
+    accounts.push(accountId);
+  }
+  const db = system.services.db;
+  const { latest } = await db
+    .selectFrom('sequence_enrollments')
+    .select((eb) => eb.fn.max('next_step_at').as('latest'))
+    .where('account_id', 'in', accounts)
+    .executeTakeFirstOrThrow();
+  const dueAt = new Date(latest as unknown as Date).getTime();
+  // Nothing is due until the sequencer is up; then its clock jumps to the instant everything is due.
+  let offset = 0;
+  const shifted: Clock = { now: () => new Date(Date.now() + offset) };
+  const services = await connectCommandServices(
+    { ...env.config, PROJECTION_WAIT_MS: 30_000 },
+    'leadline-bench-sequencer',
+    { clock: shifted },
+  );
+  const claimsDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
+  const sequencer = await startSequencer({
+    ...services,
+    db: claimsDb,
+    clock: shifted,
+    newId: newUuid,
+    groupId: `${env.config.TOPIC_PREFIX}leadline.sequencer.${count}`,
+    hourSeconds: 3600,
+    concurrency: WORKERS,
+    batchSize: CLAIM_BATCH,
+    pollIntervalMs: 50,
+    onError: (error) => console.error(error),
+  });
+  offset = dueAt - Date.now();
+  void sequencer.tick();
+  const sent = () =>
+    db
+      .selectFrom('messages')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('account_id', 'in', accounts)
+      .where('source', '=', 'sequence')
+      .executeTakeFirstOrThrow();
+  await until(async () => Number((await sent()).n) >= count);
+  const rows = await db
+    .selectFrom('messages')
+    .select('sent_at')
+    .where('account_id', 'in', accounts)
+    .where('source', '=', 'sequence')
+    .execute();
+  await sequencer.stop();
+  await claimsDb.destroy();
+  await services.close();
+  const samples = rows.map((row) => row.sent_at.getTime() - dueAt);
+  return {
+    name: `sequencer: ${count} steps due at once`,
+    count,
+    seconds: Math.max(...samples) / 1000,
+    samples,
+  };
+}
+
+/**
+ * The floor: claiming and appending the same number of rows with a bare SKIP LOCKED loop and one
+ * kafkajs sendBatch per claim, with the same workers and claim size; lateness is the time from the
+ * start to the batch's acknowledgement.
+ */
+async function rawDue(system: BenchSystem, count: number): Promise<Measurement> {
+  const { env, services } = system;
+  const pool = new pg.Pool({ connectionString: env.config.DATABASE_URL, max: WORKERS + 1 });
+  const table = `bench_due_${count}`;
+  await pool.query(`create table ${table} (id int primary key, due_at timestamptz, state text)`);
+  await pool.query(`insert into ${table} select g, now(), 'pending' from generate_series(0, ${count - 1}) g`);
+  const topic = `${env.config.TOPIC_PREFIX}bench-due-${count}`;
+  await services.admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 8 }] });
+  const producer = createEventProducer(services.kafka);
+  await producer.connect();
+  const samples: number[] = [];
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: WORKERS }, async () => {
+      for (;;) {
+        const { rows } = await pool.query<{ id: number }>(
+          `update ${table} set state = 'sent' where id in (
+             select id from ${table} where state = 'pending' and due_at <= now()
+             order by due_at, id limit ${CLAIM_BATCH} for update skip locked)
+           returning id`,
+        );
+        if (rows.length === 0) return;
+        await producer.sendBatch({
+          acks: -1,
+          topicMessages: [
+            {
+              topic,
+              messages: rows.map((row) => ({ key: `k${row.id % ACCOUNTS}`, value: `step ${row.id}` })),
+            },
+          ],
+        });
+        const at = performance.now() - started;
+        for (let i = 0; i < rows.length; i++) samples.push(at);
+      }
+    }),
+  );
+  await producer.disconnect();
+  await pool.end();
+  return {
+    name: 'bare SKIP LOCKED claim + sendBatch',
+    count,
+    seconds: Math.max(...samples) / 1000,
+    samples,
+  };
+}
+
+/** Bulk imports of 1,000 leads with auto_sequence until every step 0 is on the log, beside the import alone. */
+async function importRuns(system: BenchSystem) {
+  const { env, services } = system;
+  const claimsDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
+  const sequencer = await startSequencer({
+    ...services,
+    db: claimsDb,
+    clock: systemClock,
+    newId: newUuid,
+    groupId: `${env.config.TOPIC_PREFIX}leadline.sequencer.imports`,
+    hourSeconds: 3600,
+    concurrency: WORKERS,
+    batchSize: CLAIM_BATCH,
+    pollIntervalMs: 50,
+  });
+  const run = async (autoSequence: boolean) => {
+    const samples: number[] = [];
+    for (let i = 0; i < IMPORT_RUNS; i++) {
+      const accountId = await newAccount(system, `Import ${autoSequence} ${i}`);
+      await defaultSequence(system, accountId, 0);
+      const started = performance.now();
+      await bulkImport(system, accountId, IMPORT_SIZE, autoSequence);
+      if (autoSequence) {
+        await until(async () => {
+          const { n } = await services.db
+            .selectFrom('messages')
+            .select((eb) => eb.fn.countAll<string>().as('n'))
+            .where('account_id', '=', accountId)
+            .executeTakeFirstOrThrow();
+          return Number(n) >= IMPORT_SIZE;
+        });
+      }
+      samples.push(performance.now() - started);
+    }
+    return samples;
+  };
+  const alone = await run(false);
+  const withSequence = await run(true);
+  await sequencer.stop();
+  await claimsDb.destroy();
+  const total = (samples: number[]) => samples.reduce((sum, value) => sum + value, 0) / 1000;
+  return {
+    subject: {
+      name: `bulk import ${IMPORT_SIZE} + auto_sequence until every step 0 is on the log`,
+      count: IMPORT_RUNS,
+      seconds: total(withSequence),
+      samples: withSequence,
+    },
+    baseline: {
+      name: 'the same bulk import alone',
+      count: IMPORT_RUNS,
+      seconds: total(alone),
+      samples: alone,
+    },
+  };
+}
+
+export async function benchSequences(): Promise<string> {
+  const system = await startBenchSystem();
+  const rows: { subject: Measurement; baseline: Measurement }[] = [];
+  const lateness: string[] = [];
+  for (const count of DUE_COUNTS) {
+    const subject = await dueAtOnce(system, count);
+    const baseline = await rawDue(system, count);
+    rows.push({ subject, baseline });
+    lateness.push(
+      `- ${count} due: lateness p50 ${percentile(subject.samples, 50).toFixed(0)} ms, p99 ` +
+        `${percentile(subject.samples, 99).toFixed(0)} ms; ${(subject.count / subject.seconds).toFixed(0)} steps/s ` +
+        `= ${(subject.count / subject.seconds / (baseline.count / baseline.seconds)).toFixed(2)}x the bare loop`,
+    );
+  }
+  const imports = await importRuns(system);
+  rows.push(imports);
+  await system.close();
+  return [
+    `Sequences (${ACCOUNTS} accounts; ${WORKERS} sequencer workers, claims of ${CLAIM_BATCH}; per-step latency = lateness from the instant all fell due; imports: ${IMPORT_RUNS} runs of ${IMPORT_SIZE} leads, per-run time)`,
+    '',
+    comparisonTable(rows),
+    '',
+    ...lateness,
+    `- import + step 0: p50 ${(percentile(imports.subject.samples, 50) / percentile(imports.baseline.samples, 50)).toFixed(2)}x the import alone`,
+  ].join('\n');
+}

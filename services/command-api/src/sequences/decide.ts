@@ -1,0 +1,479 @@
+import type { EventData, NewEvent } from '@leadline/events';
+import { conflict, DomainError, notFound, type SequenceStep } from '@leadline/runtime';
+import type { ConversationState } from '../conversations/decide';
+import { decideSendMessage } from '../conversations/decide';
+import type { Lead } from '../leads/decide';
+import { leadLocation, nextSendTime, type SendingWindow } from './sending-window';
+import { renderTemplate, valuesOf } from './templates';
+
+export const MAX_STEPS = 50;
+export const MAX_SEQUENCES = 100;
+
+export interface Sequence {
+  id: string;
+  name: string;
+  description: string | null;
+  is_active: boolean;
+  is_default: boolean;
+  steps: SequenceStep[];
+  steps_version: number;
+}
+
+export type SequenceChanges = Partial<
+  Pick<Sequence, 'name' | 'description' | 'is_active' | 'is_default' | 'steps'>
+>;
+
+export type SequenceCommand =
+  | { type: 'CreateSequence'; sequence: Omit<Sequence, 'steps_version'> }
+  | { type: 'UpdateSequence'; sequence_id: string; changes: SequenceChanges }
+  | { type: 'DeleteSequence'; sequence_id: string; active_enrollments: number };
+
+/** The default sequence loses its flag when another one takes it: one default per account. */
+function previousDefaultCleared(sequences: readonly Sequence[], newDefault: string): NewEvent[] {
+  return sequences
+    .filter((sequence) => sequence.is_default && sequence.id !== newDefault)
+    .map((sequence) => ({
+      type: 'sequence.updated',
+      data: { sequence_id: sequence.id, changes: { is_default: false } },
+    }));
+}
+
+/** The account's sequences decider. Updating steps makes a new steps version; enrollments keep theirs. */
+export function decideSequences(command: SequenceCommand, sequences: readonly Sequence[]): NewEvent[] {
+  switch (command.type) {
+    case 'CreateSequence': {
+      if (sequences.length >= MAX_SEQUENCES) {
+        throw new DomainError(
+          400,
+          'sequence_limit_reached',
+          `An account has at most ${MAX_SEQUENCES} sequences.`,
+        );
+      }
+      const { id, ...fields } = command.sequence;
+      return [
+        ...(fields.is_default ? previousDefaultCleared(sequences, id) : []),
+        { type: 'sequence.created', data: { sequence_id: id, ...fields, steps_version: 1 } },
+      ];
+    }
+    case 'UpdateSequence': {
+      const current = sequences.find((sequence) => sequence.id === command.sequence_id);
+      if (!current) throw notFound('sequence');
+      const changes: EventData<'sequence.updated'>['changes'] = {};
+      const { steps, ...fields } = command.changes;
+      for (const [key, value] of Object.entries(fields) as [keyof typeof fields, unknown][]) {
+        if (value !== undefined && value !== current[key]) Object.assign(changes, { [key]: value });
+      }
+      if (steps && JSON.stringify(steps) !== JSON.stringify(current.steps)) {
+        changes.steps = steps;
+        changes.steps_version = current.steps_version + 1;
+      }
+      if (Object.keys(changes).length === 0) return [];
+      return [
+        ...(changes.is_default ? previousDefaultCleared(sequences, current.id) : []),
+        { type: 'sequence.updated', data: { sequence_id: current.id, changes } },
+      ];
+    }
+    case 'DeleteSequence': {
+      if (!sequences.some((sequence) => sequence.id === command.sequence_id)) throw notFound('sequence');
+      return [
+        {
+          type: 'sequence.deleted',
+          data: { sequence_id: command.sequence_id, cancelled_enrollments: command.active_enrollments },
+        },
+      ];
+    }
+    default: {
+      const unknownCommand: never = command;
+      throw new Error(`Unknown command ${(unknownCommand as { type: string }).type}`);
+    }
+  }
+}
+
+/** An enrollment as the step deciders see it. */
+export interface Enrollment {
+  id: string;
+  sequence_id: string;
+  sequence_name: string;
+  lead_id: string;
+  phone: string;
+  status: 'active' | 'completed' | 'cancelled' | 'opted_out' | 'removed';
+  steps_version: number;
+  total_steps: number;
+  current_step: number;
+  next_step_at: Date | null;
+  awaiting_ai: boolean;
+  replied: boolean;
+}
+
+export interface Schedule {
+  now: Date;
+  /** How many seconds one `delay_hours` unit lasts (SEQUENCE_HOUR_SECONDS). */
+  hourSeconds: number;
+}
+
+type AccountForSteps = ConversationState['account'] & { sending_window: SendingWindow };
+
+/**
+ * When a step may go out: `delay_hours` after `from`, then moved into the lead's sending window. A
+ * window that never opens for this lead (its state's hours exclude all of the account's) is looked at
+ * again a day later, so a change of the account's window takes effect.
+ */
+export function stepDueAt(
+  from: Date,
+  delayHours: number,
+  phone: string,
+  window: SendingWindow,
+  hourSeconds: number,
+): Date {
+  const due = new Date(from.getTime() + delayHours * hourSeconds * 1000);
+  return (
+    nextSendTime(due, window, leadLocation(phone, window.time_zone)) ?? new Date(due.getTime() + 86_400_000)
+  );
+}
+
+export interface StepState {
+  account: AccountForSteps;
+  sequence: Pick<Sequence, 'id' | 'is_active'> | undefined;
+  enrollment: Enrollment | undefined;
+  /** The steps of the enrollment's version. */
+  steps: readonly SequenceStep[];
+  lead: Lead | undefined;
+  conversation: ConversationState['conversation'];
+}
+
+const refOf = (enrollment: Enrollment) => ({
+  enrollment_id: enrollment.id,
+  sequence_id: enrollment.sequence_id,
+  lead_id: enrollment.lead_id,
+  phone: enrollment.phone,
+});
+
+/** What follows a step that was done (sent or skipped) at `now`: the next step's due time, or completion. */
+function afterStep(state: StepState, enrollment: Enrollment, schedule: Schedule) {
+  const next = enrollment.current_step + 1;
+  const nextStep = state.steps[next];
+  const nextStepAt = nextStep
+    ? stepDueAt(
+        schedule.now,
+        nextStep.delay_hours,
+        enrollment.phone,
+        state.account.sending_window,
+        schedule.hourSeconds,
+      ).toISOString()
+    : null;
+  const completion: NewEvent[] = nextStep
+    ? []
+    : [
+        {
+          type: 'sequence.completed',
+          data: {
+            ...refOf(enrollment),
+            lead_name: state.lead?.name ?? null,
+            sequence_name: enrollment.sequence_name,
+            total_steps: enrollment.total_steps,
+          },
+        },
+      ];
+  return { nextStepAt, completion };
+}
+
+/**
+ * A due step (the sequencer claimed it, or step 0 at enrollment). Nothing happens when the claim is
+ * stale (the enrollment moved on, ended or waits for the AI) or paused (deactivated account, inactive or
+ * deleted sequence: the step goes out when that ends). Outside the lead's sending window the step is
+ * deferred to the window's opening. A lead who replied since the enrollment began has a
+ * `skip_if_replied` step skipped. A fixed step goes through the same send decider as a manual message
+ * (opt-out, deactivation); an AI step is handed to the AI agent. The last step done completes it.
+ */
+export function decideDueStep(
+  state: StepState,
+  stepOrder: number,
+  schedule: Schedule & { messageId: string },
+): NewEvent[] {
+  const { enrollment, account, lead } = state;
+  const { now } = schedule;
+  if (
+    !enrollment ||
+    enrollment.status !== 'active' ||
+    enrollment.current_step !== stepOrder ||
+    enrollment.awaiting_ai ||
+    !enrollment.next_step_at ||
+    enrollment.next_step_at.getTime() > now.getTime()
+  )
+    return [];
+  if (account.status !== 'active' || !state.sequence?.is_active || !lead) return [];
+  if (state.conversation?.opted_out) return [];
+  const step = state.steps[stepOrder];
+  if (!step) return [];
+  const ref = { ...refOf(enrollment), step_order: stepOrder };
+
+  const sendAt = stepDueAt(now, 0, enrollment.phone, account.sending_window, schedule.hourSeconds);
+  if (sendAt.getTime() > now.getTime()) {
+    return [
+      {
+        type: 'sequence.step_deferred',
+        data: { ...ref, reason: 'quiet_hours', next_step_at: sendAt.toISOString() },
+      },
+    ];
+  }
+  if (step.skip_if_replied && enrollment.replied) {
+    const { nextStepAt, completion } = afterStep(state, enrollment, schedule);
+    return [
+      { type: 'sequence.step_skipped', data: { ...ref, reason: 'replied', next_step_at: nextStepAt } },
+      ...completion,
+    ];
+  }
+  const stepRef = {
+    enrollment_id: enrollment.id,
+    sequence_id: enrollment.sequence_id,
+    step_order: stepOrder,
+  };
+  if (step.type === 'ai') {
+    return [
+      {
+        type: 'sequence.ai_step_requested',
+        data: { ...stepRef, phone: enrollment.phone, instructions: step.instructions ?? '' },
+      },
+    ];
+  }
+  const body = renderTemplate(step.message ?? '', valuesOf(lead, account.company_name));
+  const sent = decideSendMessage(
+    {
+      type: 'SendMessage',
+      message_id: schedule.messageId,
+      phone: enrollment.phone,
+      body,
+      source: 'sequence',
+      sender_name: null,
+      sequence_step: stepRef,
+    },
+    { account, conversation: state.conversation, lead },
+    now,
+  );
+  const { nextStepAt, completion } = afterStep(state, enrollment, schedule);
+  return [
+    ...sent,
+    {
+      type: 'sequence.step_sent',
+      data: { ...ref, message_id: schedule.messageId, next_step_at: nextStepAt },
+    },
+    ...completion,
+  ];
+}
+
+/**
+ * The AI agent's answer to `sequence.ai_step_requested`: the message it requested (a
+ * `message.outbound_requested` carrying the step) or `sequence.ai_step_failed`. A failed AI step is
+ * skipped (`ai_failed`) and the enrollment moves on, so one unavailable model never stalls a sequence.
+ * Answers for a step the enrollment is not waiting on (a repeat, an old enrollment) change nothing.
+ */
+export function decideAiStepOutcome(
+  state: StepState,
+  stepOrder: number,
+  outcome: { kind: 'sent'; message_id: string } | { kind: 'failed' },
+  schedule: Schedule,
+): NewEvent[] {
+  const { enrollment } = state;
+  if (
+    !enrollment ||
+    enrollment.status !== 'active' ||
+    !enrollment.awaiting_ai ||
+    enrollment.current_step !== stepOrder
+  )
+    return [];
+  const ref = { ...refOf(enrollment), step_order: stepOrder };
+  const { nextStepAt, completion } = afterStep(state, enrollment, schedule);
+  const done: NewEvent =
+    outcome.kind === 'sent'
+      ? {
+          type: 'sequence.step_sent',
+          data: { ...ref, message_id: outcome.message_id, next_step_at: nextStepAt },
+        }
+      : { type: 'sequence.step_skipped', data: { ...ref, reason: 'ai_failed', next_step_at: nextStepAt } };
+  return [done, ...completion];
+}
+
+export interface EnrollState {
+  account: AccountForSteps;
+  sequence: Sequence | undefined;
+  lead: Lead | undefined;
+  conversation: ConversationState['conversation'];
+  /** The lead's enrollment in this sequence, if it ever had one. */
+  enrollment: Enrollment | undefined;
+}
+
+export interface EnrollResult {
+  action: 'enrolled' | 'already_enrolled' | 'reactivated';
+  message_sent: boolean;
+  next_step_at: string | null;
+}
+
+/**
+ * Enrolls a lead at step 0; a lead whose enrollment ended (cancelled, opted out, completed) starts
+ * again (`reactivated`). Step 0 due at once goes out in the same decision (`message_sent`); otherwise
+ * `next_step_at` says when (after its delay, inside the lead's sending window).
+ */
+export function decideEnroll(
+  command: { enrollment_id: string; message_id: string },
+  state: EnrollState,
+  schedule: Schedule,
+): { events: NewEvent[]; result: EnrollResult } {
+  const { account, sequence, lead, conversation, enrollment } = state;
+  if (!sequence) throw notFound('sequence');
+  if (!lead) throw notFound('lead');
+  if (enrollment?.status === 'active') {
+    return {
+      events: [],
+      result: {
+        action: 'already_enrolled',
+        message_sent: false,
+        next_step_at: enrollment.next_step_at?.toISOString() ?? null,
+      },
+    };
+  }
+  if (!sequence.is_active) {
+    throw conflict('sequence_inactive', 'The sequence is inactive; activate it to enroll leads.');
+  }
+  if (account.status !== 'active') {
+    throw conflict('account_deactivated', 'The account is deactivated; reactivate it to enroll leads.');
+  }
+  if (conversation?.opted_out) {
+    throw conflict(
+      'lead_opted_out',
+      'This number opted out (it texted STOP); it can opt back in with START.',
+    );
+  }
+  const action = enrollment ? 'reactivated' : 'enrolled';
+  const first = sequence.steps[0]!;
+  const dueAt = stepDueAt(
+    schedule.now,
+    first.delay_hours,
+    lead.phone,
+    account.sending_window,
+    schedule.hourSeconds,
+  );
+  const enrolled: Enrollment = {
+    id: command.enrollment_id,
+    sequence_id: sequence.id,
+    sequence_name: sequence.name,
+    lead_id: lead.lead_id,
+    phone: lead.phone,
+    status: 'active',
+    steps_version: sequence.steps_version,
+    total_steps: sequence.steps.length,
+    current_step: 0,
+    next_step_at: dueAt,
+    awaiting_ai: false,
+    replied: false,
+  };
+  const events: NewEvent[] = [
+    {
+      type: 'sequence.enrolled',
+      data: {
+        enrollment_id: enrolled.id,
+        sequence_id: sequence.id,
+        lead_id: lead.lead_id,
+        phone: lead.phone,
+        action,
+        steps_version: sequence.steps_version,
+        total_steps: enrolled.total_steps,
+        next_step_at: dueAt.toISOString(),
+      },
+    },
+  ];
+  if (dueAt.getTime() > schedule.now.getTime()) {
+    return { events, result: { action, message_sent: false, next_step_at: dueAt.toISOString() } };
+  }
+  const stepEvents = decideDueStep(
+    { account, sequence, enrollment: enrolled, steps: sequence.steps, lead, conversation },
+    0,
+    { ...schedule, messageId: command.message_id },
+  );
+  const sent = stepEvents.find((event) => event.type === 'sequence.step_sent');
+  const nextStepAt = sent?.type === 'sequence.step_sent' ? sent.data.next_step_at : null;
+  return {
+    events: [...events, ...stepEvents],
+    result: {
+      action,
+      message_sent: sent !== undefined,
+      // An AI step 0 is being written by the AI now: it is due now.
+      next_step_at: sent ? nextStepAt : dueAt.toISOString(),
+    },
+  };
+}
+
+/**
+ * `auto_sequence` on import: each lead imported with it starts the account's default sequence, unless
+ * it already has an enrollment in it (active or ended: a re-import never restarts a sequence), the
+ * number opted out, the account is deactivated or there is no active default. Step 0 is left to the
+ * sequencer, which sends it as soon as it is due: an import of 1,000 leads stays one quick append.
+ */
+export function decideAutoEnrollments(
+  leads: readonly { lead: Lead; auto_sequence: boolean }[],
+  state: {
+    account: AccountForSteps;
+    defaultSequence: Sequence | undefined;
+    /** Leads that have an enrollment in the default sequence, and whether it is active. */
+    enrolled: ReadonlyMap<string, boolean>;
+    optedOut: ReadonlySet<string>;
+  },
+  context: Schedule & { newId: () => string },
+): { events: NewEvent[]; inSequence: Set<string> } {
+  const { account, defaultSequence: sequence } = state;
+  const inSequence = new Set([...state.enrolled].filter(([, active]) => active).map(([leadId]) => leadId));
+  const events: NewEvent[] = [];
+  if (!sequence?.is_active || account.status !== 'active') return { events, inSequence };
+  const first = sequence.steps[0]!;
+  const enrollments: EventData<'sequence.leads_enrolled'>['enrollments'] = [];
+  for (const { lead, auto_sequence } of leads) {
+    if (!auto_sequence || state.enrolled.has(lead.lead_id) || inSequence.has(lead.lead_id)) continue;
+    if (state.optedOut.has(lead.phone)) continue;
+    const dueAt = stepDueAt(
+      context.now,
+      first.delay_hours,
+      lead.phone,
+      account.sending_window,
+      context.hourSeconds,
+    );
+    enrollments.push({
+      enrollment_id: context.newId(),
+      lead_id: lead.lead_id,
+      phone: lead.phone,
+      next_step_at: dueAt.toISOString(),
+    });
+    inSequence.add(lead.lead_id);
+  }
+  if (enrollments.length > 0) {
+    events.push({
+      type: 'sequence.leads_enrolled',
+      data: {
+        sequence_id: sequence.id,
+        steps_version: sequence.steps_version,
+        total_steps: sequence.steps.length,
+        enrollments,
+      },
+    });
+  }
+  return { events, inSequence };
+}
+
+/** A message from a lead with active enrollments: one `sequence.reply_received` per enrollment. */
+export function decideSequenceReplies(
+  enrollments: readonly Enrollment[],
+  message: { message_id: string; body: string; lead_name: string | null },
+): NewEvent[] {
+  return enrollments
+    .filter((enrollment) => enrollment.status === 'active')
+    .map((enrollment) => ({
+      type: 'sequence.reply_received',
+      data: {
+        ...refOf(enrollment),
+        lead_name: message.lead_name,
+        sequence_name: enrollment.sequence_name,
+        current_step: enrollment.current_step,
+        total_steps: enrollment.total_steps,
+        message_id: message.message_id,
+        message_body: message.body,
+      },
+    }));
+}

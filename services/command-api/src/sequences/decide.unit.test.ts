@@ -1,0 +1,176 @@
+import type { SequenceStep } from '@leadline/runtime';
+import { describe, expect, it } from 'vitest';
+import type { Lead } from '../leads/decide';
+import {
+  decideAiStepOutcome,
+  decideDueStep,
+  decideSequences,
+  type Enrollment,
+  type StepState,
+} from './decide';
+import { DEFAULT_SENDING_WINDOW } from './sending-window';
+
+const now = new Date('2026-03-02T15:00:00Z');
+const schedule = { now, hourSeconds: 3600, messageId: 'msg-1' };
+const fixed = (message: string, delay_hours = 0, skip_if_replied = true): SequenceStep => ({
+  type: 'fixed',
+  message,
+  instructions: null,
+  delay_hours,
+  skip_if_replied,
+});
+const lead: Lead = {
+  lead_id: 'lead-1',
+  phone: '+12125550100',
+  name: 'Dana Scully',
+  first_name: null,
+  last_name: null,
+  email: null,
+  company: null,
+  notes: null,
+  source: null,
+  external_id: null,
+  property_address: null,
+  status: 'contacted',
+  auto_sequence: false,
+  metadata: {},
+  created_at: now.toISOString(),
+};
+const enrollment: Enrollment = {
+  id: 'enr-1',
+  sequence_id: 'seq-1',
+  sequence_name: 'Welcome',
+  lead_id: 'lead-1',
+  phone: lead.phone,
+  status: 'active',
+  steps_version: 1,
+  total_steps: 2,
+  current_step: 1,
+  next_step_at: now,
+  awaiting_ai: false,
+  replied: false,
+};
+const given = (
+  overrides: Partial<StepState> = {},
+  enrollmentOverrides: Partial<Enrollment> = {},
+): StepState => ({
+  account: {
+    status: 'active',
+    company_name: 'Sunrise',
+    ai_pause_minutes: 1440,
+    sending_window: DEFAULT_SENDING_WINDOW,
+  },
+  sequence: { id: 'seq-1', is_active: true },
+  enrollment: { ...enrollment, ...enrollmentOverrides },
+  steps: [fixed('Hi {{first_name}}'), fixed('Again, {{first_name}}', 24)],
+  lead,
+  conversation: { started: true, opted_out: false, needs_handoff: false, ai_paused_until: null },
+  ...overrides,
+});
+const types = (events: { type: string }[]) => events.map((event) => event.type);
+
+describe('decideDueStep', () => {
+  it('sends the last step through the send decider and completes', () => {
+    const events = decideDueStep(given(), 1, schedule);
+    expect(types(events)).toEqual(['message.outbound_requested', 'sequence.step_sent', 'sequence.completed']);
+    expect(events[0]).toMatchObject({
+      data: {
+        body: 'Again, Dana',
+        source: 'sequence',
+        sequence_step: { enrollment_id: 'enr-1', step_order: 1 },
+      },
+    });
+    expect(events[1]).toMatchObject({ data: { next_step_at: null } });
+  });
+
+  it('skips a skip_if_replied step after a reply, and a skipped last step completes', () => {
+    expect(types(decideDueStep(given({}, { replied: true }), 1, schedule))).toEqual([
+      'sequence.step_skipped',
+      'sequence.completed',
+    ]);
+  });
+
+  it('does nothing for a stale claim, a paused account or sequence, or an opted-out number', () => {
+    expect(decideDueStep(given(), 0, schedule)).toEqual([]);
+    expect(decideDueStep(given({}, { next_step_at: new Date(now.getTime() + 1) }), 1, schedule)).toEqual([]);
+    expect(decideDueStep(given({ sequence: { id: 'seq-1', is_active: false } }), 1, schedule)).toEqual([]);
+    expect(decideDueStep(given({ sequence: undefined }), 1, schedule)).toEqual([]);
+    const deactivated = given();
+    deactivated.account = { ...deactivated.account, status: 'deactivated' };
+    expect(decideDueStep(deactivated, 1, schedule)).toEqual([]);
+    expect(
+      decideDueStep(
+        given({
+          conversation: { started: true, opted_out: true, needs_handoff: false, ai_paused_until: null },
+        }),
+        1,
+        schedule,
+      ),
+    ).toEqual([]);
+  });
+
+  it('defers a step due at night to the window opening', () => {
+    const night = new Date('2026-03-03T03:00:00Z');
+    const events = decideDueStep(given({}, { next_step_at: night }), 1, { ...schedule, now: night });
+    expect(events).toEqual([
+      {
+        type: 'sequence.step_deferred',
+        data: expect.objectContaining({ reason: 'quiet_hours', next_step_at: '2026-03-03T13:00:00.000Z' }),
+      },
+    ]);
+  });
+
+  it('hands an AI step to the agent, then moves on when it answers', () => {
+    const ai: SequenceStep = {
+      type: 'ai',
+      message: null,
+      instructions: 'Ask',
+      delay_hours: 0,
+      skip_if_replied: true,
+    };
+    const state = given({ steps: [fixed('Hi'), ai] });
+    expect(decideDueStep(state, 1, schedule)).toMatchObject([
+      { type: 'sequence.ai_step_requested', data: { step_order: 1, instructions: 'Ask' } },
+    ]);
+    const waiting = given({ steps: [fixed('Hi'), ai] }, { awaiting_ai: true });
+    expect(types(decideAiStepOutcome(waiting, 1, { kind: 'failed' }, schedule))).toEqual([
+      'sequence.step_skipped',
+      'sequence.completed',
+    ]);
+    expect(decideAiStepOutcome(state, 1, { kind: 'failed' }, schedule)).toEqual([]);
+  });
+});
+
+describe('decideSequences', () => {
+  const sequence = {
+    id: 's1',
+    name: 'A',
+    description: null,
+    is_active: true,
+    is_default: true,
+    steps: [fixed('a')],
+    steps_version: 1,
+  };
+  it('unsets the previous default', () => {
+    const events = decideSequences({ type: 'CreateSequence', sequence: { ...sequence, id: 's2' } }, [
+      sequence,
+    ]);
+    expect(events).toMatchObject([
+      { type: 'sequence.updated', data: { sequence_id: 's1', changes: { is_default: false } } },
+      { type: 'sequence.created', data: { sequence_id: 's2', is_default: true, steps_version: 1 } },
+    ]);
+  });
+
+  it('makes a new steps version only when the steps change', () => {
+    expect(
+      decideSequences({ type: 'UpdateSequence', sequence_id: 's1', changes: { steps: [fixed('a')] } }, [
+        sequence,
+      ]),
+    ).toEqual([]);
+    expect(
+      decideSequences({ type: 'UpdateSequence', sequence_id: 's1', changes: { steps: [fixed('b')] } }, [
+        sequence,
+      ]),
+    ).toMatchObject([{ data: { changes: { steps_version: 2 } } }]);
+  });
+});

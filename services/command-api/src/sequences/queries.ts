@@ -1,0 +1,291 @@
+import type { Database } from '@leadline/runtime';
+import type { Kysely, Selectable } from 'kysely';
+import type { z } from 'zod';
+import type { AccountRow } from '../accounts/account-stream';
+import { conversationState } from '../conversations/queries';
+import { toLead } from '../leads/queries';
+import { DEFAULT_SENDING_WINDOW } from './sending-window';
+import type { Enrollment, EnrollState, Sequence, StepState } from './decide';
+import type { sequenceResponse } from './schemas';
+
+type SequenceRow = Selectable<Database['sequences']>;
+type EnrollmentRow = Selectable<Database['sequence_enrollments']>;
+
+export function toSequence(row: SequenceRow): Sequence {
+  const { id, name, description, is_active, is_default, steps, steps_version } = row;
+  return { id, name, description, is_active, is_default, steps, steps_version };
+}
+
+export function toSequenceResponse(row: SequenceRow): z.infer<typeof sequenceResponse> {
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    is_active: row.is_active,
+    is_default: row.is_default,
+    steps: row.steps.map((step, order) => ({ order, ...step })),
+    enrolled_count: row.enrolled_count,
+    completed_count: row.completed_count,
+    created_at: row.created_at.toISOString(),
+  };
+}
+
+export function findSequenceRow(db: Kysely<Database>, accountId: string, sequenceId: string) {
+  return db
+    .selectFrom('sequences')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('id', '=', sequenceId)
+    .executeTakeFirst();
+}
+
+export async function accountSequences(db: Kysely<Database>, accountId: string): Promise<Sequence[]> {
+  const rows = await db.selectFrom('sequences').selectAll().where('account_id', '=', accountId).execute();
+  return rows.map(toSequence);
+}
+
+export async function listSequences(
+  db: Kysely<Database>,
+  accountId: string,
+  page: { limit: number; offset: number },
+) {
+  const filtered = db.selectFrom('sequences').where('account_id', '=', accountId);
+  const [rows, count] = await Promise.all([
+    filtered.selectAll().orderBy('created_at').orderBy('id').limit(page.limit).offset(page.offset).execute(),
+    filtered.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
+  ]);
+  return { sequences: rows.map(toSequenceResponse), total: Number(count.total) };
+}
+
+export function toEnrollment(row: EnrollmentRow): Enrollment {
+  const { updated_at: _u, started_at: _s, ended_at: _e, account_id: _a, ...enrollment } = row;
+  return enrollment;
+}
+
+export const activeEnrollmentCount = async (db: Kysely<Database>, sequenceId: string) =>
+  Number(
+    (
+      await db
+        .selectFrom('sequence_enrollments')
+        .select((eb) => eb.fn.countAll<string>().as('count'))
+        .where('sequence_id', '=', sequenceId)
+        .where('status', '=', 'active')
+        .executeTakeFirstOrThrow()
+    ).count,
+  );
+
+type StepAccount = Pick<AccountRow, 'id' | 'status' | 'company_name' | 'ai_pause_minutes' | 'sending_window'>;
+
+const withWindow = (account: StepAccount) => ({
+  status: account.status,
+  company_name: account.company_name,
+  ai_pause_minutes: account.ai_pause_minutes,
+  sending_window: account.sending_window ?? DEFAULT_SENDING_WINDOW,
+});
+
+/** What enrolling a lead reads: the sequence, the lead, its conversation and its enrollment in it. */
+export async function enrollState(
+  db: Kysely<Database>,
+  account: StepAccount,
+  sequenceId: string,
+  phone: string,
+): Promise<EnrollState> {
+  const [sequence, conversation] = await Promise.all([
+    findSequenceRow(db, account.id, sequenceId),
+    conversationState(db, account, phone),
+  ]);
+  const enrollment = conversation.lead
+    ? await db
+        .selectFrom('sequence_enrollments')
+        .selectAll()
+        .where('sequence_id', '=', sequenceId)
+        .where('lead_id', '=', conversation.lead.lead_id)
+        .executeTakeFirst()
+    : undefined;
+  return {
+    account: withWindow(account),
+    sequence: sequence && toSequence(sequence),
+    lead: conversation.lead,
+    conversation: conversation.conversation,
+    enrollment: enrollment && toEnrollment(enrollment),
+  };
+}
+
+/** What deciding an enrollment's due step reads, inside the command's transaction. */
+export async function stepState(db: Kysely<Database>, enrollmentId: string): Promise<StepState | undefined> {
+  const row = await db
+    .selectFrom('sequence_enrollments')
+    .selectAll()
+    .where('id', '=', enrollmentId)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const account = await db
+    .selectFrom('accounts')
+    .selectAll()
+    .where('id', '=', row.account_id)
+    .executeTakeFirst();
+  if (!account) return undefined;
+  const [sequence, version, conversation] = await Promise.all([
+    db
+      .selectFrom('sequences')
+      .select(['id', 'is_active'])
+      .where('id', '=', row.sequence_id)
+      .executeTakeFirst(),
+    db
+      .selectFrom('sequence_step_versions')
+      .select('steps')
+      .where('sequence_id', '=', row.sequence_id)
+      .where('version', '=', row.steps_version)
+      .executeTakeFirst(),
+    conversationState(db, account, row.phone),
+  ]);
+  return {
+    account: withWindow(account),
+    sequence,
+    enrollment: toEnrollment(row),
+    steps: version?.steps ?? [],
+    lead: conversation.lead,
+    conversation: conversation.conversation,
+  };
+}
+
+/** The lead's `sequence` block: its active enrollment, else its latest one. */
+export async function leadSequence(db: Kysely<Database>, leadId: string) {
+  const row = await db
+    .selectFrom('sequence_enrollments as e')
+    .innerJoin('accounts as a', 'a.id', 'e.account_id')
+    .leftJoin('sequences as s', 's.id', 'e.sequence_id')
+    .select([
+      'e.sequence_name',
+      'e.status',
+      'e.current_step',
+      'e.total_steps',
+      'e.next_step_at',
+      'a.status as account_status',
+      's.is_active',
+    ])
+    .where('e.lead_id', '=', leadId)
+    .where('e.status', '<>', 'removed')
+    .orderBy((eb) => eb.case().when('e.status', '=', 'active').then(0).else(1).end())
+    .orderBy('e.started_at', 'desc')
+    .executeTakeFirst();
+  if (!row || row.status === 'removed') return null;
+  const paused = row.status === 'active' && (row.account_status !== 'active' || row.is_active === false);
+  return {
+    name: row.sequence_name,
+    status: paused ? ('paused' as const) : row.status,
+    current_step: row.current_step,
+    total_steps: row.total_steps,
+    next_step_at: row.next_step_at?.toISOString() ?? null,
+  };
+}
+
+/** What `auto_sequence` imports read: the default sequence, the leads' enrollments in it, opt-outs. */
+export async function autoEnrollState(
+  db: Kysely<Database>,
+  account: StepAccount,
+  leads: readonly { lead_id: string; phone: string }[],
+) {
+  const defaultRow = await db
+    .selectFrom('sequences')
+    .selectAll()
+    .where('account_id', '=', account.id)
+    .where('is_default', '=', true)
+    .executeTakeFirst();
+  const leadIds = leads.map((lead) => lead.lead_id);
+  const phones = leads.map((lead) => lead.phone);
+  const [enrollments, optedOut] = await Promise.all([
+    defaultRow && leadIds.length > 0
+      ? db
+          .selectFrom('sequence_enrollments')
+          .select(['lead_id', 'status'])
+          .where('sequence_id', '=', defaultRow.id)
+          .where('lead_id', 'in', leadIds)
+          .execute()
+      : [],
+    phones.length > 0
+      ? db
+          .selectFrom('conversations')
+          .select('phone')
+          .where('account_id', '=', account.id)
+          .where('phone', 'in', phones)
+          .where('opted_out', '=', true)
+          .execute()
+      : [],
+  ]);
+  return {
+    account: withWindow(account),
+    defaultSequence: defaultRow && toSequence(defaultRow),
+    enrolled: new Map(enrollments.map((row) => [row.lead_id, row.status === 'active'])),
+    optedOut: new Set(optedOut.map((row) => row.phone)),
+  };
+}
+
+export async function activeEnrollments(db: Kysely<Database>, accountId: string, phone: string) {
+  const rows = await db
+    .selectFrom('sequence_enrollments')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('phone', '=', phone)
+    .where('status', '=', 'active')
+    .execute();
+  return rows.map(toEnrollment);
+}
+
+/**
+ * `stepState` for many enrollments of one account at once (the sequencer decides a claimed batch
+ * together): one query per table instead of one per enrollment.
+ */
+export async function accountStepStates(
+  db: Kysely<Database>,
+  accountId: string,
+  enrollmentIds: readonly string[],
+): Promise<Map<string, StepState>> {
+  const states = new Map<string, StepState>();
+  if (enrollmentIds.length === 0) return states;
+  const [account, rows] = await Promise.all([
+    db.selectFrom('accounts').selectAll().where('id', '=', accountId).executeTakeFirst(),
+    db
+      .selectFrom('sequence_enrollments')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('id', 'in', [...enrollmentIds])
+      .execute(),
+  ]);
+  if (!account || rows.length === 0) return states;
+  const sequenceIds = [...new Set(rows.map((row) => row.sequence_id))];
+  const phones = [...new Set(rows.map((row) => row.phone))];
+  const [sequences, versions, conversations, leads] = await Promise.all([
+    db.selectFrom('sequences').select(['id', 'is_active']).where('id', 'in', sequenceIds).execute(),
+    db.selectFrom('sequence_step_versions').selectAll().where('sequence_id', 'in', sequenceIds).execute(),
+    db
+      .selectFrom('conversations')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('phone', 'in', phones)
+      .execute(),
+    db
+      .selectFrom('leads')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('phone', 'in', phones)
+      .execute(),
+  ]);
+  const sequenceById = new Map(sequences.map((row) => [row.id, row]));
+  const stepsOf = new Map(versions.map((row) => [`${row.sequence_id}/${row.version}`, row.steps]));
+  const conversationOf = new Map(conversations.map((row) => [row.phone, row]));
+  const leadOf = new Map(leads.map((row) => [row.phone, row]));
+  for (const row of rows) {
+    const conversation = conversationOf.get(row.phone);
+    const lead = leadOf.get(row.phone);
+    states.set(row.id, {
+      account: withWindow(account),
+      sequence: sequenceById.get(row.sequence_id),
+      enrollment: toEnrollment(row),
+      steps: stepsOf.get(`${row.sequence_id}/${row.steps_version}`) ?? [],
+      lead: lead && toLead(lead),
+      conversation: conversation && { ...conversation, started: conversation.started_at !== null },
+    });
+  }
+  return states;
+}

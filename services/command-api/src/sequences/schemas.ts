@@ -1,0 +1,143 @@
+import { sequenceStepTypes } from '@leadline/events';
+import { z } from 'zod';
+import { count, idParam, PAGE_MAX, timestamp, uuid } from '../http/fields';
+import { pageFields } from '../http/pagination';
+import { phoneNumberSchema } from '../http/phone';
+import { MAX_STEPS } from './decide';
+import { templateVariables, unknownVariables } from './templates';
+
+const variablesList = templateVariables.map((name) => `{{${name}}}`).join(', ');
+
+const stepInput = z
+  .strictObject({
+    type: z.enum(sequenceStepTypes),
+    message: z
+      .string()
+      .trim()
+      .min(1)
+      .max(1600)
+      .optional()
+      .describe(
+        `Required for \`fixed\` steps. Variables: ${variablesList}; \`{{first_name|there}}\` gives a fallback ` +
+          'for a lead without the value. Without one, `first_name` and `name` render as "there", ' +
+          '`property_address` as "your property", the others as nothing (the spaces they leave are tidied).',
+      ),
+    instructions: z
+      .string()
+      .trim()
+      .min(1)
+      .max(4000)
+      .optional()
+      .describe('Required for `ai` steps: what the AI should say.'),
+    delay_hours: z
+      .number()
+      .int('Must be a whole number of hours.')
+      .min(0, 'Must not be negative.')
+      .max(8760)
+      .default(0)
+      .describe('Hours after the previous step was sent or skipped (after enrollment for step 0).'),
+    skip_if_replied: z
+      .boolean()
+      .default(true)
+      .describe('Skip the step when the lead has sent any message since the enrollment began.'),
+  })
+  .superRefine((step, context) => {
+    if (step.type === 'fixed' && step.message === undefined) {
+      context.addIssue({ code: 'custom', path: ['message'], message: 'A fixed step needs a message.' });
+    }
+    if (step.type === 'ai' && step.instructions === undefined) {
+      context.addIssue({ code: 'custom', path: ['instructions'], message: 'An AI step needs instructions.' });
+    }
+    const unknown = step.message ? unknownVariables(step.message) : [];
+    if (unknown.length > 0) {
+      context.addIssue({
+        code: 'custom',
+        path: ['message'],
+        message: `Unknown template variable ${unknown.map((name) => `{{${name}}}`).join(', ')}; use ${variablesList}.`,
+      });
+    }
+  })
+  .meta({ id: 'SequenceStepInput' });
+
+const stepsInput = z
+  .array(stepInput)
+  .min(1, 'A sequence needs at least one step.')
+  .max(MAX_STEPS, `At most ${MAX_STEPS} steps.`);
+
+const name = z.string().trim().min(1, 'Must not be empty.').max(200);
+const description = z.string().trim().max(2000);
+
+export const createSequenceBody = z
+  .strictObject({
+    name,
+    description: description.optional(),
+    is_active: z.boolean().default(true),
+    is_default: z
+      .boolean()
+      .default(false)
+      .describe('The default sequence is the one `auto_sequence` imports start.'),
+    steps: stepsInput,
+  })
+  .meta({ id: 'CreateSequence' });
+
+export const updateSequenceBody = z
+  .strictObject({
+    name: name.optional(),
+    description: description.nullable().optional(),
+    is_active: z.boolean().optional(),
+    is_default: z
+      .boolean()
+      .optional()
+      .describe('True makes this the default; the previous default stops being one.'),
+    steps: stepsInput.optional().describe('New steps apply to new enrollments only.'),
+  })
+  .meta({ id: 'UpdateSequence' });
+
+export const sequenceParams = z.object({
+  id: idParam('The account id.'),
+  sequence_id: idParam('The sequence id.'),
+});
+
+export const enrollBody = z.strictObject({ phone: phoneNumberSchema }).meta({ id: 'EnrollLead' });
+
+const step = z.object({
+  order: count().describe('0-based position.'),
+  type: z.enum(sequenceStepTypes),
+  message: z.string().nullable(),
+  instructions: z.string().nullable(),
+  delay_hours: count(),
+  skip_if_replied: z.boolean(),
+});
+
+export const sequenceResponse = z
+  .object({
+    id: uuid(),
+    name: z.string(),
+    description: z.string().nullable(),
+    is_active: z.boolean(),
+    is_default: z.boolean(),
+    steps: z.array(step).max(MAX_STEPS),
+    enrolled_count: count().describe('Enrollments started, reactivations included.'),
+    completed_count: count().describe('Enrollments that finished every step.'),
+    created_at: timestamp(),
+  })
+  .meta({ id: 'Sequence' });
+
+export const sequenceListResponse = z
+  .object({ sequences: z.array(sequenceResponse).max(PAGE_MAX), ...pageFields })
+  .meta({ id: 'SequenceList' });
+
+export const deleteSequenceResponse = z
+  .object({ success: z.literal(true), cancelled_enrollments: z.number().int() })
+  .meta({ id: 'SequenceDeleted' });
+
+export const enrollResponse = z
+  .object({
+    success: z.literal(true),
+    action: z.enum(['enrolled', 'already_enrolled', 'reactivated']),
+    message_sent: z.boolean().describe('Step 0 was queued for sending in this request.'),
+    next_step_at: timestamp()
+      .nullable()
+      .describe("When the next step goes out, inside the lead's sending window; null when none is left."),
+  })
+  .meta({ id: 'Enrollment' });

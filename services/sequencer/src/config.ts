@@ -1,0 +1,11 @@
+import { sequenceConfig } from '@leadline/command-api';
+import { infrastructureConfig } from '@leadline/runtime';
+import { z } from 'zod';
+
+export const sequencerConfigSchema = infrastructureConfig.extend({
+  ...sequenceConfig,
+  PROJECTION_WAIT_MS: z.coerce.number().int().positive().default(5000),
+  /** How often due steps are looked for, in milliseconds. */
+  SEQUENCER_POLL_MS: z.coerce.number().int().positive().default(500),
+});
+export type SequencerConfig = z.infer<typeof sequencerConfigSchema>;

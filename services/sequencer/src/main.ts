@@ -1,0 +1,26 @@
+import { connectCommandServices, createDb, loadConfig, newUuid, systemClock } from '@leadline/runtime';
+import { sequencerConfigSchema } from './config';
+import { startSequencer } from './sequencer';
+
+const config = loadConfig(sequencerConfigSchema);
+const services = await connectCommandServices(config, 'leadline-sequencer');
+const claimsDb = createDb(config.DATABASE_URL, { maxConnections: 4 });
+const sequencer = await startSequencer({
+  ...services,
+  db: claimsDb,
+  clock: systemClock,
+  newId: newUuid,
+  groupId: `${config.TOPIC_PREFIX}leadline.sequencer`,
+  hourSeconds: config.SEQUENCE_HOUR_SECONDS,
+  pollIntervalMs: config.SEQUENCER_POLL_MS,
+});
+console.warn(`sequencer: running (one delay hour = ${config.SEQUENCE_HOUR_SECONDS} s)`);
+
+const shutdown = async () => {
+  await sequencer.stop();
+  await claimsDb.destroy();
+  await services.close();
+  process.exit(0);
+};
+process.once('SIGTERM', () => void shutdown());
+process.once('SIGINT', () => void shutdown());

@@ -1,0 +1,330 @@
+import { accountStepStates, decideAiStepOutcome, decideDueStep, stepState } from '@leadline/command-api';
+import {
+  UnknownEventTypeError,
+  type DomainEvent,
+  type EventCodec,
+  type NewEvent,
+  type TopicNames,
+} from '@leadline/events';
+import type { Clock, CommandBus, CommandContext, Database, NewId } from '@leadline/runtime';
+import type { Kafka } from 'kafkajs';
+import type { Kysely } from 'kysely';
+import { claimDueSteps, expireLeases, releaseLeases, type DueStep } from './claims';
+
+export interface SequencerDeps {
+  kafka: Kafka;
+  /** The sequencer's own connections, for claims (outside the commands' transactions). */
+  db: Kysely<Database>;
+  codec: EventCodec;
+  topics: TopicNames;
+  commands: CommandBus;
+  clock: Clock;
+  newId: NewId;
+  groupId: string;
+  /** How many seconds one `delay_hours` unit lasts. */
+  hourSeconds: number;
+  /** Workers claiming and deciding at once; one account's claimed steps are decided together, under its lock. */
+  concurrency?: number;
+  batchSize?: number;
+  leaseMs?: number;
+  pollIntervalMs?: number;
+  onError?: (error: unknown) => void;
+}
+
+export interface RunningSequencer {
+  /** Decides every step due now (tests and the bench call it instead of waiting for the poll). */
+  tick(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+const SERVICE = 'sequencer';
+const STEPS_PER_APPEND = 100;
+
+/**
+ * The order the events of a claimed batch are appended in: by type, each step's own events keeping
+ * their order (each step's events follow this order already). Projections apply a run of one type
+ * with one statement, so 200 steps are a handful of statements rather than 800.
+ */
+const appendOrder = [
+  'conversation.started',
+  'message.outbound_requested',
+  'lead.status_changed',
+  'sequence.ai_step_requested',
+  'sequence.step_deferred',
+  'sequence.step_sent',
+  'sequence.step_skipped',
+  'sequence.completed',
+];
+const byAppendOrder = (events: NewEvent[]) =>
+  events
+    .map((event, index) => ({ event, index, rank: appendOrder.indexOf(event.type) }))
+    .sort((a, b) => a.rank - b.rank || a.index - b.index)
+    .map(({ event }) => event);
+
+const contextOf = (partnerId: string, correlationId: string, causationId: string | null): CommandContext => ({
+  partnerId,
+  actor: { kind: 'system', service: SERVICE },
+  correlationId,
+  causationId,
+});
+
+/**
+ * The only code that decides when a sequence step is due. Due times live in the enrollments read model
+ * (`next_step_at`, from the log); the sequencer claims due steps with a lease, then decides them per
+ * account through the decide-and-append path (the account's lock, caught-up read models), appending
+ * what it did: the step's message (through the send decider, as a manual message would go), a skip,
+ * a deferral to the sending window, or the AI agent's request. A claim that is stale by then (the
+ * step was already done by another sequencer, or before a crash) decides nothing, which is what makes
+ * each step go out exactly once.
+ *
+ * It also follows the log for the AI agent's answers (`message.outbound_requested` carrying an AI
+ * step, or `sequence.ai_step_failed`) and moves those enrollments on.
+ */
+export async function startSequencer(deps: SequencerDeps): Promise<RunningSequencer> {
+  const { kafka, db, codec, topics, commands, clock, newId, hourSeconds } = deps;
+  const concurrency = deps.concurrency ?? 4;
+  const batchSize = deps.batchSize ?? 200;
+  const leaseMs = deps.leaseMs ?? 30_000;
+  const onError = deps.onError ?? ((error) => console.error('sequencer:', error));
+
+  /**
+   * One account's claimed steps: one lock, one wait, one append. Returns the steps deferred to the
+   * sending window, whose leases can go now. A step done keeps its lease until it runs out (the read
+   * models may not show it done yet, and the lease keeps it from being claimed again meanwhile); a
+   * step that did nothing (a stale claim, a lead gone) is looked at again only after its lease.
+   */
+  async function decideAccountSteps(steps: readonly DueStep[]): Promise<DueStep[]> {
+    const first = steps[0]!;
+    const { result } = await commands.execute({
+      stream: { topic: 'account', accountId: first.account_id },
+      context: contextOf(first.partner_id, first.enrollment_id, null),
+      lockKeys: [`account:${first.account_id}`],
+      consistency: 'partition',
+      // The next decision about this account waits for the log to be projected anyway.
+      readYourWrites: false,
+      async decide(trx) {
+        const events: NewEvent[] = [];
+        const deferred: DueStep[] = [];
+        const now = clock.now();
+        const states = await accountStepStates(
+          trx,
+          first.account_id,
+          steps.map((step) => step.enrollment_id),
+        );
+        // Read models do not see this batch's own events: a lead messaged by one of its enrollments
+        // is started and contacted for the next.
+        const contacted = new Set<string>();
+        for (const step of steps) {
+          const state = states.get(step.enrollment_id);
+          if (state && contacted.has(state.enrollment!.phone)) {
+            state.conversation = {
+              opted_out: false,
+              needs_handoff: false,
+              ai_paused_until: null,
+              ...state.conversation,
+              started: true,
+            };
+            if (state.lead)
+              state.lead = {
+                ...state.lead,
+                status: state.lead.status === 'new' ? 'contacted' : state.lead.status,
+              };
+          }
+          const decided = state
+            ? decideDueStep(state, step.step_order, { now, hourSeconds, messageId: newId() })
+            : [];
+          if (decided.some((event) => event.type === 'message.outbound_requested'))
+            contacted.add(state!.enrollment!.phone);
+          if (decided.some((event) => event.type === 'sequence.step_deferred')) deferred.push(step);
+          events.push(...decided);
+        }
+        return { events: byAppendOrder(events), result: deferred };
+      },
+    });
+    return result;
+  }
+
+  /** Waits until the account's partition is projected up to what is on the log now (an empty command). */
+  async function projected(accountId: string, partnerId: string) {
+    await commands.execute({
+      stream: { topic: 'account', accountId },
+      context: contextOf(partnerId, accountId, null),
+      lockKeys: [],
+      consistency: 'partition',
+      decide: async () => ({ events: [], result: undefined }),
+    });
+  }
+
+  /** Accounts appended to in the running tick, with a partner to stamp a no-op command with. */
+  const touched = new Map<string, string>();
+
+  /** Claims and decides due steps until none is left; each worker claims its own batches. */
+  async function work(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const claimed = await claimDueSteps(db, clock.now(), leaseMs, batchSize).catch((error: unknown) => {
+        // Claiming failed (the database is unavailable, or lost a race): the next tick tries again.
+        onError(error);
+        return [];
+      });
+      total += claimed.length;
+      const byAccount = new Map<string, DueStep[]>();
+      for (const step of claimed)
+        byAccount.set(step.account_id, [...(byAccount.get(step.account_id) ?? []), step]);
+      // One append per chunk: its records must fit one record batch of the log (1 MB by default),
+      // and a step with the longest message and instructions is a few kilobytes of events.
+      const chunks = [...byAccount.values()].flatMap((steps) =>
+        Array.from({ length: Math.ceil(steps.length / STEPS_PER_APPEND) }, (_, index) =>
+          steps.slice(index * STEPS_PER_APPEND, (index + 1) * STEPS_PER_APPEND),
+        ),
+      );
+      for (const steps of chunks) {
+        touched.set(steps[0]!.account_id, steps[0]!.partner_id);
+        try {
+          await releaseLeases(db, await decideAccountSteps(steps));
+        } catch (error) {
+          // Nothing was appended (the log or the read models were unavailable): the leases run
+          // out and the steps are claimed again.
+          onError(error);
+        }
+      }
+      // A full batch means more may be due; a partial one was everything due.
+      if (claimed.length < batchSize) return total;
+    }
+  }
+
+  async function tickOnce(): Promise<number> {
+    await expireLeases(db, clock.now()).catch(onError);
+    const totals = await Promise.all(Array.from({ length: concurrency }, work));
+    // Appends do not wait for the projector (the next decision does); the tick as a whole does, so
+    // what it did is readable when it returns. An empty command waits for its account's partition.
+    for (const [accountId, partnerId] of touched) await projected(accountId, partnerId).catch(onError);
+    touched.clear();
+    return totals.reduce((sum, count) => sum + count, 0);
+  }
+
+  let running: Promise<number> | undefined;
+  let again = false;
+  /** One loop at a time; a tick during a run makes it go round once more. */
+  function tick(): Promise<number> {
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      let total = 0;
+      do {
+        again = false;
+        total += await tickOnce();
+      } while (again);
+      return total;
+    })().finally(() => (running = undefined));
+    return running;
+  }
+
+  /** The AI agent's answers, in log order; each is decided under the account's lock. */
+  async function aiOutcomes(events: readonly DomainEvent[]) {
+    // A fixed step's message is appended with its `sequence.step_sent`: that step is done already.
+    const done = new Set(
+      events.flatMap((event) => (event.type === 'sequence.step_sent' ? [event.data.message_id] : [])),
+    );
+    for (const event of events) {
+      let ref: { enrollment_id: string; step_order: number } | undefined;
+      let outcome: Parameters<typeof decideAiStepOutcome>[2] | undefined;
+      // The sequencer writes fixed steps only; an AI step's message comes from another writer.
+      const ownMessage = event.actor.kind === 'system' && event.actor.service === SERVICE;
+      if (
+        event.type === 'message.outbound_requested' &&
+        event.data.sequence_step &&
+        !ownMessage &&
+        !done.has(event.data.message_id)
+      ) {
+        ref = event.data.sequence_step;
+        outcome = { kind: 'sent', message_id: event.data.message_id };
+      } else if (event.type === 'sequence.ai_step_failed') {
+        ref = event.data;
+        outcome = { kind: 'failed' };
+      }
+      if (!ref || !outcome || event.account_id === null) continue;
+      const { enrollment_id, step_order } = ref;
+      const decided = outcome;
+      await commands.execute({
+        stream: { topic: 'account', accountId: event.account_id },
+        context: contextOf(event.partner_id, event.correlation_id, event.id),
+        lockKeys: [`account:${event.account_id}`],
+        consistency: 'partition',
+        async decide(trx) {
+          const state = await stepState(trx, enrollment_id);
+          const events = state
+            ? decideAiStepOutcome(state, step_order, decided, { now: clock.now(), hourSeconds })
+            : [];
+          return { events, result: undefined };
+        },
+      });
+    }
+  }
+
+  /** Events after which steps may be due at once: new enrollments, a reactivated account or sequence. */
+  const movers = new Set([
+    'sequence.enrolled',
+    'sequence.leads_enrolled',
+    'account.reactivated',
+    'sequence.updated',
+  ]);
+  const watched = new Set([
+    'message.outbound_requested',
+    'sequence.ai_step_failed',
+    'sequence.step_sent',
+    ...movers,
+  ]);
+  const consumer = kafka.consumer({
+    groupId: deps.groupId,
+    allowAutoTopicCreation: false,
+    sessionTimeout: 10_000,
+  });
+  await consumer.connect();
+  await consumer.subscribe({ topic: topics.account, fromBeginning: true });
+  await consumer.run({
+    eachBatch: async ({ batch, heartbeat, isRunning, isStale }) => {
+      if (!isRunning() || isStale()) return;
+      const events: DomainEvent[] = [];
+      for (const message of batch.messages) {
+        const type = message.headers?.['event-type']?.toString();
+        if (!message.value || !type || !watched.has(type)) continue;
+        try {
+          events.push(await codec.decode(message.value));
+        } catch (error) {
+          if (!(error instanceof UnknownEventTypeError)) throw error;
+        }
+      }
+      // Offsets are committed after this returns; a redelivered batch decides nothing twice.
+      await aiOutcomes(events);
+      await heartbeat();
+      // Steps may be due now: tick as soon as the projector shows them, rather than at the next poll.
+      const moved = new Map(
+        events.flatMap((event) =>
+          movers.has(event.type) && event.account_id ? [[event.account_id, event.partner_id] as const] : [],
+        ),
+      );
+      // An AI step answered may leave the next step due at once; its decision waited for the projector.
+      if (moved.size === 0 && events.some((event) => !movers.has(event.type))) void tick().catch(onError);
+      if (moved.size > 0) {
+        void (async () => {
+          for (const [accountId, partnerId] of moved) await projected(accountId, partnerId);
+          await tick();
+        })().catch(onError);
+      }
+    },
+  });
+
+  const poll = setInterval(() => void tick().catch(onError), deps.pollIntervalMs ?? 500);
+
+  return {
+    tick,
+    async stop() {
+      clearInterval(poll);
+      await consumer.disconnect();
+      await running?.catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,453 @@
+import { decideSendMessage, conversationState } from '@leadline/command-api';
+import { createDb, newUuid, type CommandBus, type Database } from '@leadline/runtime';
+import { eventually, fakeClock } from '@leadline/test-kit';
+import type { Kysely } from 'kysely';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { partnerClient, type PartnerClient } from '../../command-api/test/client';
+import { accountEvents } from '../../command-api/test/log';
+import { startSystem, type TestSystem } from '../../command-api/test/system';
+import { claimDueSteps, startSequencer, type RunningSequencer } from '../src';
+
+const HOUR = 3600_000;
+// 10:00 in New York.
+const clock = fakeClock(new Date('2026-03-02T15:00:00Z'));
+let system: TestSystem;
+let acme: PartnerClient;
+let claimsDb: Kysely<Database>;
+const running: RunningSequencer[] = [];
+
+async function sequencer(commands: CommandBus = system.services.commands, leaseMs = 60_000) {
+  const started = await startSequencer({
+    ...system.services,
+    commands,
+    db: claimsDb,
+    clock,
+    newId: newUuid,
+    groupId: `${system.env.config.TOPIC_PREFIX}leadline.sequencer`,
+    hourSeconds: 3600,
+    leaseMs,
+    // Tests drive it with tick(); the poll stays out of the way.
+    pollIntervalMs: 3_600_000,
+    onError: () => undefined,
+  });
+  running.push(started);
+  return started;
+}
+
+beforeAll(async () => {
+  system = await startSystem({ clock });
+  claimsDb = createDb(system.env.config.DATABASE_URL, { maxConnections: 8 });
+  acme = partnerClient(system.app, await system.createPartner('Acme CRM'));
+});
+beforeEach(() => clock.set(new Date('2026-03-02T15:00:00Z')));
+// Each test runs its own sequencers: none from an earlier test ticks in the background.
+afterEach(async () => {
+  for (const started of running.splice(0)) await started.stop();
+});
+afterAll(async () => {
+  await claimsDb?.destroy();
+  await system?.close();
+});
+
+let phones = 0;
+const nextPhone = () => `+1212555${String(1000 + ++phones).padStart(4, '0')}`;
+
+const threeSteps = {
+  name: 'Nurture',
+  steps: [
+    { type: 'fixed', message: 'Hi {{first_name}}' },
+    { type: 'fixed', message: 'Day one', delay_hours: 24 },
+    { type: 'fixed', message: 'Day two', delay_hours: 24, skip_if_replied: false },
+  ],
+};
+
+async function setUp(sequence: Record<string, unknown> = threeSteps) {
+  const account = (await acme.post('/accounts', { name: 'Sunrise' })).body;
+  const created = (await acme.post(`/accounts/${account.id}/sequences`, sequence)).body;
+  return {
+    accountId: account.id as string,
+    number: account.phone_number as string,
+    sequenceId: created.id as string,
+  };
+}
+
+async function enrolledLead(accountId: string, sequenceId: string, fields: Record<string, unknown> = {}) {
+  const phone = nextPhone();
+  await acme.post(`/accounts/${accountId}/leads`, { phone, first_name: 'Ana', ...fields });
+  const enrolled = await acme.post(`/accounts/${accountId}/sequences/${sequenceId}/enroll`, { phone });
+  return { phone, enrolled: enrolled.body };
+}
+
+const bodiesOf = async (accountId: string, phone: string) =>
+  (
+    (await acme.get(`/accounts/${accountId}/conversations/${encodeURIComponent(phone)}/messages?limit=250`))
+      .body.messages as { body: string; direction: string }[]
+  )
+    .filter((message) => message.direction === 'outbound')
+    .map((message) => message.body)
+    .reverse();
+
+const leadOf = async (accountId: string, phone: string) =>
+  (await acme.get(`/accounts/${accountId}/leads/${encodeURIComponent(phone)}`)).body;
+
+function inbound(to: string, from: string, body: string) {
+  return system.app.inject({
+    method: 'POST',
+    url: '/twilio/sms',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({
+      MessageSid: `SM${newUuid().replaceAll('-', '')}`,
+      From: from,
+      To: to,
+      Body: body,
+      NumMedia: '0',
+    }).toString(),
+  });
+}
+
+/** Decides what is due now; the sequencer's appends are projected before it returns. */
+const settled = (run: RunningSequencer) => run.tick();
+
+describe('the sequencer', () => {
+  it('sends each step after its delay and completes the enrollment', async () => {
+    const run = await sequencer();
+    const { accountId, sequenceId } = await setUp();
+    const { phone, enrolled } = await enrolledLead(accountId, sequenceId);
+    expect(enrolled.message_sent).toBe(true);
+    clock.advance(23 * HOUR);
+    await settled(run);
+    expect(await bodiesOf(accountId, phone)).toEqual(['Hi Ana']);
+    clock.advance(HOUR);
+    await settled(run);
+    expect(await bodiesOf(accountId, phone)).toEqual(['Hi Ana', 'Day one']);
+    expect((await leadOf(accountId, phone)).sequence).toMatchObject({ status: 'active', current_step: 2 });
+    clock.advance(24 * HOUR);
+    await settled(run);
+    expect(await bodiesOf(accountId, phone)).toEqual(['Hi Ana', 'Day one', 'Day two']);
+    expect((await leadOf(accountId, phone)).sequence).toEqual({
+      name: 'Nurture',
+      status: 'completed',
+      current_step: 3,
+      total_steps: 3,
+      next_step_at: null,
+    });
+    expect((await acme.get(`/accounts/${accountId}/sequences/${sequenceId}`)).body).toMatchObject({
+      enrolled_count: 1,
+      completed_count: 1,
+    });
+    const usage = (await acme.get(`/usage?account_id=${accountId}&period=2026-03`)).body;
+    expect(usage.totals.sequences_completed).toBe(1);
+    const completed = (await accountEvents(system.services)).filter(
+      (event) => event.type === 'sequence.completed' && event.account_id === accountId,
+    );
+    expect(completed).toMatchObject([{ data: { phone, sequence_name: 'Nurture', total_steps: 3 } }]);
+
+    // Completed: enrolling again starts over.
+    const again = await acme.post(`/accounts/${accountId}/sequences/${sequenceId}/enroll`, { phone });
+    expect(again.body).toMatchObject({ action: 'reactivated', message_sent: true });
+    expect(await bodiesOf(accountId, phone)).toEqual(['Hi Ana', 'Day one', 'Day two', 'Hi Ana']);
+  });
+
+  it('skips skip_if_replied steps once the lead replied, tells the partner, and still completes', async () => {
+    const run = await sequencer();
+    const { accountId, number, sequenceId } = await setUp();
+    const { phone } = await enrolledLead(accountId, sequenceId);
+    expect((await inbound(number, phone, 'Who is this?')).statusCode).toBeLessThan(300);
+    clock.advance(24 * HOUR);
+    await settled(run);
+    clock.advance(24 * HOUR);
+    await settled(run);
+    // Step 1 skipped (it skips on reply); step 2 does not.
+    expect(await bodiesOf(accountId, phone)).toEqual(['Hi Ana', 'Day two']);
+    expect((await leadOf(accountId, phone)).sequence.status).toBe('completed');
+    const events = (await accountEvents(system.services)).filter((event) => event.account_id === accountId);
+    expect(events.filter((event) => event.type === 'sequence.reply_received')).toMatchObject([
+      { data: { phone, sequence_name: 'Nurture', current_step: 1, message_body: 'Who is this?' } },
+    ]);
+    expect(events.filter((event) => event.type === 'sequence.step_skipped')).toMatchObject([
+      { data: { step_order: 1, reason: 'replied' } },
+    ]);
+  });
+
+  it('pauses a deactivated account and sends the overdue step once at reactivation', async () => {
+    const run = await sequencer();
+    const { accountId, sequenceId } = await setUp();
+    const { phone } = await enrolledLead(accountId, sequenceId);
+    await acme.delete(`/accounts/${accountId}`);
+    expect((await leadOf(accountId, phone)).sequence.status).toBe('paused');
+    clock.advance(72 * HOUR);
+    await settled(run);
+    expect(await bodiesOf(accountId, phone)).toEqual(['Hi Ana']);
+    await acme.patch(`/accounts/${accountId}`, { status: 'active' });
+    await settled(run);
+    expect(await bodiesOf(accountId, phone)).toEqual(['Hi Ana', 'Day one']);
+    expect((await leadOf(accountId, phone)).sequence).toMatchObject({
+      status: 'active',
+      current_step: 2,
+      next_step_at: new Date(clock.now().getTime() + 24 * HOUR).toISOString(),
+    });
+  });
+
+  it('sends nothing from an inactive sequence until it is active again', async () => {
+    const run = await sequencer();
+    const { accountId, sequenceId } = await setUp();
+    const { phone } = await enrolledLead(accountId, sequenceId);
+    await acme.patch(`/accounts/${accountId}/sequences/${sequenceId}`, { is_active: false });
+    clock.advance(48 * HOUR);
+    await settled(run);
+    expect(await bodiesOf(accountId, phone)).toEqual(['Hi Ana']);
+    await acme.patch(`/accounts/${accountId}/sequences/${sequenceId}`, { is_active: true });
+    await settled(run);
+    expect(await bodiesOf(accountId, phone)).toEqual(['Hi Ana', 'Day one']);
+  });
+
+  it('stops for good when the number opts out, and sends nothing after', async () => {
+    const run = await sequencer();
+    const { accountId, number, sequenceId } = await setUp({
+      ...threeSteps,
+      steps: threeSteps.steps.map((step) => ({ ...step, skip_if_replied: false })),
+    });
+    const { phone } = await enrolledLead(accountId, sequenceId);
+    await inbound(number, phone, 'STOP');
+    clock.advance(72 * HOUR);
+    await settled(run);
+    const bodies = await bodiesOf(accountId, phone);
+    expect(bodies[0]).toBe('Hi Ana');
+    expect(bodies.slice(1).every((body) => body.includes('unsubscribed'))).toBe(true);
+    expect((await leadOf(accountId, phone)).sequence).toMatchObject({
+      status: 'opted_out',
+      next_step_at: null,
+    });
+  });
+
+  it('sends nothing more to a lead deleted mid-sequence', async () => {
+    const run = await sequencer();
+    const { accountId, sequenceId } = await setUp();
+    const { phone } = await enrolledLead(accountId, sequenceId);
+    await acme.delete(`/accounts/${accountId}/leads/${encodeURIComponent(phone)}`);
+    clock.advance(72 * HOUR);
+    await settled(run);
+    expect(await bodiesOf(accountId, phone)).toEqual(['Hi Ana']);
+  });
+
+  it('holds a step that falls due at night until the lead’s window opens', async () => {
+    const run = await sequencer();
+    const { accountId, sequenceId } = await setUp({
+      name: 'Evening',
+      steps: [
+        { type: 'fixed', message: 'One' },
+        { type: 'fixed', message: 'Two', delay_hours: 12 },
+      ],
+    });
+    // Step 1 falls due at 22:00 in New York: it waits for 08:00 there.
+    const { phone, enrolled } = await enrolledLead(accountId, sequenceId);
+    expect(enrolled.next_step_at).toBe('2026-03-03T13:00:00.000Z');
+    clock.advance(12 * HOUR);
+    await settled(run);
+    expect(await bodiesOf(accountId, phone)).toEqual(['One']);
+    clock.set(new Date('2026-03-03T13:00:00Z'));
+    await settled(run);
+    expect(await bodiesOf(accountId, phone)).toEqual(['One', 'Two']);
+  });
+
+  it('defers a step that became due outside the window (the window changed meanwhile)', async () => {
+    const run = await sequencer();
+    const { accountId, sequenceId } = await setUp();
+    const { phone } = await enrolledLead(accountId, sequenceId);
+    clock.advance(24 * HOUR);
+    await acme.patch(`/accounts/${accountId}`, { sending_window: { start: '11:00' } });
+    await settled(run);
+    expect(await bodiesOf(accountId, phone)).toEqual(['Hi Ana']);
+    expect((await leadOf(accountId, phone)).sequence.next_step_at).toBe('2026-03-03T16:00:00.000Z');
+    clock.set(new Date('2026-03-03T16:00:00Z'));
+    await settled(run);
+    expect(await bodiesOf(accountId, phone)).toEqual(['Hi Ana', 'Day one']);
+  });
+});
+
+describe('exactly once', () => {
+  async function dueLeads(count: number) {
+    const { accountId, sequenceId } = await setUp({
+      name: 'Later',
+      steps: [{ type: 'fixed', message: 'Hello {{first_name}}', delay_hours: 1 }],
+    });
+    const phonesOf = Array.from({ length: count }, nextPhone);
+    await acme.post(`/accounts/${accountId}/leads/bulk`, { leads: phonesOf.map((phone) => ({ phone })) });
+    for (const phone of phonesOf) {
+      expect(
+        (await acme.post(`/accounts/${accountId}/sequences/${sequenceId}/enroll`, { phone })).body
+          .message_sent,
+      ).toBe(false);
+    }
+    clock.advance(HOUR);
+    return { accountId, phones: phonesOf };
+  }
+
+  const outboundCounts = async (accountId: string) => {
+    const rows = await system.services.db
+      .selectFrom('messages')
+      .select(['phone'])
+      .select((eb) => eb.fn.countAll<string>().as('count'))
+      .where('account_id', '=', accountId)
+      .where('direction', '=', 'outbound')
+      .groupBy('phone')
+      .execute();
+    return new Map(rows.map((row) => [row.phone, Number(row.count)]));
+  };
+
+  it('two sequencers racing send each due step once', async () => {
+    const [a, b] = [await sequencer(), await sequencer()];
+    const { accountId, phones } = await dueLeads(40);
+    await Promise.all([a.tick(), b.tick(), a.tick(), b.tick()]);
+    const counts = await outboundCounts(accountId);
+    expect(phones.map((phone) => counts.get(phone))).toEqual(phones.map(() => 1));
+  });
+
+  it('a sequencer that died after claiming leaves the steps to the next one, sent once', async () => {
+    const { accountId, phones } = await dueLeads(10);
+    // Claimed, then the process died before deciding anything.
+    expect(await claimDueSteps(claimsDb, clock.now(), 60_000, 100)).toHaveLength(10);
+    const restarted = await sequencer();
+    await restarted.tick();
+    expect((await outboundCounts(accountId)).size).toBe(0);
+    clock.advance(61_000);
+    await restarted.tick();
+    const counts = await outboundCounts(accountId);
+    expect(phones.map((phone) => counts.get(phone))).toEqual(phones.map(() => 1));
+  });
+
+  it('a sequencer that died after appending, before releasing its claims, sends nothing twice', async () => {
+    const { accountId, phones } = await dueLeads(10);
+    const crashing: CommandBus = {
+      ...system.services.commands,
+      async execute(command) {
+        await system.services.commands.execute(command);
+        throw new Error('killed after the append');
+      },
+    };
+    const dying = await sequencer(crashing, 1_000);
+    await dying.tick();
+    await dying.stop();
+    clock.advance(5_000);
+    const restarted = await sequencer();
+    await restarted.tick();
+    const counts = await outboundCounts(accountId);
+    expect(phones.map((phone) => counts.get(phone))).toEqual(phones.map(() => 1));
+  });
+
+  it('1,000 leads bulk-imported with auto_sequence each get step 0 once', async () => {
+    const [a, b] = [await sequencer(), await sequencer()];
+    const { accountId } = await setUp({ ...threeSteps, is_default: true });
+    const leads = Array.from({ length: 1000 }, () => ({ phone: nextPhone(), auto_sequence: true }));
+    const imported = await acme.post(`/accounts/${accountId}/leads/bulk`, { leads });
+    expect(imported.body).toMatchObject({ imported: 1000 });
+    await eventually(
+      async () => {
+        await Promise.all([a.tick(), b.tick()]);
+        return (await outboundCounts(accountId)).size === 1000 || undefined;
+      },
+      { timeoutMs: 120_000 },
+    );
+    const counts = await outboundCounts(accountId);
+    expect([...counts.values()].every((count) => count === 1)).toBe(true);
+    expect(
+      (await acme.get(`/accounts/${accountId}/conversations?limit=1`)).body.conversations[0].in_sequence,
+    ).toBe(true);
+  });
+});
+
+describe('AI steps', () => {
+  it('asks the AI agent, waits, and moves on when the agent sends (or fails)', async () => {
+    const run = await sequencer();
+    const { accountId, sequenceId } = await setUp({
+      name: 'AI',
+      steps: [
+        { type: 'ai', instructions: 'Ask for the pay stub.' },
+        { type: 'ai', instructions: 'Remind them.', delay_hours: 1 },
+        { type: 'fixed', message: 'Bye', delay_hours: 1 },
+      ],
+    });
+    const { phone, enrolled } = await enrolledLead(accountId, sequenceId);
+    expect(enrolled.message_sent).toBe(false);
+    const requested = async () =>
+      (await accountEvents(system.services)).filter(
+        (event) => event.type === 'sequence.ai_step_requested' && event.account_id === accountId,
+      );
+    expect(await requested()).toMatchObject([
+      { data: { phone, step_order: 0, instructions: 'Ask for the pay stub.' } },
+    ]);
+    const request = (await requested())[0]!;
+    if (request.type !== 'sequence.ai_step_requested') throw new Error('unreachable');
+
+    // The agent writes and sends the message through the send decider.
+    await system.services.commands.execute({
+      stream: { topic: 'account', accountId },
+      context: {
+        partnerId: request.partner_id,
+        actor: { kind: 'system', service: 'ai-agent' },
+        correlationId: request.id,
+      },
+      lockKeys: [`account:${accountId}`],
+      consistency: 'partition',
+      async decide(trx) {
+        const account = await trx
+          .selectFrom('accounts')
+          .selectAll()
+          .where('id', '=', accountId)
+          .executeTakeFirstOrThrow();
+        const state = await conversationState(trx, account, phone);
+        const { enrollment_id, sequence_id, step_order } = request.data;
+        const events = decideSendMessage(
+          {
+            type: 'SendMessage',
+            message_id: newUuid(),
+            phone,
+            body: 'Could you send your latest pay stub?',
+            source: 'sequence',
+            sender_name: null,
+            sequence_step: { enrollment_id, sequence_id, step_order },
+          },
+          state,
+          clock.now(),
+        );
+        return { events, result: undefined };
+      },
+    });
+    await eventually(async () =>
+      (await leadOf(accountId, phone)).sequence?.current_step === 1 ? true : undefined,
+    );
+    clock.advance(HOUR);
+    await settled(run);
+    await eventually(async () => ((await requested()).length === 2 ? true : undefined));
+    const second = (await requested())[1]!;
+    if (second.type !== 'sequence.ai_step_requested') throw new Error('unreachable');
+    // The agent cannot write this one: the step is skipped.
+    await system.services.commands.append({
+      stream: { topic: 'account', accountId },
+      context: {
+        partnerId: second.partner_id,
+        actor: { kind: 'system', service: 'ai-agent' },
+        correlationId: second.id,
+      },
+      events: [
+        {
+          type: 'sequence.ai_step_failed',
+          data: {
+            enrollment_id: second.data.enrollment_id,
+            sequence_id: second.data.sequence_id,
+            step_order: second.data.step_order,
+            phone,
+            reason: 'ai_unavailable',
+          },
+        },
+      ],
+    });
+    await eventually(async () =>
+      (await leadOf(accountId, phone)).sequence?.current_step === 2 ? true : undefined,
+    );
+    clock.advance(HOUR);
+    await settled(run);
+    expect(await bodiesOf(accountId, phone)).toEqual(['Could you send your latest pay stub?', 'Bye']);
+    expect((await leadOf(accountId, phone)).sequence.status).toBe('completed');
+  });
+});
