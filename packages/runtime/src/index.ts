@@ -11,3 +11,7 @@ export * from './projection-progress';
 export * from './infrastructure';
 export * from './secret-box';
 export * from './log-consumer';
+export * from './net/ssrf';
+export * from './net/safe-fetch';
+export * from './documents/links';
+export * from './documents/store';

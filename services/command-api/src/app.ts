@@ -6,6 +6,8 @@ import {
   type Clock,
   type CommandBus,
   type Database,
+  type DocumentLinks,
+  type DocumentStore,
   type NewId,
   type SecretBox,
 } from '@leadline/runtime';
@@ -20,6 +22,7 @@ import { sql, type Kysely } from 'kysely';
 import { accountRoutes } from './accounts/routes';
 import { partnerKeyAuthentication } from './http/auth';
 import { conversationRoutes } from './conversations/routes';
+import { documentRoutes } from './documents/routes';
 import { leadRoutes } from './leads/routes';
 import { requirementRoutes } from './requirements/routes';
 import { twilioRoutes } from './twilio/routes';
@@ -62,6 +65,10 @@ export interface AppDeps {
   rateLimitPerMinute: number;
   /** Seals webhook signing secrets before they go on the log. */
   webhookSecrets: SecretBox;
+  /** Signs and checks the `file_url` of collected documents. */
+  documentLinks: DocumentLinks;
+  /** Where document bytes are read from (the AI agent stores them). */
+  documents: DocumentStore;
   /** Extra readiness checks (the event log's reachability), run by GET /health/ready. */
   readinessChecks?: (() => Promise<void>)[];
   logger?: FastifyServerOptions['logger'];
@@ -131,6 +138,8 @@ export async function buildApp(deps: AppDeps) {
     },
     { prefix: '/v1' },
   );
+  // Signed URLs are their own credential: outside the partner-key hook.
+  await app.register(documentRoutes, { ...deps, prefix: '/v1' });
   await app.register(twilioRoutes, deps);
   return app;
 }

@@ -1,4 +1,10 @@
-import { infrastructureConfig, webhookSecretConfig, withWebhookEncryptionKey } from '@leadline/runtime';
+import {
+  documentStoreConfig,
+  infrastructureConfig,
+  outboundFetchConfig,
+  webhookSecretConfig,
+  withWebhookEncryptionKey,
+} from '@leadline/runtime';
 import { telephonyConfig } from '@leadline/telephony';
 import { z } from 'zod';
 
@@ -13,6 +19,8 @@ export const apiConfigSchema = infrastructureConfig
     PROJECTION_WAIT_MS: z.coerce.number().int().positive().default(5000),
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
     ...webhookSecretConfig,
+    ...documentStoreConfig,
+    ...outboundFetchConfig,
   })
   .transform(withWebhookEncryptionKey);
 export type ApiConfig = z.infer<typeof apiConfigSchema>;

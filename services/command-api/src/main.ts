@@ -1,4 +1,12 @@
-import { createSecretBox, loadConfig, newUuid, systemClock } from '@leadline/runtime';
+import {
+  createDocumentLinks,
+  createDocumentStore,
+  createSecretBox,
+  documentLinkKey,
+  loadConfig,
+  newUuid,
+  systemClock,
+} from '@leadline/runtime';
 import { buildApp } from './app';
 import { apiConfigSchema } from './config';
 import { ensurePartnerWithKey } from './partners/partners';
@@ -29,6 +37,13 @@ const app = await buildApp({
   twilioAuthToken: config.TWILIO_AUTH_TOKEN,
   rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
   webhookSecrets: createSecretBox(config.WEBHOOK_ENCRYPTION_KEY),
+  documentLinks: createDocumentLinks({
+    publicUrl: config.PUBLIC_URL,
+    key: documentLinkKey(config.WEBHOOK_ENCRYPTION_KEY),
+    clock: systemClock,
+    ttlSeconds: 3600,
+  }),
+  documents: createDocumentStore(config, services.db),
   readinessChecks: [async () => void (await services.admin.fetchTopicOffsets(services.topics.account))],
   logger: { level: process.env.LOG_LEVEL ?? 'info' },
 });

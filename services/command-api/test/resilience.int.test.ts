@@ -1,5 +1,14 @@
 import { projections, startProjector } from '@leadline/projector';
-import { createDb, createSecretBox, DEVELOPMENT_WEBHOOK_KEY, newUuid, systemClock } from '@leadline/runtime';
+import {
+  createDb,
+  createDocumentLinks,
+  createPostgresDocumentStore,
+  createSecretBox,
+  documentLinkKey,
+  DEVELOPMENT_WEBHOOK_KEY,
+  newUuid,
+  systemClock,
+} from '@leadline/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app';
 import { partnerClient, type PartnerClient } from './client';
@@ -59,6 +68,12 @@ describe('operations', () => {
       publicUrl: 'http://127.0.0.1:8080',
       rateLimitPerMinute: 3,
       webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
+      documentLinks: createDocumentLinks({
+        publicUrl: 'http://127.0.0.1:8080',
+        key: documentLinkKey(DEVELOPMENT_WEBHOOK_KEY),
+        clock: systemClock,
+      }),
+      documents: createPostgresDocumentStore(system.services.db),
     });
     try {
       const limited = partnerClient(app, await system.createPartner('Busy CRM'));

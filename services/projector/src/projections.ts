@@ -1,4 +1,6 @@
 import { accountsProjection } from './accounts/projection';
+import { aiProjection } from './ai/projection';
+import { checklistProjection } from './checklist/projection';
 import { leadsProjection } from './leads/projection';
 import { messagingProjection } from './messaging/projection';
 import type { Projection } from './projection';
@@ -14,5 +16,7 @@ export const projections: readonly Projection[] = [
   leadsProjection,
   requirementsProjection,
   messagingProjection,
+  checklistProjection,
+  aiProjection,
   webhooksProjection,
 ];

@@ -1,5 +1,7 @@
 import type { z } from 'zod';
 import * as accounts from './accounts';
+import * as ai from './ai';
+import * as checklist from './checklist';
 import * as leads from './leads';
 import * as messaging from './messaging';
 import * as partners from './partners';
@@ -38,6 +40,10 @@ export const eventCatalog = [
   messaging.conversationHandoffCleared,
   messaging.leadOptedOut,
   messaging.leadOptedIn,
+  checklist.checklistItemCollected,
+  checklist.checklistCompleted,
+  ai.aiTurnCompleted,
+  ai.aiPromptUpdated,
   sequences.sequenceAiStepRequested,
   sequences.sequenceAiStepFailed,
   webhooks.webhookCreated,
@@ -60,7 +66,7 @@ export const eventDefinitionsByType: ReadonlyMap<string, Catalog> = new Map(
   eventCatalog.map((definition) => [definition.type, definition]),
 );
 
-export { accounts, leads, messaging, partners, requirements, sequences, webhooks };
+export { accounts, ai, checklist, leads, messaging, partners, requirements, sequences, webhooks };
 export { sequenceStepRefSchema } from './sequences';
 export { teamMemberRoles } from './accounts';
 export { leadOrigins, leadStatuses, leadStatusSchema } from './leads';

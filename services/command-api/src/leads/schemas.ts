@@ -159,6 +159,10 @@ export const leadDetailsResponse = z.object({
         status: checklistStatus,
         collected_at: timestamp.optional(),
         value: z.string().optional(),
+        file_url: z
+          .string()
+          .optional()
+          .describe('For a collected document: a signed URL that serves it, valid for a limited time.'),
       }),
     ),
   }),
@@ -187,7 +191,10 @@ export const checklistResponse = z.object({
       type: z.enum(requirementTypes),
       required: z.boolean(),
       status: checklistStatus,
-      file_url: z.string().optional(),
+      file_url: z
+        .string()
+        .optional()
+        .describe('For a collected document: a signed URL that serves it, valid for a limited time.'),
       collected_at: timestamp.optional(),
       value: z.string().optional(),
     }),
