@@ -11,3 +11,14 @@ export {
   type SendMessage,
 } from './conversations/decide';
 export { conversationState } from './conversations/queries';
+export {
+  composeSystemPrompt,
+  contextLimits,
+  loadPromptInput,
+  MAX_REPLY_CHARS,
+  type ChecklistEntry,
+  type PromptInput,
+} from './ai/prompt';
+export { checklistProgress } from './leads/checklist';
+export { normalizePhone } from './http/phone';
+export { findConversationRow, findLeadRow } from './leads/queries';

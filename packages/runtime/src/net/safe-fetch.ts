@@ -52,6 +52,7 @@ export class FetchFailedError extends Error {
 export async function safeFetch(url: string, options: SafeFetchOptions): Promise<SafeFetchResult> {
   const deadline = Date.now() + options.timeoutMs;
   let current = new URL(url);
+  let headers = { ...options.headers };
   for (let hop = 0; hop <= (options.maxRedirects ?? 5); hop++) {
     if (current.protocol !== 'http:' && current.protocol !== 'https:') {
       throw new FetchFailedError(`Only http and https URLs are fetched (${current.protocol})`, 'refused');
@@ -69,10 +70,16 @@ export async function safeFetch(url: string, options: SafeFetchOptions): Promise
       if (error instanceof TargetRefusedError) throw new FetchFailedError(error.message, 'refused');
       throw error;
     }
-    const result = await getOnce(current, target, options, deadline);
+    const result = await getOnce(current, target, { ...options, headers }, deadline);
     const location = result.headers.location;
     if (result.status >= 300 && result.status < 400 && result.status !== 304 && location) {
-      current = new URL(location, current);
+      const next = new URL(location, current);
+      // Credentials go to the origin they were meant for only (Twilio redirects media to a CDN).
+      if (next.origin !== current.origin && headers.authorization) {
+        const { authorization: _dropped, ...rest } = headers;
+        headers = rest;
+      }
+      current = next;
       continue;
     }
     return { ...result, url: current.toString() };
