@@ -20,7 +20,10 @@ pids+=($!)
 node --import tsx services/command-api/src/main.ts &
 pids+=($!)
 node --import tsx services/sms-gateway/src/main.ts &
+pids+=($!)
 node --import tsx services/webhook-relay/src/main.ts &
+pids+=($!)
+node --import tsx services/ai-agent/src/main.ts &
 pids+=($!)
 
 if [ -z "${PARTNER_API_KEY:-}" ]; then

@@ -83,7 +83,7 @@ export async function startAgentSystem(
       unavailableAfterMs: 60_000,
       retryBaseMs: 50,
       pollIntervalMs: 50,
-      onError: (error) => console.error(error),
+      onError: () => undefined,
       ...options.agent,
       ...overrides,
     });
