@@ -19,6 +19,7 @@ import {
 } from '@leadline/runtime';
 import type { Kafka } from 'kafkajs';
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import { refreshContextUrls } from './context-refresh';
 import { decideAiTurn, skipReason, type AiTurn, type AiTurnState } from './decide';
 import { loadAttachments } from './media';
 import type { Responder, TurnInput, TurnProposal } from './turn';
@@ -48,10 +49,14 @@ export interface AgentDeps {
   retryBaseMs?: number;
   pollIntervalMs?: number;
   concurrency?: number;
+  /** Context pages are fetched again this long after their last attempt; off when undefined. */
+  contextRefreshMs?: number;
   onError?: (error: unknown) => void;
 }
 
 export interface RunningAgent {
+  /** Fetches the context pages due again now (tests call it rather than wait). */
+  refreshContext(): Promise<number>;
   /** Handles the turns due now (tests and the bench call it rather than wait for the poll). */
   work(): Promise<number>;
   stop(): Promise<void>;
@@ -481,10 +486,26 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
     }
   })();
 
+  const refreshContext = () =>
+    refreshContextUrls({
+      db,
+      commands: deps.commands,
+      clock,
+      allowPrivateTargets: deps.allowPrivateTargets,
+      refreshMs: deps.contextRefreshMs ?? 24 * 3600_000,
+    });
+  // Once a minute is plenty for a schedule counted in hours.
+  const refresher =
+    deps.contextRefreshMs === undefined
+      ? undefined
+      : setInterval(() => void refreshContext().catch(onError), 60_000);
+
   return {
     work,
+    refreshContext,
     async stop() {
       stopped = true;
+      if (refresher) clearInterval(refresher);
       wake?.();
       await loop;
       await consumer.stop();

@@ -18,6 +18,8 @@ export const agentConfigSchema = infrastructureConfig.extend({
   /** Bound on one model turn, tool rounds included. */
   AI_MODEL_TIMEOUT_SECONDS: z.coerce.number().positive().default(30),
   /** How long a failing model is retried (with backoff) before the conversation is handed off. */
+  /** Context pages are fetched again (conditionally) this many hours after the last attempt. */
+  CONTEXT_URL_REFRESH_HOURS: z.coerce.number().positive().default(24),
   AI_UNAVAILABLE_AFTER_SECONDS: z.coerce.number().min(0).default(300),
 });
 export type AgentConfig = z.infer<typeof agentConfigSchema>;

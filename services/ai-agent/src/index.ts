@@ -6,3 +6,4 @@ export * from './offline';
 export * from './tools';
 export * from './turn';
 export * from './validate';
+export * from './context-refresh';

@@ -39,6 +39,7 @@ const agent = await startAiAgent({
   maxMessagesPerLeadPerDay: config.AI_MAX_MESSAGES_PER_LEAD_PER_DAY,
   modelTimeoutMs: config.AI_MODEL_TIMEOUT_SECONDS * 1000,
   unavailableAfterMs: config.AI_UNAVAILABLE_AFTER_SECONDS * 1000,
+  contextRefreshMs: config.CONTEXT_URL_REFRESH_HOURS * 3600_000,
 });
 console.warn(
   `ai-agent: running with the ${config.OPENAI_API_KEY ? `model ${config.OPENAI_MODEL}` : 'offline responder'}`,

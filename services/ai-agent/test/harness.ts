@@ -12,6 +12,7 @@ export interface AgentSystem {
   system: TestSystem;
   partner: PartnerClient;
   other: PartnerClient;
+  keys: { partner: string; other: string };
   agents: RunningAgent[];
   /** Starts (another) agent on the same database and log. */
   startAgent(overrides?: Partial<AgentDeps>): Promise<RunningAgent>;
@@ -60,8 +61,12 @@ export async function startAgentSystem(
 ): Promise<AgentSystem> {
   const clock = options.clock ?? systemClock;
   const system = await startSystem({ clock });
-  const partner = partnerClient(system.app, await system.createPartner('Acme CRM'));
-  const other = partnerClient(system.app, await system.createPartner('Other CRM'));
+  const keys = {
+    partner: await system.createPartner('Acme CRM'),
+    other: await system.createPartner('Other CRM'),
+  };
+  const partner = partnerClient(system.app, keys.partner);
+  const other = partnerClient(system.app, keys.other);
   const media = await startMediaServer();
   const agents: RunningAgent[] = [];
   const pools: ReturnType<typeof createDb>[] = [];
@@ -95,6 +100,7 @@ export async function startAgentSystem(
     system,
     partner,
     other,
+    keys,
     agents,
     startAgent,
     media,

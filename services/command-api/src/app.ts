@@ -22,6 +22,7 @@ import { sql, type Kysely } from 'kysely';
 import { accountRoutes } from './accounts/routes';
 import { partnerKeyAuthentication } from './http/auth';
 import { conversationRoutes } from './conversations/routes';
+import { aiRoutes } from './ai/routes';
 import { documentRoutes } from './documents/routes';
 import { leadRoutes } from './leads/routes';
 import { requirementRoutes } from './requirements/routes';
@@ -69,6 +70,8 @@ export interface AppDeps {
   documentLinks: DocumentLinks;
   /** Where document bytes are read from (the AI agent stores them). */
   documents: DocumentStore;
+  /** Opens private targets for context page fetches (local testing only). */
+  allowPrivateTargets?: boolean;
   /** Extra readiness checks (the event log's reachability), run by GET /health/ready. */
   readinessChecks?: (() => Promise<void>)[];
   logger?: FastifyServerOptions['logger'];
@@ -135,6 +138,7 @@ export async function buildApp(deps: AppDeps) {
       await v1.register(conversationRoutes, deps);
       await v1.register(usageRoutes, deps);
       await v1.register(webhookRoutes, deps);
+      await v1.register(aiRoutes, deps);
     },
     { prefix: '/v1' },
   );

@@ -22,3 +22,5 @@ export {
 export { checklistProgress } from './leads/checklist';
 export { normalizePhone } from './http/phone';
 export { findConversationRow, findLeadRow } from './leads/queries';
+export { fetchPage } from './ai/pages';
+export { pageFetchEvents } from './ai/routes';

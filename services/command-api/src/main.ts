@@ -44,6 +44,7 @@ const app = await buildApp({
     ttlSeconds: 3600,
   }),
   documents: createDocumentStore(config, services.db),
+  allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
   readinessChecks: [async () => void (await services.admin.fetchTopicOffsets(services.topics.account))],
   logger: { level: process.env.LOG_LEVEL ?? 'info' },
 });

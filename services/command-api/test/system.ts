@@ -90,6 +90,8 @@ export async function startSystem(
       ttlSeconds: 3600,
     }),
     documents: createPostgresDocumentStore(services.db),
+    // Context pages in tests are served from this machine.
+    allowPrivateTargets: true,
   });
   const gatewayDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
   const gateway = options.gateway

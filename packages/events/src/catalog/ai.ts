@@ -54,3 +54,51 @@ export function turnKeys(data: {
     ? [`step:${data.sequence_step.enrollment_id}:${data.sequence_step.step_order}`]
     : data.message_ids.map((id) => `message:${id}`);
 }
+
+/** A `.txt` or `.md` file of company context; its text is on the log (at most 100 KB). */
+export const contextFileUploaded = defineEvent('context_file.uploaded', {
+  topic: 'account',
+  data: z.object({
+    file_id: z.string(),
+    name: z.string(),
+    file_type: z.enum(['txt', 'md']),
+    file_size: z.number().int().nonnegative(),
+    content: z.string(),
+  }),
+});
+
+export const contextFileDeleted = defineEvent('context_file.deleted', {
+  topic: 'account',
+  data: z.object({ file_id: z.string() }),
+});
+
+export const contextUrlAdded = defineEvent('context_url.added', {
+  topic: 'account',
+  data: z.object({ url_id: z.string(), url: z.string() }),
+});
+
+/** A page fetch succeeded: new main text, or `unchanged` (304, or the same text again). */
+export const contextUrlFetched = defineEvent('context_url.fetched', {
+  topic: 'account',
+  data: z.object({
+    url_id: z.string(),
+    unchanged: z.boolean(),
+    title: z.string().nullable(),
+    /** Null when unchanged. */
+    content: z.string().nullable(),
+    content_hash: z.string().nullable(),
+    etag: z.string().nullable(),
+    last_modified: z.string().nullable(),
+  }),
+});
+
+/** A page fetch failed; the last good content stays in use. */
+export const contextUrlFetchFailed = defineEvent('context_url.fetch_failed', {
+  topic: 'account',
+  data: z.object({ url_id: z.string(), error: z.string() }),
+});
+
+export const contextUrlDeleted = defineEvent('context_url.deleted', {
+  topic: 'account',
+  data: z.object({ url_id: z.string() }),
+});
