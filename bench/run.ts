@@ -1,4 +1,5 @@
 import { benchAccounts } from './accounts.bench';
+import { benchAi } from './ai.bench';
 import { benchLeads } from './leads.bench';
 import { benchMessaging } from './messaging.bench';
 import { benchWebhooks } from './webhooks.bench';
@@ -6,6 +7,7 @@ import { benchWebhooks } from './webhooks.bench';
 /** `npm run bench`: every scenario, each with its raw baselines measured in the same run. */
 const scenarios: Record<string, () => Promise<string>> = {
   accounts: benchAccounts,
+  ai: benchAi,
   leads: benchLeads,
   messaging: benchMessaging,
   webhooks: benchWebhooks,

@@ -66,7 +66,7 @@ type TurnRow = Selectable<Database['ai_pending_turns']>;
 type Trx = Transaction<Database>;
 
 /** Messages older than this when the agent first sees them (history before it ran) are not answered. */
-const MAX_INTAKE_AGE_MS = 60 * 60_000;
+const MAX_INTAKE_AGE_MS = 24 * 3600_000;
 const LEASE_MS = 5 * 60_000;
 const HISTORY_MESSAGES = 30;
 
