@@ -36,6 +36,11 @@ export interface Command<R> {
    * for decisions about one account), or the whole topic (decisions across accounts, such as slugs).
    */
   consistency: 'partition' | 'topic';
+  /**
+   * Whether to wait, after appending, until the projector has applied the events (read-your-writes,
+   * default true). A background writer that does not read its own writes next can skip the wait.
+   */
+  readYourWrites?: boolean;
   /** Reads what it needs through `db` and returns the events to append, or throws a DomainError. */
   decide(db: Transaction<Database>): Promise<{ events: NewEvent[]; result: R }>;
 }
@@ -162,7 +167,7 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
       });
 
       // The events are durable now; a slow projector delays the answer but never fails the command.
-      if (position)
+      if (position && command.readYourWrites !== false)
         await progress.waitFor(position.topic, position.partition, position.nextOffset, projectionWaitMs);
       return { events, result };
     },

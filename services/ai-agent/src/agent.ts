@@ -85,7 +85,10 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
   const onError = deps.onError ?? ((error) => console.error('ai-agent:', error));
   const retryBaseMs = deps.retryBaseMs ?? 2_000;
   let stopped = false;
-  let wake: (() => void) | undefined;
+  const sleepers = new Set<() => void>();
+  const wake = () => {
+    for (const sleeper of sleepers) sleeper();
+  };
 
   async function intake(trx: Trx, event: DomainEvent) {
     if (event.type === 'message.received') {
@@ -162,7 +165,7 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
       for (const record of fresh) if (record.event) await intake(trx, record.event);
       await advanceCheckpoint(trx, 'ai_agent_checkpoints', topic, partition, last.offset, clock.now());
     });
-    wake?.();
+    wake();
   }
 
   async function claim(limit: number): Promise<TurnRow[]> {
@@ -331,6 +334,8 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
       },
       lockKeys: [`account:${turn.account_id}`],
       consistency: 'partition',
+      // The next decision about this account waits for the projector under the lock anyway.
+      readYourWrites: false,
       decide: async (trx) => {
         const loaded = await loadState(trx, turn, keys);
         if (!loaded) return { events: [], result: true };
@@ -437,8 +442,8 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
     }
   }
 
-  async function work(): Promise<number> {
-    const turns = await claim(deps.concurrency ?? 8);
+  async function work(limit = deps.concurrency ?? 8): Promise<number> {
+    const turns = await claim(limit);
     await Promise.all(
       turns.map((turn) =>
         process(turn).catch(async (error: unknown) => {
@@ -467,24 +472,27 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
     onCrash: (error) => onError(error),
   });
 
-  const loop = (async () => {
+  // Independent workers, one turn each at a time, so a slow turn (a model call, a busy account's lock)
+  // never holds up the others; SKIP LOCKED keeps them on different turns.
+  const worker = async () => {
     while (!stopped) {
       try {
-        const handled = await work();
-        if (handled > 0) continue;
+        if ((await work(1)) > 0) continue;
       } catch (error) {
         onError(error);
       }
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, deps.pollIntervalMs ?? 250);
-        wake = () => {
+        const done = () => {
           clearTimeout(timer);
+          sleepers.delete(done);
           resolve();
         };
+        const timer = setTimeout(done, deps.pollIntervalMs ?? 250);
+        sleepers.add(done);
       });
-      wake = undefined;
     }
-  })();
+  };
+  const loop = Promise.all(Array.from({ length: deps.concurrency ?? 8 }, worker));
 
   const refreshContext = () =>
     refreshContextUrls({
@@ -506,7 +514,7 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
     async stop() {
       stopped = true;
       if (refresher) clearInterval(refresher);
-      wake?.();
+      wake();
       await loop;
       await consumer.stop();
     },

@@ -256,3 +256,11 @@ export function pdfWithText(text: string): Buffer {
   pdf += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
   return Buffer.from(pdf, 'latin1');
 }
+
+/**
+ * Waits until the turn answering this inbound message is fully projected: `ai.turn_completed` is the
+ * last event of a turn, so everything the turn decided (items, status, handoff) is readable after it.
+ */
+export async function turnSettled(system: TestSystem, accountId: string, sid: string) {
+  await handled(system, accountId, [await messageIdOf(system, sid)]);
+}

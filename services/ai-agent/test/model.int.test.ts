@@ -12,6 +12,7 @@ import {
   pdfWithText,
   PNG,
   startAgentSystem,
+  turnSettled,
   type AgentSystem,
 } from './harness';
 
@@ -56,8 +57,9 @@ describe('the model through Chat Completions with tools', () => {
         ],
       };
     });
-    await inbound(system, account.number, phone, 'my email is ana at example [invalid-email]');
+    const sid = await inbound(system, account.number, phone, 'my email is ana at example [invalid-email]');
     const [reply] = await aiMessages(partner, account.id, phone, 1);
+    await turnSettled(system, account.id, sid);
     expect(reply!.body).toBe('Hmm, that email does not look right. Could you check it?');
     const toolResult = requestsAbout('[invalid-email]').at(-1)!.messages.at(-1)!;
     expect(toolResult).toMatchObject({ role: 'tool' });
@@ -87,11 +89,11 @@ describe('the model through Chat Completions with tools', () => {
         ],
       };
     });
-    await inbound(system, account.number, phone, 'here you go [two-docs]', [
+    const docs = await inbound(system, account.number, phone, 'here you go [two-docs]', [
       { url: media.host(PNG, 'image/png'), type: 'image/png' },
       { url: media.host(pdf, 'application/octet-stream'), type: 'application/octet-stream' },
     ]);
-    await aiMessages(partner, account.id, phone, 1);
+    await turnSettled(system, account.id, docs);
     // The photo went to the model as an image input, the PDF as its extracted text.
     const sent = lastUserText(requestsAbout('[two-docs]')[0]!);
     expect(sent).toContain('data:image/png;base64,');

@@ -7,6 +7,7 @@ import {
   newAccount,
   PNG,
   startAgentSystem,
+  turnSettled,
   type AgentSystem,
 } from './harness';
 
@@ -90,14 +91,15 @@ describe('the offline responder (no OPENAI_API_KEY)', () => {
   it('hands off when the lead asks for a person, and says so once', async () => {
     const { system, partner } = world;
     const account = await newAccount(partner, [{ name: 'Email', type: 'email' }]);
-    await inbound(system, account.number, '+15125550102', 'Can I talk to a real person please');
+    const ask = await inbound(system, account.number, '+15125550102', 'Can I talk to a real person please');
     const [reply] = await aiMessages(partner, account.id, '+15125550102', 1);
+    await turnSettled(system, account.id, ask);
     expect(reply!.body).toContain('Someone from Sunrise will follow up');
     const conversations = (await partner.get(`/accounts/${account.id}/conversations?needs_handoff=true`))
       .body;
     expect(conversations.conversations.map((c: { phone: string }) => c.phone)).toEqual(['+15125550102']);
     // Once handed off, the AI stays quiet until a human resumes it.
-    await inbound(system, account.number, '+15125550102', 'hello?');
+    await turnSettled(system, account.id, await inbound(system, account.number, '+15125550102', 'hello?'));
     const messages = await messagesOf(partner, account.id, '+15125550102');
     expect(messages.filter((message) => message.source === 'ai')).toHaveLength(1);
   });
