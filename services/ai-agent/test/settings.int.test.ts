@@ -96,6 +96,14 @@ describe('AI configuration', () => {
       ),
     ).toBe(true);
     expect((await partner.get(`/accounts/${account.id}/settings/prompt`)).body).toEqual(advanced.body);
+
+    // For a given lead: its fields in the prompt; an unknown lead is a 404.
+    await partner.post(`/accounts/${account.id}/leads`, { phone: '+15125550901', name: 'Ana Silva' });
+    const forLead = await partner.get(`/accounts/${account.id}/settings/prompt?phone=%2B15125550901`);
+    expect(forLead.body.composed_system_prompt).toContain(
+      '## The lead\nname: Ana Silva\nphone: +15125550901',
+    );
+    expect((await partner.get(`/accounts/${account.id}/settings/prompt?phone=5125550999`)).status).toBe(404);
   });
 
   it('refuses a wrong mode or field type with a 400 that writes nothing', async () => {
