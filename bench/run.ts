@@ -1,5 +1,6 @@
 import { benchAccounts } from './accounts.bench';
 import { benchEmbed } from './embed.bench';
+import { benchAi } from './ai.bench';
 import { benchLeads } from './leads.bench';
 import { benchMessaging } from './messaging.bench';
 import { benchSequences } from './sequences.bench';
@@ -9,6 +10,7 @@ import { benchWebhooks } from './webhooks.bench';
 const scenarios: Record<string, () => Promise<string>> = {
   accounts: benchAccounts,
   embed: benchEmbed,
+  ai: benchAi,
   leads: benchLeads,
   messaging: benchMessaging,
   sequences: benchSequences,

@@ -1,5 +1,14 @@
 import { projections, startProjector } from '@leadline/projector';
-import { createDb, createSecretBox, DEVELOPMENT_WEBHOOK_KEY, newUuid, systemClock } from '@leadline/runtime';
+import {
+  createDb,
+  createDocumentLinks,
+  createPostgresDocumentStore,
+  createSecretBox,
+  documentLinkKey,
+  DEVELOPMENT_WEBHOOK_KEY,
+  newUuid,
+  systemClock,
+} from '@leadline/runtime';
 import { buildApp } from '../services/command-api/src/app';
 import { generateApiKey } from '../services/command-api/src/partners/api-keys';
 import { createPartner } from '../services/command-api/src/partners/partners';
@@ -35,6 +44,12 @@ export async function startBenchSystem() {
     progress: services.progress,
     rateLimitPerMinute: 10_000_000,
     webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
+    documentLinks: createDocumentLinks({
+      publicUrl: 'http://127.0.0.1',
+      key: documentLinkKey(DEVELOPMENT_WEBHOOK_KEY),
+      clock: systemClock,
+    }),
+    documents: createPostgresDocumentStore(services.db),
   });
   const baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
   const key = generateApiKey();

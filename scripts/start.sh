@@ -42,6 +42,7 @@ start_service command-api
 start_service sms-gateway
 start_service sequencer
 start_service webhook-relay
+start_service ai-agent
 
 if [ -z "${PARTNER_API_KEY:-}" ]; then
   echo "No PARTNER_API_KEY set: create a partner with 'npm run partner -- create --name NAME'." >&2

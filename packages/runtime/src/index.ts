@@ -13,3 +13,7 @@ export * from './secret-box';
 export * from './unsafe-settings';
 export * from './log-consumer';
 export * from './parking';
+export * from './net/ssrf';
+export * from './net/safe-fetch';
+export * from './documents/links';
+export * from './documents/store';

@@ -3,3 +3,5 @@ export type * from './infrastructure';
 export * from './fake-twilio';
 export * from './clock';
 export * from './openapi-responses';
+export * from './fake-openai';
+export * from './documents';

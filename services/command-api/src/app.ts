@@ -7,6 +7,8 @@ import {
   type Clock,
   type CommandBus,
   type Database,
+  type DocumentLinks,
+  type DocumentStore,
   type NewId,
   type ProjectionProgress,
   type SecretBox,
@@ -24,6 +26,8 @@ import { partnerKeyAuthentication } from './http/auth';
 import { postgresRateLimitStore } from './http/rate-limit-store';
 import { refuseUnstorableText } from './http/text';
 import { conversationRoutes } from './conversations/routes';
+import { aiRoutes } from './ai/routes';
+import { documentRoutes } from './documents/routes';
 import { leadRoutes } from './leads/routes';
 import { requirementRoutes } from './requirements/routes';
 import { sequenceRoutes } from './sequences/routes';
@@ -68,6 +72,12 @@ export interface AppDeps {
   sequenceHourSeconds?: number;
   /** Seals webhook signing secrets before they go on the log. */
   webhookSecrets: SecretBox;
+  /** Signs and checks the `file_url` of collected documents. */
+  documentLinks: DocumentLinks;
+  /** Where document bytes are read from (the AI agent stores them). */
+  documents: DocumentStore;
+  /** Opens private targets for context page fetches (local testing only). */
+  allowPrivateTargets?: boolean;
   /** Extra readiness checks (the event log's reachability), run by GET /health/ready. */
   readinessChecks?: (() => Promise<void>)[];
   logger?: FastifyServerOptions['logger'];
@@ -161,12 +171,15 @@ export async function buildApp(deps: AppDeps) {
       await v1.register(usageRoutes, deps);
       await v1.register(webhookRoutes, deps);
       await v1.register(embedTokenRoutes, deps);
+      await v1.register(aiRoutes, deps);
     },
     { prefix: '/v1' },
   );
   // Wrapped, so the prefix is not handed on with deps to the route plugins the embed API reuses.
   await app.register(async (embed) => embed.register(embedApiRoutes, deps), { prefix: EMBED_API_PREFIX });
   await app.register(dashboardRoutes, deps);
+  // Signed URLs are their own credential: outside the partner-key hook.
+  await app.register(documentRoutes, { ...deps, prefix: '/v1' });
   await app.register(twilioRoutes, deps);
   return app;
 }

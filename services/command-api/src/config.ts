@@ -1,4 +1,10 @@
-import { infrastructureConfig, webhookSecretConfig, withWebhookEncryptionKeys } from '@leadline/runtime';
+import {
+  documentStoreConfig,
+  infrastructureConfig,
+  outboundFetchConfig,
+  webhookSecretConfig,
+  withWebhookEncryptionKeys,
+} from '@leadline/runtime';
 import { telephonyConfig } from '@leadline/telephony';
 import { z } from 'zod';
 
@@ -25,6 +31,8 @@ export const apiConfigSchema = infrastructureConfig
     AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().positive().default(30),
     ...sequenceConfig,
     ...webhookSecretConfig,
+    ...documentStoreConfig,
+    ...outboundFetchConfig,
   })
   .transform(withWebhookEncryptionKeys);
 export type ApiConfig = z.infer<typeof apiConfigSchema>;

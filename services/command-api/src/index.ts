@@ -23,3 +23,16 @@ export {
 export { accountStepStates, stepState } from './sequences/queries';
 export { sequenceConfig } from './config';
 export { DEFAULT_SENDING_WINDOW, leadLocation, nextSendTime } from './sequences/sending-window';
+export {
+  composeSystemPrompt,
+  contextLimits,
+  loadPromptInput,
+  MAX_REPLY_CHARS,
+  type ChecklistEntry,
+  type PromptInput,
+} from './ai/prompt';
+export { checklistProgress } from './leads/checklist';
+export { normalizePhone } from './http/phone';
+export { findConversationRow, findLeadRow } from './leads/queries';
+export { fetchPage } from './ai/pages';
+export { pageFetchEvents } from './ai/routes';

@@ -1,5 +1,8 @@
 import {
+  createDocumentLinks,
+  createDocumentStore,
   createSecretBox,
+  documentLinkKey,
   guardUnsafeSettings,
   loadConfig,
   newUuid,
@@ -49,6 +52,14 @@ const app = await buildApp({
   authFailuresPerMinute: config.AUTH_FAILURES_PER_MINUTE,
   webhookSecrets: createSecretBox(config.WEBHOOK_ENCRYPTION_KEYS),
   sequenceHourSeconds: config.SEQUENCE_HOUR_SECONDS,
+  documentLinks: createDocumentLinks({
+    publicUrl: config.PUBLIC_URL,
+    key: documentLinkKey(config.WEBHOOK_ENCRYPTION_KEYS[0]!),
+    clock: systemClock,
+    ttlSeconds: 3600,
+  }),
+  documents: createDocumentStore(config, services.db),
+  allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
   readinessChecks: [async () => void (await services.admin.fetchTopicOffsets(services.topics.account))],
   logger: { level: process.env.LOG_LEVEL ?? 'info' },
 });

@@ -84,6 +84,15 @@ export const apiTags = [
     description:
       "Drip campaigns of fixed and AI-written steps, sent inside each lead's legal sending window.",
   },
+  {
+    name: 'AI configuration',
+    description: 'The prompt the AI converses with, and the company context it is given (files and pages).',
+  },
+  {
+    name: 'Checklist',
+    description:
+      'Documents collected for a checklist, served through signed, expiring URLs that need no partner key.',
+  },
   { name: 'Usage', description: 'Monthly counters for billing.' },
   {
     name: 'Webhooks',

@@ -1,4 +1,13 @@
-import { createDb, createSecretBox, DEVELOPMENT_WEBHOOK_KEY, newUuid, systemClock } from '@leadline/runtime';
+import {
+  createDb,
+  createDocumentLinks,
+  createPostgresDocumentStore,
+  createSecretBox,
+  DEVELOPMENT_WEBHOOK_KEY,
+  documentLinkKey,
+  newUuid,
+  systemClock,
+} from '@leadline/runtime';
 import type { CommandBus } from '@leadline/runtime';
 import type { NumberProvider } from '@leadline/telephony';
 import { buildApp } from './app';
@@ -19,6 +28,12 @@ export async function openApiDocument(publicUrl: string): Promise<object> {
     publicUrl,
     rateLimitPerMinute: 600,
     webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
+    documentLinks: createDocumentLinks({
+      publicUrl,
+      key: documentLinkKey(DEVELOPMENT_WEBHOOK_KEY),
+      clock: systemClock,
+    }),
+    documents: createPostgresDocumentStore(db),
   });
   try {
     await app.ready();

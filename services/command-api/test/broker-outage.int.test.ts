@@ -1,3 +1,4 @@
+import { testDocuments } from '@leadline/test-kit';
 import net from 'node:net';
 import {
   createCommandBus,
@@ -70,6 +71,7 @@ async function apiAgainst(broker: string): Promise<{ app: App; commands: Command
     publicUrl: 'http://127.0.0.1:8080',
     rateLimitPerMinute: 100_000,
     webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
+    ...testDocuments(system.services.db),
   });
   cleanups.push(
     () => app.close(),

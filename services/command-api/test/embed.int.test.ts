@@ -1,5 +1,5 @@
 import { createSecretBox, DEVELOPMENT_WEBHOOK_KEY, newUuid } from '@leadline/runtime';
-import { fakeClock } from '@leadline/test-kit';
+import { fakeClock, testDocuments } from '@leadline/test-kit';
 import { buildApp } from '../src/app';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from './client';
@@ -304,6 +304,7 @@ describe('embed API limits', () => {
       publicUrl: 'http://127.0.0.1:8080',
       rateLimitPerMinute: 3,
       webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
+      ...testDocuments(system.services.db),
     });
     try {
       const account = await newAccount();
@@ -337,6 +338,7 @@ describe('request logs', () => {
       publicUrl: 'http://127.0.0.1:8080',
       rateLimitPerMinute: 100,
       webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
+      ...testDocuments(system.services.db),
       logger: { level: 'info', stream: { write: (line: string) => void lines.push(line) } },
     });
     try {

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createDb, createSecretBox, DEVELOPMENT_WEBHOOK_KEY, newUuid, systemClock } from '@leadline/runtime';
-import { eventually } from '@leadline/test-kit';
+import { eventually, testDocuments } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type App } from '../src/app';
 import { hashApiKey } from '../src/partners/api-keys';
@@ -26,6 +26,7 @@ beforeAll(async () => {
     publicUrl: system.publicUrl,
     rateLimitPerMinute: 100_000,
     webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
+    ...testDocuments(secondDb),
   });
 });
 afterAll(async () => {

@@ -11,7 +11,13 @@ import {
   newUuid,
   systemClock,
 } from '@leadline/runtime';
-import { createTestEnvironment, startFakeTwilio, twilioSignature, type FakeTwilio } from '@leadline/test-kit';
+import {
+  createTestEnvironment,
+  startFakeTwilio,
+  twilioSignature,
+  type FakeTwilio,
+  testDocuments,
+} from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { reservePhoneNumber } from '../src/accounts/phone-numbers';
 import { buildApp } from '../src/app';
@@ -180,6 +186,7 @@ describe('one number, one account', () => {
       publicUrl: system.publicUrl,
       rateLimitPerMinute: 1000,
       webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
+      ...testDocuments(system.services.db),
     });
     try {
       const key = await system.createPartner('Unlucky CRM');

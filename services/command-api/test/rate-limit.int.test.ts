@@ -1,3 +1,4 @@
+import { testDocuments } from '@leadline/test-kit';
 import { createDb, createSecretBox, DEVELOPMENT_WEBHOOK_KEY, newUuid, systemClock } from '@leadline/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type App } from '../src/app';
@@ -22,6 +23,7 @@ beforeAll(async () => {
       publicUrl: system.publicUrl,
       rateLimitPerMinute: LIMIT,
       webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
+      ...testDocuments(db),
     });
     instances.push({ app, db });
   }

@@ -1,5 +1,15 @@
+import { testDocuments } from '@leadline/test-kit';
 import { projections, startProjector } from '@leadline/projector';
-import { createDb, createSecretBox, DEVELOPMENT_WEBHOOK_KEY, newUuid, systemClock } from '@leadline/runtime';
+import {
+  createDb,
+  createDocumentLinks,
+  createPostgresDocumentStore,
+  createSecretBox,
+  documentLinkKey,
+  DEVELOPMENT_WEBHOOK_KEY,
+  newUuid,
+  systemClock,
+} from '@leadline/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app';
 import { partnerClient, type PartnerClient } from './client';
@@ -59,6 +69,12 @@ describe('operations', () => {
       publicUrl: 'http://127.0.0.1:8080',
       rateLimitPerMinute: 3,
       webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
+      documentLinks: createDocumentLinks({
+        publicUrl: 'http://127.0.0.1:8080',
+        key: documentLinkKey(DEVELOPMENT_WEBHOOK_KEY),
+        clock: systemClock,
+      }),
+      documents: createPostgresDocumentStore(system.services.db),
     });
     checkResponsesAgainstDocument(app);
     try {
@@ -89,6 +105,7 @@ describe('operations', () => {
       publicUrl: 'http://127.0.0.1:8080',
       rateLimitPerMinute: 3,
       webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
+      ...testDocuments(system.services.db),
       readinessChecks: [
         async () => {
           throw new Error('connect ECONNREFUSED 10.20.0.7:9092 (kafka-0.internal)');

@@ -2,7 +2,10 @@ import { projections, startProjector, type RunningProjector } from '@leadline/pr
 import { startSmsGateway, type RunningGateway } from '@leadline/sms-gateway';
 import {
   createDb,
+  createDocumentLinks,
+  createPostgresDocumentStore,
   createSecretBox,
+  documentLinkKey,
   DEVELOPMENT_WEBHOOK_KEY,
   newUuid,
   systemClock,
@@ -87,6 +90,15 @@ export async function startSystem(
     twilioAuthToken: options.twilio?.authToken,
     rateLimitPerMinute: options.rateLimitPerMinute ?? 100_000,
     webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
+    documentLinks: createDocumentLinks({
+      publicUrl: PUBLIC_URL,
+      key: documentLinkKey(DEVELOPMENT_WEBHOOK_KEY),
+      clock,
+      ttlSeconds: 3600,
+    }),
+    documents: createPostgresDocumentStore(services.db),
+    // Context pages in tests are served from this machine.
+    allowPrivateTargets: true,
   });
   checkResponsesAgainstDocument(app);
   const gatewayDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });

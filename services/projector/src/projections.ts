@@ -1,4 +1,6 @@
 import { accountsProjection } from './accounts/projection';
+import { aiProjection } from './ai/projection';
+import { checklistProjection } from './checklist/projection';
 import { leadsProjection } from './leads/projection';
 import { messagingProjection } from './messaging/projection';
 import type { Projection } from './projection';
@@ -16,5 +18,7 @@ export const projections: readonly Projection[] = [
   requirementsProjection,
   messagingProjection,
   sequencesProjection,
+  checklistProjection,
+  aiProjection,
   webhooksProjection,
 ];

@@ -1,4 +1,9 @@
-import { infrastructureConfig, webhookSecretConfig, withWebhookEncryptionKeys } from '@leadline/runtime';
+import {
+  infrastructureConfig,
+  outboundFetchConfig,
+  webhookSecretConfig,
+  withWebhookEncryptionKeys,
+} from '@leadline/runtime';
 import { z } from 'zod';
 import { DEFAULT_RETRY_DELAYS_SECONDS } from './schedule';
 
@@ -28,6 +33,9 @@ export const relayConfigSchema = infrastructureConfig
       .enum(['true', 'false'])
       .default('false')
       .transform((value) => value === 'true'),
+    ...outboundFetchConfig,
+    /** Where partners reach the API: the base of signed document URLs in checklist webhooks. */
+    PUBLIC_URL: z.url().default('http://127.0.0.1:8080'),
     WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
     /** Bound on waiting for the projector after appending webhook.disabled / delivery_failed. */
     PROJECTION_WAIT_MS: z.coerce.number().int().positive().default(5000),
@@ -35,5 +43,9 @@ export const relayConfigSchema = infrastructureConfig
     EVENT_LOG_TIMEOUT_MS: z.coerce.number().int().positive().default(3000),
     ...webhookSecretConfig,
   })
-  .transform(withWebhookEncryptionKeys);
+  .transform((config, context) => ({
+    ...withWebhookEncryptionKeys(config, context),
+    // The shared switch opens webhook targets too; the relay's own name keeps working alone.
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: config.WEBHOOK_ALLOW_PRIVATE_TARGETS || config.ALLOW_PRIVATE_TARGETS,
+  }));
 export type RelayConfig = z.infer<typeof relayConfigSchema>;

@@ -1,6 +1,8 @@
 import {
   connectInfrastructure,
   createCommandBus,
+  createDocumentLinks,
+  documentLinkKey,
   createEventProducer,
   createPool,
   createProjectionProgress,
@@ -65,6 +67,11 @@ const relay = await startRelay({
   groupId: `${config.TOPIC_PREFIX}leadline.webhook-relay`,
   clock: systemClock,
   newId: newUuid,
+  documentLinks: createDocumentLinks({
+    publicUrl: config.PUBLIC_URL,
+    key: documentLinkKey(config.WEBHOOK_ENCRYPTION_KEYS[0]!),
+    clock: systemClock,
+  }),
   onDeliveriesQueued: () => dispatcher.wake(),
   onCrash: (error, willRestart) => {
     console.error('webhook-relay: consumer crashed', error);

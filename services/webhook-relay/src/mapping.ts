@@ -6,6 +6,7 @@ import type {
   WebhookEventData,
   WebhookEventType,
 } from '@leadline/events';
+import type { DocumentLinks } from '@leadline/runtime';
 
 /** The name fields of a lead, as the relay keeps them to fill `lead_name`. */
 export interface LeadNameFields {
@@ -30,7 +31,11 @@ export function leadName(fields: LeadNameFields | undefined): string | null {
 }
 
 type Mapped = { [T in WebhookEventType]: { type: T; data: WebhookEventData<T> } }[WebhookEventType];
-type Mapper<T extends EventType> = (event: EventOf<T>, leads: LeadNames) => Mapped;
+type Mapper<T extends EventType> = (
+  event: EventOf<T>,
+  leads: LeadNames,
+  links: DocumentLinks | undefined,
+) => Mapped;
 
 /**
  * Domain event type → webhook event. Each feature that puts a webhook-worthy event on the log adds one
@@ -112,13 +117,46 @@ export const webhookMappings: { [T in EventType]?: Mapper<T> } = {
       message_body: data.message_body,
     },
   }),
+  'checklist.item_collected': (event, _leads, links) => {
+    const { data } = event;
+    return {
+      type: 'checklist.item_collected',
+      data: {
+        phone: data.phone,
+        lead_name: data.lead_name,
+        requirement_id: data.requirement_id,
+        requirement_name: data.requirement_name,
+        requirement_type: data.requirement_type,
+        value: data.value,
+        // Signed when the event is fanned out: every retry carries the same body, so the URL is
+        // valid for days rather than the hour an API read gets.
+        file_url: data.document && links ? links.url(data.document.document_id) : null,
+        collected_at: event.occurred_at,
+        checklist_progress: data.checklist_progress,
+      },
+    };
+  },
+  'checklist.completed': ({ data }) => ({
+    type: 'checklist.completed',
+    data: {
+      phone: data.phone,
+      lead_name: data.lead_name,
+      checklist_progress: data.checklist_progress,
+      completed_items: data.completed_items,
+      total_items: data.total_items,
+    },
+  }),
 };
 
 /** The webhook event a domain event becomes, or undefined when partners are not told about it. */
-export function toWebhookEvent(event: DomainEvent, leads: LeadNames): WebhookEnvelope | undefined {
+export function toWebhookEvent(
+  event: DomainEvent,
+  leads: LeadNames,
+  links?: DocumentLinks,
+): WebhookEnvelope | undefined {
   const mapper = webhookMappings[event.type] as Mapper<EventType> | undefined;
   if (!mapper || event.account_id === null) return undefined;
-  const mapped = mapper(event as EventOf<EventType>, leads);
+  const mapped = mapper(event as EventOf<EventType>, leads, links);
   return {
     // The domain event's id: the same event id for every webhook and every retry.
     id: event.id,

@@ -238,3 +238,59 @@ describe('mapping domain events to webhook events', () => {
     ).toBeUndefined();
   });
 });
+
+describe('checklist webhooks', () => {
+  const progress = { checklist_progress: 1, completed_items: 3, total_items: 3 };
+  const collected = {
+    ...envelope,
+    type: 'checklist.item_collected',
+    data: {
+      lead_id: 'lead-1',
+      phone: '+15125550123',
+      lead_name: 'Ana Silva',
+      requirement_id: '0190c4a2-5b1e-7c3d-8e4f-a1b2c3d4e5f7',
+      requirement_name: 'Pay stub',
+      requirement_type: 'document',
+      value: null,
+      document: { document_id: 'doc-1', content_type: 'application/pdf', file_size: 10 },
+      message_id: 'msg-1',
+      ...progress,
+    },
+  } satisfies DomainEvent;
+  const links = { url: (id: string) => `https://api.example/v1/documents/${id}?sig`, verify: () => true };
+
+  it('item_collected carries the signed file_url of a document and the README shape', () => {
+    const mapped = toWebhookEvent(collected, names(), links)!;
+    expect(webhookEnvelopeSchema(mapped.type, webhookEventData[mapped.type]).parse(mapped)).toEqual(mapped);
+    expect(mapped.data).toEqual({
+      phone: '+15125550123',
+      lead_name: 'Ana Silva',
+      requirement_id: '0190c4a2-5b1e-7c3d-8e4f-a1b2c3d4e5f7',
+      requirement_name: 'Pay stub',
+      requirement_type: 'document',
+      value: null,
+      file_url: 'https://api.example/v1/documents/doc-1?sig',
+      collected_at: envelope.occurred_at,
+      checklist_progress: 1,
+    });
+  });
+
+  it('completed has exactly the spec shape', () => {
+    const mapped = toWebhookEvent(
+      {
+        ...envelope,
+        type: 'checklist.completed',
+        data: { lead_id: 'lead-1', phone: '+15125550123', lead_name: null, ...progress },
+      },
+      names(),
+    )!;
+    expect(mapped.type).toBe('checklist.completed');
+    expect(mapped.data).toEqual({
+      phone: '+15125550123',
+      lead_name: null,
+      checklist_progress: 1,
+      completed_items: 3,
+      total_items: 3,
+    });
+  });
+});

@@ -1,5 +1,6 @@
 import type { DomainEvent, EventCodec, TopicNames } from '@leadline/events';
 import {
+  type DocumentLinks,
   advanceCheckpoint,
   freshRecords,
   startLogConsumer,
@@ -23,6 +24,8 @@ export interface RelayDeps {
   groupId: string;
   clock: Clock;
   newId: NewId;
+  /** Signs `file_url` of collected documents; without it, `file_url` is null. */
+  documentLinks?: DocumentLinks;
   /** Called after a batch committed new deliveries, so the dispatcher sends them at once. */
   onDeliveriesQueued?: () => void;
   onCrash?: (error: Error, willRestart: boolean) => void;
@@ -62,7 +65,7 @@ async function loadLeadNames(trx: Transaction<Database>, events: readonly Domain
  * (webhook_id, event_id) makes a queued delivery idempotent as well. Returns the deliveries queued.
  */
 export async function relayBatch(
-  deps: Pick<RelayDeps, 'db' | 'clock' | 'newId'>,
+  deps: Pick<RelayDeps, 'db' | 'clock' | 'newId' | 'documentLinks'>,
   topic: string,
   partition: number,
   records: readonly PositionedEvent[],
@@ -91,7 +94,7 @@ export async function relayBatch(
       const mapped: { event: DomainEvent; webhookEvent: NonNullable<ReturnType<typeof toWebhookEvent>> }[] =
         [];
       for (const event of events) {
-        const webhookEvent = toWebhookEvent(event, leads);
+        const webhookEvent = toWebhookEvent(event, leads, deps.documentLinks);
         if (webhookEvent) mapped.push({ event, webhookEvent });
         if (event.type === 'lead.created') {
           const { name, first_name, last_name, phone } = event.data;

@@ -134,6 +134,80 @@ describe('delivering webhooks', () => {
     });
   });
 
+  it('sends the checklist webhooks: item_collected with a signed file_url that serves the document, completed in the spec shape', async () => {
+    const partner = await harness.createPartner('Checklist CRM');
+    const webhook = await createWebhook(partner, '/checklist', [
+      'checklist.item_collected',
+      'checklist.completed',
+    ]);
+    const documentId = `doc-${Date.now()}`;
+    const bytes = Buffer.from('%PDF-1.4 pay stub');
+    await harness.system.services.db
+      .insertInto('documents')
+      .values({
+        id: documentId,
+        account_id: partner.accountId,
+        phone: '+15125550190',
+        message_id: documentId,
+        media_index: 0,
+        content_type: 'application/pdf',
+        file_size: bytes.length,
+        text_content: null,
+        bytes,
+        created_at: new Date(),
+      })
+      .execute();
+    const progress = { checklist_progress: 1, completed_items: 1, total_items: 1 };
+    const lead = { lead_id: 'lead-190', phone: '+15125550190', lead_name: 'Ana Silva' };
+    await harness.append(partner, [
+      {
+        type: 'checklist.item_collected',
+        data: {
+          ...lead,
+          requirement_id: 'req-1',
+          requirement_name: 'Pay stub',
+          requirement_type: 'document',
+          value: null,
+          document: { document_id: documentId, content_type: 'application/pdf', file_size: bytes.length },
+          message_id: 'msg-1',
+          ...progress,
+        },
+      },
+      { type: 'checklist.completed', data: { ...lead, ...progress } },
+    ]);
+    await queued(webhook.id, 2);
+    await relay.dispatcher.drain();
+    const bodies = harness.receiver
+      .requests('/checklist')
+      .map(
+        (request) =>
+          JSON.parse(request.body.toString('utf8')) as { type: string; data: Record<string, unknown> },
+      );
+    const collected = bodies.find((body) => body.type === 'checklist.item_collected')!;
+    expect(collected.data).toMatchObject({
+      phone: '+15125550190',
+      lead_name: 'Ana Silva',
+      requirement_name: 'Pay stub',
+      requirement_type: 'document',
+      value: null,
+      checklist_progress: 1,
+    });
+    const fileUrl = new URL(String(collected.data.file_url));
+    const file = await harness.system.app.inject({
+      method: 'GET',
+      url: `${fileUrl.pathname}${fileUrl.search}`,
+    });
+    expect([file.statusCode, file.headers['content-type']]).toEqual([200, 'application/pdf']);
+    expect(file.rawPayload.equals(bytes)).toBe(true);
+    expect(bodies.find((body) => body.type === 'checklist.completed')!.data).toEqual({
+      phone: '+15125550190',
+      lead_name: 'Ana Silva',
+      checklist_progress: 1,
+      completed_items: 1,
+      total_items: 1,
+    });
+  });
+
   it('retries at exactly 30 s, 2 min, 10 min, 1 h and 4 h, then drops the delivery and logs webhook.delivery_failed', async () => {
     const partner = await harness.createPartner('Failing CRM');
     harness.receiver.answer('/down', { status: 500 });

@@ -1,7 +1,9 @@
 import type { DomainEvent, EventData } from '@leadline/events';
 import {
   createDb,
+  createDocumentLinks,
   createSecretBox,
+  documentLinkKey,
   DEVELOPMENT_WEBHOOK_KEY,
   newUuid,
   type Database,
@@ -87,6 +89,11 @@ export async function startHarness() {
             groupId: `${system.env.config.TOPIC_PREFIX}leadline.webhook-relay`,
             clock,
             newId: newUuid,
+            documentLinks: createDocumentLinks({
+              publicUrl: system.publicUrl,
+              key: documentLinkKey(DEVELOPMENT_WEBHOOK_KEY),
+              clock,
+            }),
           });
     const instance: RelayInstance = {
       relay,

@@ -6,7 +6,7 @@ import {
   systemClock,
   type SecretBox,
 } from '@leadline/runtime';
-import { eventually } from '@leadline/test-kit';
+import { eventually, testDocuments } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../command-api/src/app';
 import { resealWebhookSecrets } from '../../command-api/src/webhooks/reseal';
@@ -113,6 +113,7 @@ describe('rotating the webhook encryption key', () => {
       publicUrl: harness.system.publicUrl,
       rateLimitPerMinute: 100_000,
       webhookSecrets: during,
+      ...testDocuments(harness.system.services.db),
     });
     try {
       const createdDuring = await partnerClient(rotatedApi, partner.key).post('/webhooks', {

@@ -1,5 +1,7 @@
 import type { z } from 'zod';
 import * as accounts from './accounts';
+import * as ai from './ai';
+import * as checklist from './checklist';
 import * as leads from './leads';
 import * as messaging from './messaging';
 import * as partners from './partners';
@@ -49,6 +51,16 @@ export const eventCatalog = [
   sequences.sequenceStepDeferred,
   sequences.sequenceCompleted,
   sequences.sequenceReplyReceived,
+  checklist.checklistItemCollected,
+  checklist.checklistCompleted,
+  ai.aiTurnCompleted,
+  ai.aiPromptUpdated,
+  ai.contextFileUploaded,
+  ai.contextFileDeleted,
+  ai.contextUrlAdded,
+  ai.contextUrlFetched,
+  ai.contextUrlFetchFailed,
+  ai.contextUrlDeleted,
   sequences.sequenceAiStepRequested,
   sequences.sequenceAiStepFailed,
   webhooks.webhookCreated,
@@ -72,7 +84,7 @@ export const eventDefinitionsByType: ReadonlyMap<string, Catalog> = new Map(
   eventCatalog.map((definition) => [definition.type, definition]),
 );
 
-export { accounts, leads, messaging, partners, requirements, sequences, webhooks };
+export { accounts, ai, checklist, leads, messaging, partners, requirements, sequences, webhooks };
 export { sequenceStepRefSchema, sequenceStepSchema, sequenceStepTypes } from './sequences';
 export { sendingWindowSchema, teamMemberRoles } from './accounts';
 export { leadOrigins, leadStatuses, leadStatusSchema } from './leads';

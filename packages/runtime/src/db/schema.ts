@@ -90,8 +90,11 @@ export interface ReadModelTables {
     requirement_id: string;
     account_id: string;
     value: string | null;
+    /** Unused: a document's URL is signed when it is read (see document_id). */
     file_url: string | null;
     collected_at: Timestamp;
+    document_id: string | null;
+    content_type: string | null;
   };
   /** conversationList: one row per (account, lead phone) that exchanged a message; outlives the lead. */
   conversations: {
@@ -105,6 +108,8 @@ export interface ReadModelTables {
     ai_paused_until: Timestamp | null;
     opted_out: Generated<boolean>;
     opted_out_at: Timestamp | null;
+    /** Kept by the AI agent (ai.turn_completed). */
+    summary: string | null;
   };
   /** conversationMessages. */
   messages: {
@@ -180,6 +185,42 @@ export interface ReadModelTables {
     ended_at: Timestamp | null;
     updated_at: Timestamp;
   };
+  /** Turns the AI agent handled (ai.turn_completed), so none is handled twice. */
+  ai_handled_turns: { account_id: string; turn_key: string; outcome: string; handled_at: Timestamp };
+  ai_prompt_settings: {
+    account_id: string;
+    mode: 'guided' | 'advanced';
+    role_persona: string | null;
+    tone_voice: string | null;
+    response_style: string | null;
+    conversation_rules: string | null;
+    special_instructions: string | null;
+    system_prompt: string | null;
+    updated_at: Timestamp;
+  };
+  context_files: {
+    id: string;
+    account_id: string;
+    name: string;
+    file_type: 'txt' | 'md';
+    file_size: number;
+    content: string;
+    created_at: Timestamp;
+  };
+  context_urls: {
+    id: string;
+    account_id: string;
+    url: string;
+    title: string | null;
+    content: string | null;
+    content_hash: string | null;
+    etag: string | null;
+    last_modified: string | null;
+    last_scraped_at: Timestamp | null;
+    last_attempt_at: Timestamp | null;
+    last_error: string | null;
+    created_at: Timestamp;
+  };
   webhooks: {
     id: string;
     partner_id: string;
@@ -250,6 +291,48 @@ export interface OperationalTables {
     created_at: Timestamp;
     expires_at: Timestamp;
     revoked_at: Timestamp | null;
+  };
+  ai_agent_checkpoints: { topic: string; partition: number; next_offset: Int64; updated_at: Timestamp };
+  /** The AI agent's work queue (see the 0008_ai_agent migration). */
+  ai_pending_turns: {
+    id: string;
+    kind: 'inbound' | 'step';
+    account_id: string;
+    partner_id: string;
+    phone: string;
+    due_at: Timestamp;
+    lease_until: Timestamp | null;
+    attempts: Generated<number>;
+    first_failure_at: Timestamp | null;
+    step: Json<{
+      enrollment_id: string;
+      sequence_id: string;
+      step_order: number;
+      instructions: string;
+    }> | null;
+    causation_id: string | null;
+    correlation_id: string | null;
+  };
+  ai_pending_messages: {
+    message_id: string;
+    turn_id: string;
+    account_id: string;
+    phone: string;
+    body: string;
+    media: Json<{ url: string; content_type: string | null }[]>;
+    received_at: Timestamp;
+  };
+  documents: {
+    id: string;
+    account_id: string;
+    phone: string;
+    message_id: string;
+    media_index: number;
+    content_type: string;
+    file_size: number;
+    text_content: string | null;
+    bytes: Buffer | null;
+    created_at: Timestamp;
   };
   webhook_relay_checkpoints: { topic: string; partition: number; next_offset: Int64; updated_at: Timestamp };
   /** The relay's and the SMS gateway's parked and held records. */

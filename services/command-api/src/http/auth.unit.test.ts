@@ -1,3 +1,4 @@
+import { testDocuments } from '@leadline/test-kit';
 import {
   createDb,
   createSecretBox,
@@ -25,6 +26,7 @@ beforeAll(async () => {
     rateLimitPerMinute: 1000,
     authFailuresPerMinute: 3,
     webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
+    ...testDocuments(db),
   });
 });
 afterAll(async () => {

@@ -50,6 +50,14 @@ export const errorCatalog = {
     'A path, query or body field is invalid; `errors[]` names each field.',
     withInput,
   ),
+  invalid_phone: entry(400, '`phone` is not a phone number.', operations('getPromptSettings')),
+  multipart_required: entry(400, 'The upload is not `multipart/form-data`.', operations('uploadContextFile')),
+  file_required: entry(400, 'The multipart part `file` is missing.', operations('uploadContextFile')),
+  unsupported_file_type: entry(
+    400,
+    'Context files are `.txt` or `.md` files of UTF-8 text.',
+    operations('uploadContextFile'),
+  ),
   bad_request: entry(400, 'The body is not well-formed JSON, or is empty where one is required.', withBody),
   missing_api_key: entry(401, 'No `X-Partner-Key` header.', every),
   invalid_api_key: entry(401, 'The partner key is unknown or revoked.', every),
@@ -76,6 +84,13 @@ export const errorCatalog = {
     404,
     "No such sequence in the account (another account's too).",
     pathParam('sequence_id'),
+  ),
+  context_file_not_found: entry(404, 'The account has no context file with this id.', pathParam('file_id')),
+  context_url_not_found: entry(404, 'The account has no context URL with this id.', pathParam('url_id')),
+  document_not_found: entry(
+    404,
+    'The signed document URL is unknown, expired or altered.',
+    operations('getDocument'),
   ),
   webhook_not_found: entry(
     404,
@@ -135,6 +150,21 @@ export const errorCatalog = {
     'The sequence is inactive; activate it before enrolling leads.',
     operations('enrollLead'),
   ),
+  context_file_limit_reached: entry(
+    409,
+    'The account has 20 context files, the most it can have.',
+    operations('uploadContextFile'),
+  ),
+  context_url_limit_reached: entry(
+    409,
+    'The account has 20 context URLs, the most it can have.',
+    operations('createContextUrl'),
+  ),
+  context_url_unreachable: entry(
+    422,
+    'The page could not be fetched, or held no text to use.',
+    operations('createContextUrl'),
+  ),
   team_member_exists: entry(
     409,
     'This e-mail address is already on the team.',
@@ -181,6 +211,7 @@ export const errorCatalog = {
     operations('sendTestEvent'),
   ),
   uri_too_long: entry(414, 'A path parameter is too long.', (operation) => operation.path.includes('{')),
+  file_too_large: entry(413, 'Context files are at most 100 KB.', operations('uploadContextFile')),
   payload_too_large: entry(413, 'The body is over 2 MB.', withBody),
   unsupported_media_type: entry(415, 'The body is not `application/json`.', withBody),
   rate_limited: entry(

@@ -19,6 +19,7 @@ function thrownCodes(): { code: string; status: number | undefined; where: strin
   const patterns: [RegExp, (match: RegExpMatchArray) => [string, number | undefined]][] = [
     [/\bnotFound\(\s*'([a-z_]+)'/g, (m) => [`${m[1]}_not_found`, 404]],
     [/\bconflict\(\s*'([a-z_]+)'/g, (m) => [m[1]!, 409]],
+    [/\bbadRequest\(\s*'([a-z_]+)'/g, (m) => [m[1]!, 400]],
     [/\bunavailable\(\s*'([a-z_]+)'/g, (m) => [m[1]!, 503]],
     [/new DomainError\(\s*(\d{3}),\s*'([a-z_]+)'/g, (m) => [m[2]!, Number(m[1])]],
     [/sendProblem\(\s*reply,\s*request,\s*(\d{3}),\s*'([a-z_]+)'/g, (m) => [m[2]!, Number(m[1])]],

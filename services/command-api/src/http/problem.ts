@@ -70,6 +70,8 @@ const titles: Record<number, string> = {
   503: 'Service Unavailable',
 };
 
+const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
 export function sendProblem(
   reply: FastifyReply,
   request: FastifyRequest,
@@ -82,9 +84,10 @@ export function sendProblem(
     type: `https://docs.leadline.dev/problems/${code}`,
     title: titles[status] ?? 'Error',
     status,
-    detail,
+    // Both can echo what the client sent (an overlong URL is a 414 about itself): bounded as documented.
+    detail: clip(detail, 2000),
     code,
-    instance: request.url,
+    instance: clip(request.url, 2048),
     ...extra,
   };
   return reply.status(status).type('application/problem+json').send(problem);

@@ -1,4 +1,4 @@
-import type { Database } from '@leadline/runtime';
+import type { Database, DocumentLinks } from '@leadline/runtime';
 import type { Kysely, Selectable } from 'kysely';
 import type { z } from 'zod';
 import { escapeLike } from '../accounts/queries';
@@ -70,6 +70,7 @@ export async function leadChecklist(
   db: Kysely<Database>,
   accountId: string,
   leadId: string,
+  links: DocumentLinks,
 ): Promise<z.infer<typeof checklistResponse>> {
   const [requirements, collected] = await Promise.all([
     requirementsOf(db, accountId),
@@ -89,7 +90,7 @@ export async function leadChecklist(
         type: requirement.type,
         required: requirement.required,
         status: item ? ('completed' as const) : ('pending' as const),
-        ...(item?.file_url && { file_url: item.file_url }),
+        ...(item?.document_id && { file_url: links.url(item.document_id) }),
         ...(item && { collected_at: item.collected_at.toISOString() }),
         ...(item?.value && { value: item.value }),
       };
@@ -113,9 +114,10 @@ export function findConversationRow(db: Kysely<Database>, accountId: string, pho
 export async function leadDetails(
   db: Kysely<Database>,
   row: LeadRow,
+  links: DocumentLinks,
 ): Promise<z.infer<typeof leadDetailsResponse>> {
   const [{ checklist, progress }, conversation, sequence] = await Promise.all([
-    leadChecklist(db, row.account_id, row.id),
+    leadChecklist(db, row.account_id, row.id, links),
     findConversationRow(db, row.account_id, row.phone),
     leadSequence(db, row.id),
   ]);
@@ -139,19 +141,19 @@ export async function leadDetails(
     created_at: row.created_at.toISOString(),
     checklist: {
       progress,
-      items: checklist.map(({ name, type, status, collected_at, value }) => ({
+      items: checklist.map(({ name, type, status, collected_at, value, file_url }) => ({
         name,
         type,
         status,
         ...(collected_at && { collected_at }),
         ...(value && { value }),
+        ...(file_url && { file_url }),
       })),
     },
     conversation: {
       message_count: conversation?.message_count ?? 0,
       last_message_at: lastMessageAt,
-      // Written by the AI agent once it exists.
-      summary: '',
+      summary: conversation?.summary ?? '',
       needs_handoff: conversation?.needs_handoff ?? false,
     },
     sequence,

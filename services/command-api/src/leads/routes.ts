@@ -221,7 +221,7 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
       const account = await requireAccount(db, request, request.params.id);
       const row = await findLeadRow(db, account.id, request.params.phone);
       if (!row) throw notFound('lead');
-      return leadDetails(db, row);
+      return leadDetails(db, row, deps.documentLinks);
     },
   );
 
@@ -251,7 +251,7 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
       }));
       const row = await findLeadRow(db, id, phone);
       if (!row) throw notFound('lead');
-      return leadDetails(db, row);
+      return leadDetails(db, row, deps.documentLinks);
     },
   );
 
@@ -290,7 +290,7 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
       const account = await requireAccount(db, request, request.params.id);
       const row = await findLeadRow(db, account.id, request.params.phone);
       if (!row) throw notFound('lead');
-      return leadChecklist(db, account.id, row.id);
+      return leadChecklist(db, account.id, row.id, deps.documentLinks);
     },
   );
 };

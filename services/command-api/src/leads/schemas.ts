@@ -194,6 +194,10 @@ export const leadDetailsResponse = z
             status: checklistStatus,
             collected_at: timestamp().optional(),
             value: z.string().optional(),
+            file_url: z
+              .string()
+              .optional()
+              .describe('For a collected document: a signed URL that serves it, valid for a limited time.'),
           }),
         )
         .max(CHECKLIST_MAX),
@@ -235,7 +239,10 @@ export const checklistResponse = z
             type: z.enum(requirementTypes),
             required: z.boolean(),
             status: checklistStatus,
-            file_url: z.string().optional(),
+            file_url: z
+              .string()
+              .optional()
+              .describe('For a collected document: a signed URL that serves it, valid for a limited time.'),
             collected_at: timestamp().optional(),
             value: z.string().optional(),
           })

@@ -241,4 +241,60 @@ export const operationalMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0008_ai_agent': {
+    async up(db: Kysely<unknown>) {
+      await sql`
+        create table ai_agent_checkpoints (
+          topic text not null,
+          partition integer not null,
+          next_offset bigint not null,
+          updated_at timestamptz not null,
+          primary key (topic, partition)
+        );
+        -- Work the AI agent owes: one row per conversation with unanswered inbound messages (id
+        -- 'inbound:<account>:<phone>') or per requested AI sequence step ('step:<enrollment>:<order>').
+        -- Claimed with a lease; the model is called outside any transaction.
+        create table ai_pending_turns (
+          id text primary key,
+          kind text not null,
+          account_id text not null,
+          partner_id text not null,
+          phone text not null,
+          due_at timestamptz not null,
+          lease_until timestamptz,
+          attempts integer not null default 0,
+          first_failure_at timestamptz,
+          step jsonb,
+          causation_id text,
+          correlation_id text
+        );
+        create index ai_pending_turns_due on ai_pending_turns (due_at);
+        create table ai_pending_messages (
+          message_id text primary key,
+          turn_id text not null,
+          account_id text not null,
+          phone text not null,
+          body text not null,
+          media jsonb not null,
+          received_at timestamptz not null
+        );
+        create index ai_pending_messages_turn on ai_pending_messages (turn_id, received_at);
+        -- Documents (MMS photos, PDFs): metadata here, bytes in the document store (a directory by
+        -- default, or the bytes column when the store is Postgres).
+        create table documents (
+          id text primary key,
+          account_id text not null,
+          phone text not null,
+          message_id text not null,
+          media_index integer not null,
+          content_type text not null,
+          file_size integer not null,
+          text_content text,
+          bytes bytea,
+          created_at timestamptz not null,
+          unique (message_id, media_index)
+        );
+      `.execute(db);
+    },
+  },
 };

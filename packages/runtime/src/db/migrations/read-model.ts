@@ -268,4 +268,58 @@ export const readModelMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0008_ai_agent': {
+    async up(db: Kysely<unknown>) {
+      await sql`
+        -- A collected document is referenced by id; its signed file_url is made when it is read.
+        alter table lead_checklist_items add column document_id text;
+        alter table lead_checklist_items add column content_type text;
+        alter table conversations add column summary text;
+        -- Turns the AI has handled: inbound bursts by message id, sequence steps by enrollment step.
+        create table ai_handled_turns (
+          account_id text not null,
+          turn_key text not null,
+          outcome text not null,
+          handled_at timestamptz not null,
+          primary key (account_id, turn_key)
+        );
+        create table ai_prompt_settings (
+          account_id text primary key,
+          mode text not null,
+          role_persona text,
+          tone_voice text,
+          response_style text,
+          conversation_rules text,
+          special_instructions text,
+          system_prompt text,
+          updated_at timestamptz not null
+        );
+        create table context_files (
+          id text primary key,
+          account_id text not null,
+          name text not null,
+          file_type text not null,
+          file_size integer not null,
+          content text not null,
+          created_at timestamptz not null
+        );
+        create index context_files_account on context_files (account_id, created_at, id);
+        create table context_urls (
+          id text primary key,
+          account_id text not null,
+          url text not null,
+          title text,
+          content text,
+          content_hash text,
+          etag text,
+          last_modified text,
+          last_scraped_at timestamptz,
+          last_attempt_at timestamptz,
+          last_error text,
+          created_at timestamptz not null
+        );
+        create index context_urls_account on context_urls (account_id, created_at, id);
+      `.execute(db);
+    },
+  },
 };

@@ -1,0 +1,178 @@
+import { createModelResponder, startAiAgent } from '@leadline/ai-agent';
+import { createDb, createPostgresDocumentStore, newUuid, systemClock } from '@leadline/runtime';
+import { startFakeOpenAi } from '@leadline/test-kit';
+import OpenAI from 'openai';
+import { comparisonTable, measure, percentile, type Measurement } from './stats';
+import { expectStatus, startBenchSystem } from './system';
+
+const ACCOUNTS = 5;
+const CONVERSATIONS = 50;
+const ROUNDS = 4;
+
+/**
+ * Inbound SMS to the AI's reply on the log, across 50 conversations each waiting for its answer
+ * before texting again, with the fake model answering at once and AI_REPLY_DELAY_SECONDS=0; beside the
+ * same model call made directly with the SDK in the same run. Two spans are timed: from the webhook
+ * POST (the whole path), and from `message.received` on the log to the reply on the log (the agent's
+ * own part, which is what it adds over the model call).
+ */
+export async function benchAi(): Promise<string> {
+  const system = await startBenchSystem();
+  const { env, services, headers } = system;
+  const fake = await startFakeOpenAi();
+  fake.respondWith(() => ({ text: 'Thanks! Could you send me your Email?' }));
+  const agentDb = createDb(env.config.DATABASE_URL, { maxConnections: 34 });
+  const responder = createModelResponder({
+    apiKey: fake.apiKey,
+    baseURL: fake.baseUrl,
+    model: 'bench',
+    timeoutMs: 10_000,
+  });
+  const agent = await startAiAgent({
+    ...services,
+    db: agentDb,
+    clock: systemClock,
+    newId: newUuid,
+    groupId: `${env.config.TOPIC_PREFIX}leadline.ai-agent`,
+    responder,
+    documents: createPostgresDocumentStore(agentDb),
+    allowPrivateTargets: false,
+    replyDelayMs: 0,
+    maxMessagesPerLeadPerDay: 1_000,
+    modelTimeoutMs: 10_000,
+    unavailableAfterMs: 60_000,
+    pollIntervalMs: 10,
+    concurrency: 32,
+  });
+
+  // Watches the log: when each inbound message and each AI reply appeared, by phone.
+  const received = new Map<string, number>();
+  const waiting = new Map<string, (at: number) => void>();
+  const watcher = services.kafka.consumer({
+    groupId: `${env.config.TOPIC_PREFIX}bench-ai-watch-${newUuid()}`,
+  });
+  await watcher.connect();
+  await watcher.subscribe({ topic: services.topics.account, fromBeginning: false });
+  // The watcher has its partitions before the measured traffic starts.
+  const joined = new Promise<void>((resolve) => watcher.on(watcher.events.GROUP_JOIN, () => resolve()));
+  await watcher.run({
+    eachMessage: async ({ message }) => {
+      const type = message.headers?.['event-type']?.toString();
+      if (type !== 'message.received' && type !== 'message.outbound_requested') return;
+      const event = await services.codec.decode(message.value!);
+      const at = performance.now();
+      if (event.type === 'message.received') received.set(event.data.phone, at);
+      if (event.type === 'message.outbound_requested' && event.data.source === 'ai')
+        waiting.get(event.data.phone)?.(at);
+    },
+  });
+
+  await joined;
+
+  const accounts: { id: string; phone_number: string }[] = [];
+  for (let i = 0; i < ACCOUNTS; i++) {
+    const response = await fetch(`${system.baseUrl}/v1/accounts`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ name: `AI bench ${i}` }),
+    });
+    accounts.push((await expectStatus(response, 201)) as { id: string; phone_number: string });
+    await fetch(`${system.baseUrl}/v1/accounts/${accounts[i]!.id}/requirements`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ name: 'Email', type: 'email' }),
+    });
+  }
+  const phoneOf = (conversation: number) => `+1512557${String(conversation).padStart(4, '0')}`;
+  const agentPart: number[] = [];
+  const form = { 'content-type': 'application/x-www-form-urlencoded' };
+  let sid = 0;
+
+  // Each conversation texts again only once its previous message is answered (as a lead would).
+  async function exchange(conversation: number, round: number) {
+    const phone = phoneOf(conversation);
+    const replied = new Promise<number>((resolve) => waiting.set(phone, resolve));
+    const body = new URLSearchParams({
+      MessageSid: `SMai${++sid}`,
+      From: phone,
+      To: accounts[conversation % ACCOUNTS]!.phone_number,
+      Body: `Hello, round ${round}`,
+      NumMedia: '0',
+    });
+    const posted = await fetch(`${system.baseUrl}/twilio/sms`, { method: 'POST', headers: form, body });
+    if (posted.status !== 200) throw new Error(`inbound answered ${posted.status}`);
+    await posted.arrayBuffer();
+    const at = await replied;
+    waiting.delete(phone);
+    agentPart.push(at - received.get(phone)!);
+  }
+  const endToEndSamples: number[] = [];
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CONVERSATIONS }, async (_, conversation) => {
+      for (let round = 0; round < ROUNDS; round++) {
+        const t0 = performance.now();
+        await exchange(conversation, round);
+        endToEndSamples.push(performance.now() - t0);
+      }
+    }),
+  );
+  const endToEnd: Measurement = {
+    name: `inbound webhook → AI reply on the log (${CONVERSATIONS} conversations)`,
+    count: endToEndSamples.length,
+    seconds: (performance.now() - started) / 1000,
+    samples: endToEndSamples,
+  };
+  // One conversation at a time: the agent's own latency without other conversations' locks and load.
+  const quietFrom = agentPart.length;
+  for (let round = 0; round < 20; round++) await exchange(CONVERSATIONS + 1, round);
+  const quietSpan: Measurement = {
+    name: 'message.received → AI reply, one conversation at a time',
+    count: 20,
+    seconds: 1,
+    samples: agentPart.splice(quietFrom),
+  };
+  const agentSpan: Measurement = {
+    name: 'message.received on the log → AI reply on the log',
+    count: agentPart.length,
+    seconds: endToEnd.seconds,
+    samples: agentPart,
+  };
+
+  // The same model call, made directly with the SDK, as many times with the same concurrency.
+  const client = new OpenAI({ apiKey: fake.apiKey, baseURL: fake.baseUrl, maxRetries: 0 });
+  const prompt = fake.requests.at(-1)!.messages as OpenAI.Chat.Completions.ChatCompletionMessageParam[];
+  const direct = await measure(
+    `the same model call with the SDK (${CONVERSATIONS} concurrent)`,
+    CONVERSATIONS * ROUNDS,
+    CONVERSATIONS,
+    async () => {
+      await client.chat.completions.create({ model: 'bench', messages: prompt });
+    },
+  );
+
+  const directOne = await measure('the same model call with the SDK, one at a time', 20, 1, async () => {
+    await client.chat.completions.create({ model: 'bench', messages: prompt });
+  });
+
+  const added = percentile(agentSpan.samples, 50) - percentile(direct.samples, 50);
+  const quietAdded = percentile(quietSpan.samples, 50) - percentile(directOne.samples, 50);
+  const report = [
+    '## AI agent',
+    comparisonTable([
+      { subject: endToEnd, baseline: direct },
+      { subject: agentSpan, baseline: direct },
+      { subject: quietSpan, baseline: directOne },
+    ]),
+    `Replies per second: ${(endToEnd.count / endToEnd.seconds).toFixed(1)}. The agent adds ${added.toFixed(1)} ms at p50 over the model call across ${CONVERSATIONS} conversations, ${quietAdded.toFixed(1)} ms one conversation at a time (goal: at most 50 ms; the ops/s column of the one-at-a-time row is not meaningful).`,
+  ].join('\n\n');
+  // Printed before the teardown, so a failure while stopping cannot lose the figures.
+  console.log(report);
+  await watcher.disconnect();
+  await agent.stop();
+  await agentDb.destroy();
+  await fake.close();
+  await system.close();
+
+  return '';
+}

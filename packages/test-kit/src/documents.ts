@@ -1,0 +1,22 @@
+import {
+  createDocumentLinks,
+  createPostgresDocumentStore,
+  DEVELOPMENT_WEBHOOK_KEY,
+  documentLinkKey,
+  systemClock,
+  type Clock,
+  type Database,
+} from '@leadline/runtime';
+import type { Kysely } from 'kysely';
+
+/** The document store and signed links a test app needs, kept in the test's own database. */
+export function testDocuments(
+  db: Kysely<Database>,
+  publicUrl = 'http://127.0.0.1:8080',
+  clock: Clock = systemClock,
+) {
+  return {
+    documentLinks: createDocumentLinks({ publicUrl, key: documentLinkKey(DEVELOPMENT_WEBHOOK_KEY), clock }),
+    documents: createPostgresDocumentStore(db),
+  };
+}

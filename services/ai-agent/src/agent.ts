@@ -1,0 +1,522 @@
+import {
+  aiPaused,
+  conversationState,
+  composeSystemPrompt,
+  keywordOf,
+  loadPromptInput,
+} from '@leadline/command-api';
+import { ai, type DomainEvent, type EventCodec, type TopicNames } from '@leadline/events';
+import {
+  advanceCheckpoint,
+  freshRecords,
+  startLogConsumer,
+  type Clock,
+  type CommandBus,
+  type Database,
+  type DocumentStore,
+  type NewId,
+  type PositionedEvent,
+} from '@leadline/runtime';
+import type { Kafka } from 'kafkajs';
+import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import { refreshContextUrls } from './context-refresh';
+import { decideAiTurn, skipReason, type AiTurn, type AiTurnState } from './decide';
+import { loadAttachments } from './media';
+import type { Responder, TurnInput, TurnProposal } from './turn';
+
+export interface AgentDeps {
+  kafka: Kafka;
+  /** The agent's own connections, for its queue (outside the commands' transactions). */
+  db: Kysely<Database>;
+  codec: EventCodec;
+  topics: TopicNames;
+  commands: CommandBus;
+  clock: Clock;
+  newId: NewId;
+  groupId: string;
+  responder: Responder;
+  documents: DocumentStore;
+  allowPrivateTargets: boolean;
+  twilio?: { accountSid: string; authToken: string } | undefined;
+  /** Quiet time after the last inbound message before a burst is answered. */
+  replyDelayMs: number;
+  maxMessagesPerLeadPerDay: number;
+  /** Bound on one model turn (all its tool rounds). */
+  modelTimeoutMs: number;
+  /** After failing this long, a turn is handed off (`ai_unavailable`) instead of retried. */
+  unavailableAfterMs: number;
+  /** First retry delay; doubled per attempt, capped at a minute. */
+  retryBaseMs?: number;
+  pollIntervalMs?: number;
+  concurrency?: number;
+  /** Context pages are fetched again this long after their last attempt; off when undefined. */
+  contextRefreshMs?: number;
+  onError?: (error: unknown) => void;
+}
+
+export interface RunningAgent {
+  /** Fetches the context pages due again now (tests call it rather than wait). */
+  refreshContext(): Promise<number>;
+  /** Handles the turns due now (tests and the bench call it rather than wait for the poll). */
+  work(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+type TurnRow = Selectable<Database['ai_pending_turns']>;
+type Trx = Transaction<Database>;
+
+/** Messages older than this when the agent first sees them (history before it ran) are not answered. */
+const MAX_INTAKE_AGE_MS = 24 * 3600_000;
+const LEASE_MS = 5 * 60_000;
+const HISTORY_MESSAGES = 30;
+
+const inboundTurnId = (accountId: string, phone: string) => `inbound:${accountId}:${phone}`;
+
+/**
+ * The AI agent. Intake: a log consumer (checkpointed in Postgres, in the same transaction as what it
+ * queues) turns `message.received` into a pending turn per conversation, due `replyDelayMs` after the
+ * latest message of the burst, and `sequence.ai_step_requested` into a pending step. Work: due turns
+ * are claimed with a lease; the model is called with a timeout outside any transaction or lock; the
+ * outcome is decided under the account's lock against caught-up read models (a turn whose messages
+ * were already handled writes nothing), and the answered messages leave the queue.
+ */
+export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
+  const { db, clock } = deps;
+  const onError = deps.onError ?? ((error) => console.error('ai-agent:', error));
+  const retryBaseMs = deps.retryBaseMs ?? 2_000;
+  let stopped = false;
+  const sleepers = new Set<() => void>();
+  const wake = () => {
+    for (const sleeper of sleepers) sleeper();
+  };
+
+  async function intake(trx: Trx, event: DomainEvent) {
+    if (event.type === 'message.received') {
+      const { data } = event;
+      if (keywordOf(data.body)) return;
+      const at = new Date(event.occurred_at);
+      if (clock.now().getTime() - at.getTime() > MAX_INTAKE_AGE_MS) return;
+      const turnId = inboundTurnId(event.account_id, data.phone);
+      await trx
+        .insertInto('ai_pending_messages')
+        .values({
+          message_id: data.message_id,
+          turn_id: turnId,
+          account_id: event.account_id,
+          phone: data.phone,
+          body: data.body,
+          media: JSON.stringify(data.media),
+          received_at: event.occurred_at,
+        })
+        .onConflict((oc) => oc.doNothing())
+        .execute();
+      const due = new Date(at.getTime() + deps.replyDelayMs);
+      await trx
+        .insertInto('ai_pending_turns')
+        .values({
+          id: turnId,
+          kind: 'inbound',
+          account_id: event.account_id,
+          partner_id: event.partner_id,
+          phone: data.phone,
+          due_at: due,
+          lease_until: null,
+          first_failure_at: null,
+          step: null,
+          causation_id: event.id,
+          correlation_id: event.correlation_id,
+        })
+        .onConflict((oc) =>
+          oc.column('id').doUpdateSet({
+            // A later message of the burst pushes the answer back; an earlier redelivery does not.
+            due_at: sql`greatest(ai_pending_turns.due_at, excluded.due_at)`,
+            causation_id: sql`excluded.causation_id`,
+            correlation_id: sql`excluded.correlation_id`,
+          }),
+        )
+        .execute();
+    } else if (event.type === 'sequence.ai_step_requested') {
+      const { data } = event;
+      await trx
+        .insertInto('ai_pending_turns')
+        .values({
+          id: `step:${data.enrollment_id}:${data.step_order}`,
+          kind: 'step',
+          account_id: event.account_id,
+          partner_id: event.partner_id,
+          phone: data.phone,
+          due_at: event.occurred_at,
+          lease_until: null,
+          first_failure_at: null,
+          step: JSON.stringify(data),
+          causation_id: event.id,
+          correlation_id: event.correlation_id,
+        })
+        .onConflict((oc) => oc.doNothing())
+        .execute();
+    }
+  }
+
+  async function handleBatch(topic: string, partition: number, records: PositionedEvent[]) {
+    const last = records.at(-1);
+    if (!last) return;
+    await db.transaction().execute(async (trx) => {
+      const fresh = await freshRecords(trx, 'ai_agent_checkpoints', topic, partition, records, clock.now());
+      for (const record of fresh) if (record.event) await intake(trx, record.event);
+      await advanceCheckpoint(trx, 'ai_agent_checkpoints', topic, partition, last.offset, clock.now());
+    });
+    wake();
+  }
+
+  async function claim(limit: number): Promise<TurnRow[]> {
+    const now = clock.now();
+    return db
+      .updateTable('ai_pending_turns')
+      .set({ lease_until: new Date(now.getTime() + LEASE_MS) })
+      .where(
+        'id',
+        'in',
+        db
+          .selectFrom('ai_pending_turns')
+          .select('id')
+          .where('due_at', '<=', now)
+          .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+          .orderBy('due_at')
+          .limit(limit)
+          .forUpdate()
+          .skipLocked(),
+      )
+      .returningAll()
+      .execute();
+  }
+
+  /** What the decider reads, from the given connection (the command's transaction, or a plain read). */
+  async function loadState(
+    reader: Kysely<Database>,
+    turn: TurnRow,
+    keys: string[],
+  ): Promise<{ state: AiTurnState; account: { id: string; company_name: string } } | undefined> {
+    const account = await reader
+      .selectFrom('accounts')
+      .select(['id', 'status', 'company_name', 'ai_pause_minutes'])
+      .where('id', '=', turn.account_id)
+      .executeTakeFirst();
+    if (!account) return undefined;
+    const now = clock.now();
+    const [conversation, handled, today, requirements] = await Promise.all([
+      conversationState(reader, account, turn.phone),
+      keys.length === 0
+        ? Promise.resolve([])
+        : reader
+            .selectFrom('ai_handled_turns')
+            .select('turn_key')
+            .where('account_id', '=', account.id)
+            .where('turn_key', 'in', keys)
+            .execute(),
+      reader
+        .selectFrom('messages')
+        .select((eb) => eb.fn.countAll<string>().as('count'))
+        .where('account_id', '=', account.id)
+        .where('phone', '=', turn.phone)
+        .where('direction', '=', 'outbound')
+        .where('source', '=', 'ai')
+        .where('sent_at', '>', new Date(now.getTime() - 24 * 3600_000))
+        .executeTakeFirstOrThrow(),
+      reader
+        .selectFrom('requirements')
+        .select(['id', 'name', 'type', 'required'])
+        .where('account_id', '=', account.id)
+        .orderBy('created_at')
+        .orderBy('id')
+        .execute(),
+    ]);
+    const collected = conversation.lead
+      ? await reader
+          .selectFrom('lead_checklist_items')
+          .select('requirement_id')
+          .where('lead_id', '=', conversation.lead.lead_id)
+          .execute()
+      : [];
+    return {
+      account,
+      state: {
+        ...conversation,
+        handled: handled.length > 0,
+        aiPaused: aiPaused(conversation.conversation, now),
+        aiMessagesToday: Number(today.count),
+        requirements,
+        collected: new Set(collected.map((row) => row.requirement_id)),
+      },
+    };
+  }
+
+  async function buildInput(
+    turn: TurnRow,
+    account: { id: string; company_name: string },
+    messages: Selectable<Database['ai_pending_messages']>[],
+  ): Promise<TurnInput> {
+    const leadRow = await db
+      .selectFrom('leads')
+      .selectAll()
+      .where('account_id', '=', account.id)
+      .where('phone', '=', turn.phone)
+      .executeTakeFirst();
+    const promptInput = await loadPromptInput(db, account, leadRow);
+    const burstIds = messages.map((message) => message.message_id);
+    const history = await db
+      .selectFrom('messages')
+      .select(['id', 'direction', 'body'])
+      .where('account_id', '=', account.id)
+      .where('phone', '=', turn.phone)
+      .$if(burstIds.length > 0, (query) => query.where('id', 'not in', burstIds))
+      .orderBy('sent_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(HISTORY_MESSAGES)
+      .execute();
+    const attachments = await loadAttachments(
+      {
+        db,
+        documents: deps.documents,
+        clock,
+        newId: deps.newId,
+        allowPrivateTargets: deps.allowPrivateTargets,
+        twilio: deps.twilio,
+      },
+      account,
+      messages,
+      onError,
+    );
+    return {
+      systemPrompt: composeSystemPrompt(promptInput),
+      company: account.company_name,
+      leadFirstName: leadRow?.first_name ?? leadRow?.name?.split(' ')[0] ?? null,
+      history: history.reverse().map((message) => ({ direction: message.direction, body: message.body })),
+      burst: messages.map((message) => ({ message_id: message.message_id, body: message.body })),
+      attachments,
+      checklist: promptInput.checklist,
+      instructions: turn.step?.instructions ?? null,
+    };
+  }
+
+  async function callResponder(input: TurnInput): Promise<TurnProposal> {
+    const controller = new AbortController();
+    const timer = setTimeout(
+      () => controller.abort(new Error('The model took too long')),
+      deps.modelTimeoutMs,
+    );
+    try {
+      return await deps.responder.respond(input, controller.signal);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Records the turn under the account's lock. Returns false when there was nothing to decide yet: the
+   * pre-check read read models that had not caught up, so the model was not asked when it should be.
+   */
+  async function record(
+    turn: TurnRow,
+    messageIds: string[],
+    keys: string[],
+    proposal: TurnProposal | null,
+    unavailable: boolean,
+  ) {
+    const replyId = deps.newId();
+    const step = turn.step;
+    const { result } = await deps.commands.execute({
+      stream: { topic: 'account', accountId: turn.account_id },
+      context: {
+        partnerId: turn.partner_id,
+        actor: { kind: 'system', service: 'ai-agent' },
+        correlationId: turn.correlation_id ?? turn.id,
+        causationId: turn.causation_id,
+      },
+      lockKeys: [`account:${turn.account_id}`],
+      consistency: 'partition',
+      // The next decision about this account waits for the projector under the lock anyway.
+      readYourWrites: false,
+      decide: async (trx) => {
+        const loaded = await loadState(trx, turn, keys);
+        if (!loaded) return { events: [], result: true };
+        const aiTurn: AiTurn = {
+          phone: turn.phone,
+          message_ids: messageIds,
+          sequence_step: step && { ...step, phone: turn.phone },
+          proposal,
+          unavailable,
+          reply_message_id: replyId,
+          responder: deps.responder.name,
+          maxMessagesPerDay: deps.maxMessagesPerLeadPerDay,
+        };
+        const events = decideAiTurn(aiTurn, loaded.state, clock.now());
+        return { events, result: events.length > 0 || loaded.state.handled };
+      },
+    });
+    return result;
+  }
+
+  async function finish(turn: TurnRow, messageIds: string[]) {
+    await db.transaction().execute(async (trx) => {
+      if (messageIds.length > 0)
+        await trx.deleteFrom('ai_pending_messages').where('message_id', 'in', messageIds).execute();
+      const remaining = await trx
+        .selectFrom('ai_pending_messages')
+        .select('message_id')
+        .where('turn_id', '=', turn.id)
+        .limit(1)
+        .execute();
+      if (turn.kind === 'step' || remaining.length === 0) {
+        await trx.deleteFrom('ai_pending_turns').where('id', '=', turn.id).execute();
+      } else {
+        // Messages that arrived meanwhile are the next burst: due when their own delay ends.
+        await trx
+          .updateTable('ai_pending_turns')
+          .set({ lease_until: null, attempts: 0, first_failure_at: null })
+          .where('id', '=', turn.id)
+          .execute();
+      }
+    });
+  }
+
+  async function process(turn: TurnRow) {
+    const messages =
+      turn.kind === 'inbound'
+        ? await db
+            .selectFrom('ai_pending_messages')
+            .selectAll()
+            .where('turn_id', '=', turn.id)
+            .orderBy('received_at')
+            .orderBy('message_id')
+            .execute()
+        : [];
+    const messageIds = messages.map((message) => message.message_id);
+    const keys = ai.turnKeys({
+      message_ids: messageIds,
+      sequence_step: turn.step && {
+        enrollment_id: turn.step.enrollment_id,
+        step_order: turn.step.step_order,
+      },
+    });
+    if (turn.kind === 'inbound' && messages.length === 0) return finish(turn, []);
+
+    const loaded = await loadState(db, turn, keys);
+    if (!loaded || loaded.state.handled) return finish(turn, messageIds);
+    let proposal: TurnProposal | null = null;
+    let unavailable = false;
+    if (
+      !skipReason(
+        {
+          sequence_step: turn.step && { ...turn.step, phone: turn.phone },
+          maxMessagesPerDay: deps.maxMessagesPerLeadPerDay,
+        },
+        loaded.state,
+      )
+    ) {
+      try {
+        proposal = await callResponder(await buildInput(turn, loaded.account, messages));
+      } catch (error) {
+        const now = clock.now();
+        const firstFailure = turn.first_failure_at ?? now;
+        if (now.getTime() - firstFailure.getTime() < deps.unavailableAfterMs) {
+          const delay = Math.min(retryBaseMs * 2 ** turn.attempts, 60_000);
+          await db
+            .updateTable('ai_pending_turns')
+            .set({
+              attempts: turn.attempts + 1,
+              first_failure_at: firstFailure,
+              lease_until: null,
+              due_at: new Date(now.getTime() + delay),
+            })
+            .where('id', '=', turn.id)
+            .execute();
+          onError(error);
+          return;
+        }
+        unavailable = true;
+      }
+    }
+    if (await record(turn, messageIds, keys, proposal, unavailable)) await finish(turn, messageIds);
+    else {
+      await db.updateTable('ai_pending_turns').set({ lease_until: null }).where('id', '=', turn.id).execute();
+    }
+  }
+
+  async function work(limit = deps.concurrency ?? 8): Promise<number> {
+    const turns = await claim(limit);
+    await Promise.all(
+      turns.map((turn) =>
+        process(turn).catch(async (error: unknown) => {
+          onError(error);
+          // Released for a later attempt; the decision is idempotent, so trying again is safe.
+          await db
+            .updateTable('ai_pending_turns')
+            .set({ lease_until: new Date(clock.now().getTime() + retryBaseMs) })
+            .where('id', '=', turn.id)
+            .execute()
+            .catch(onError);
+        }),
+      ),
+    );
+    return turns.length;
+  }
+
+  const consumer = await startLogConsumer({
+    kafka: deps.kafka,
+    db,
+    codec: deps.codec,
+    groupId: deps.groupId,
+    topics: [deps.topics.account],
+    checkpoints: 'ai_agent_checkpoints',
+    handleBatch,
+    onCrash: (error) => onError(error),
+  });
+
+  // Independent workers, one turn each at a time, so a slow turn (a model call, a busy account's lock)
+  // never holds up the others; SKIP LOCKED keeps them on different turns.
+  const worker = async () => {
+    while (!stopped) {
+      try {
+        if ((await work(1)) > 0) continue;
+      } catch (error) {
+        onError(error);
+      }
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          sleepers.delete(done);
+          resolve();
+        };
+        const timer = setTimeout(done, deps.pollIntervalMs ?? 250);
+        sleepers.add(done);
+      });
+    }
+  };
+  const loop = Promise.all(Array.from({ length: deps.concurrency ?? 8 }, worker));
+
+  const refreshContext = () =>
+    refreshContextUrls({
+      db,
+      commands: deps.commands,
+      clock,
+      allowPrivateTargets: deps.allowPrivateTargets,
+      refreshMs: deps.contextRefreshMs ?? 24 * 3600_000,
+    });
+  // Once a minute is plenty for a schedule counted in hours.
+  const refresher =
+    deps.contextRefreshMs === undefined
+      ? undefined
+      : setInterval(() => void refreshContext().catch(onError), 60_000);
+
+  return {
+    work,
+    refreshContext,
+    async stop() {
+      stopped = true;
+      if (refresher) clearInterval(refresher);
+      wake();
+      await loop;
+      await consumer.stop();
+    },
+  };
+}

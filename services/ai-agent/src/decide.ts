@@ -1,0 +1,202 @@
+import { checklistProgress, decideSendMessage, type ConversationState } from '@leadline/command-api';
+import type { EventData, NewEvent } from '@leadline/events';
+import type { TurnProposal } from './turn';
+
+export interface AiTurnState extends ConversationState {
+  /** Whether any of the turn's keys (its inbound messages, or its step) was handled already. */
+  handled: boolean;
+  aiPaused: boolean;
+  /** AI messages to this phone in the last 24 hours. */
+  aiMessagesToday: number;
+  requirements: {
+    id: string;
+    name: string;
+    type: EventData<'requirement.created'>['type'];
+    required: boolean;
+  }[];
+  /** Requirement ids already collected for the lead. */
+  collected: ReadonlySet<string>;
+}
+
+export interface AiTurn {
+  phone: string;
+  message_ids: string[];
+  sequence_step: EventData<'sequence.ai_step_requested'> | null;
+  /** What the responder proposed; null when the turn is decided without it (a skip or an outage). */
+  proposal: TurnProposal | null;
+  /** Set when the model stayed unavailable past its bound. */
+  unavailable: boolean;
+  reply_message_id: string;
+  responder: string;
+  maxMessagesPerDay: number;
+}
+
+/** Why the AI must stay quiet now, if it must: checked before calling the model and again under the lock. */
+export function skipReason(
+  turn: Pick<AiTurn, 'sequence_step' | 'maxMessagesPerDay'>,
+  state: AiTurnState,
+): string | null {
+  if (state.account.status === 'deactivated') return 'account_deactivated';
+  if (!state.lead && !state.conversation) return 'lead_not_found';
+  if (state.conversation?.opted_out) return 'lead_opted_out';
+  if (state.aiPaused) return 'ai_paused';
+  if (state.conversation?.needs_handoff) return 'needs_handoff';
+  if (state.aiMessagesToday >= turn.maxMessagesPerDay) return 'daily_cap';
+  return null;
+}
+
+/**
+ * The AI turn, decided under the account's lock against caught-up read models: a turn already handled
+ * writes nothing (redelivery, restart, a second agent); otherwise exactly one `ai.turn_completed`,
+ * with the reply going through the same send decider as every other outbound message.
+ */
+export function decideAiTurn(turn: AiTurn, state: AiTurnState, now: Date): NewEvent[] {
+  if (state.handled) return [];
+  const { phone } = turn;
+  const step = turn.sequence_step;
+  const lead = state.lead;
+  const leadRef = { phone, lead_id: lead?.lead_id ?? null, lead_name: lead?.name ?? null };
+  const events: NewEvent[] = [];
+  const completed = (
+    outcome: EventData<'ai.turn_completed'>['outcome'],
+    reason: string | null,
+    replied: boolean,
+  ) =>
+    events.push({
+      type: 'ai.turn_completed',
+      data: {
+        phone,
+        message_ids: turn.message_ids,
+        sequence_step: step && {
+          enrollment_id: step.enrollment_id,
+          sequence_id: step.sequence_id,
+          step_order: step.step_order,
+        },
+        outcome,
+        reason,
+        reply_message_id: replied ? turn.reply_message_id : null,
+        summary: turn.proposal?.summary ?? null,
+        responder: turn.responder,
+      },
+    });
+  const stepFailed = (reason: string) => {
+    if (step) {
+      events.push({
+        type: 'sequence.ai_step_failed',
+        data: {
+          enrollment_id: step.enrollment_id,
+          sequence_id: step.sequence_id,
+          step_order: step.step_order,
+          phone,
+          reason,
+        },
+      });
+    }
+  };
+
+  const skip = skipReason(turn, state);
+  if (skip) {
+    stepFailed(skip);
+    completed('skipped', skip, false);
+    return events;
+  }
+  // Skipped by a pre-check that read read models not yet caught up: nothing to decide without the model.
+  if (!turn.unavailable && !turn.proposal) return [];
+  if (turn.unavailable || !turn.proposal) {
+    if (step) stepFailed('ai_unavailable');
+    else
+      events.push({ type: 'conversation.handoff_requested', data: { ...leadRef, reason: 'ai_unavailable' } });
+    completed(step ? 'skipped' : 'handoff', 'ai_unavailable', false);
+    return events;
+  }
+  const { proposal } = turn;
+
+  const reply = proposal.reply?.trim() || null;
+  if (reply) {
+    events.push(
+      ...decideSendMessage(
+        {
+          type: 'SendMessage',
+          message_id: turn.reply_message_id,
+          phone,
+          body: reply,
+          source: step ? 'sequence' : 'ai',
+          sender_name: null,
+          ...(step && {
+            sequence_step: {
+              enrollment_id: step.enrollment_id,
+              sequence_id: step.sequence_id,
+              step_order: step.step_order,
+            },
+          }),
+        },
+        state,
+        now,
+      ),
+    );
+  } else {
+    stepFailed('empty_reply');
+  }
+
+  if (lead) {
+    const requirements = new Map(state.requirements.map((requirement) => [requirement.id, requirement]));
+    const collected = new Set(state.collected);
+    const wasComplete = checklistProgress(state.requirements, collected).complete;
+    for (const item of proposal.collected) {
+      const requirement = requirements.get(item.requirement_id);
+      // A requirement deleted while the model was thinking is not collected.
+      if (!requirement) continue;
+      collected.add(requirement.id);
+      const progress = checklistProgress(state.requirements, collected);
+      events.push({
+        type: 'checklist.item_collected',
+        data: {
+          lead_id: lead.lead_id,
+          phone,
+          lead_name: lead.name,
+          requirement_id: requirement.id,
+          requirement_name: requirement.name,
+          requirement_type: requirement.type,
+          value: item.attachment ? null : item.value,
+          document: item.attachment && {
+            document_id: item.attachment.document_id,
+            content_type: item.attachment.content_type,
+            file_size: item.attachment.file_size,
+          },
+          message_id: item.attachment?.message_id ?? turn.message_ids.at(-1) ?? null,
+          checklist_progress: progress.progress,
+          completed_items: progress.completed_count,
+          total_items: progress.total_count,
+        },
+      });
+    }
+    const progress = checklistProgress(state.requirements, collected);
+    if (progress.complete && !wasComplete) {
+      events.push({
+        type: 'checklist.completed',
+        data: {
+          lead_id: lead.lead_id,
+          phone,
+          lead_name: lead.name,
+          checklist_progress: progress.progress,
+          completed_items: progress.completed_count,
+          total_items: progress.total_count,
+        },
+      });
+      // The send decider has already moved a `new` lead to `contacted` if a reply went out.
+      const status = reply && lead.status === 'new' ? 'contacted' : lead.status;
+      if (status === 'new' || status === 'contacted') {
+        events.push({
+          type: 'lead.status_changed',
+          data: { lead_id: lead.lead_id, phone, previous_status: status, new_status: 'qualified' },
+        });
+      }
+    }
+  }
+
+  if (proposal.handoff && !state.conversation?.needs_handoff) {
+    events.push({ type: 'conversation.handoff_requested', data: { ...leadRef, reason: proposal.handoff } });
+  }
+  completed(proposal.handoff ? 'handoff' : reply ? 'replied' : 'silent', proposal.handoff, reply !== null);
+  return events;
+}

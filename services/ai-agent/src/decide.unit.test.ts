@@ -1,0 +1,115 @@
+import { describe, expect, it } from 'vitest';
+import { decideAiTurn, type AiTurn, type AiTurnState } from './decide';
+
+const now = new Date('2026-03-02T15:00:00Z');
+const lead = {
+  lead_id: 'lead-1',
+  phone: '+15125550123',
+  status: 'new' as const,
+  auto_sequence: false,
+  metadata: {},
+  created_at: now.toISOString(),
+  name: 'Ana Silva',
+  first_name: null,
+  last_name: null,
+  email: null,
+  company: null,
+  notes: null,
+  source: null,
+  external_id: null,
+  property_address: null,
+};
+const state = (overrides: Partial<AiTurnState> = {}): AiTurnState => ({
+  account: { status: 'active', company_name: 'Sunrise', ai_pause_minutes: 1440 },
+  conversation: { started: true, opted_out: false, needs_handoff: false, ai_paused_until: null },
+  lead,
+  handled: false,
+  aiPaused: false,
+  aiMessagesToday: 0,
+  requirements: [
+    { id: 'r1', name: 'Email', type: 'email', required: true },
+    { id: 'r2', name: 'Notes', type: 'text', required: false },
+  ],
+  collected: new Set(),
+  ...overrides,
+});
+const turn = (overrides: Partial<AiTurn> = {}): AiTurn => ({
+  phone: lead.phone,
+  message_ids: ['m1', 'm2'],
+  sequence_step: null,
+  proposal: {
+    reply: 'Thanks!',
+    collected: [{ requirement_id: 'r1', value: 'ana@example.com', attachment: null }],
+    handoff: null,
+    summary: 'Collected: Email.',
+  },
+  unavailable: false,
+  reply_message_id: 'reply-1',
+  responder: 'offline',
+  maxMessagesPerDay: 20,
+  ...overrides,
+});
+
+const types = (events: { type: string }[]) => events.map((event) => event.type);
+
+describe('deciding an AI turn', () => {
+  it('replies through the send decider, records the item, completes the checklist and qualifies the lead', () => {
+    const events = decideAiTurn(turn(), state(), now);
+    expect(types(events)).toEqual([
+      'message.outbound_requested',
+      'lead.status_changed',
+      'checklist.item_collected',
+      'checklist.completed',
+      'lead.status_changed',
+      'ai.turn_completed',
+    ]);
+    expect(events[4]!.data).toMatchObject({ previous_status: 'contacted', new_status: 'qualified' });
+    expect(events[0]!.data).toMatchObject({ source: 'ai', body: 'Thanks!' });
+  });
+
+  it('writes nothing for a turn already handled (redelivery, restart, a second agent)', () => {
+    expect(decideAiTurn(turn(), state({ handled: true }), now)).toEqual([]);
+  });
+
+  it.each([
+    [
+      { conversation: { started: true, opted_out: true, needs_handoff: false, ai_paused_until: null } },
+      'lead_opted_out',
+    ],
+    [
+      { account: { status: 'deactivated' as const, company_name: 'S', ai_pause_minutes: 1 } },
+      'account_deactivated',
+    ],
+    [{ aiPaused: true }, 'ai_paused'],
+    [{ aiMessagesToday: 20 }, 'daily_cap'],
+  ])('sends nothing when %j', (overrides, reason) => {
+    const events = decideAiTurn(turn(), state(overrides), now);
+    expect(types(events)).toEqual(['ai.turn_completed']);
+    expect(events[0]!.data).toMatchObject({ outcome: 'skipped', reason });
+  });
+
+  it('hands off with ai_unavailable when the model stayed down', () => {
+    const events = decideAiTurn(turn({ proposal: null, unavailable: true }), state(), now);
+    expect(types(events)).toEqual(['conversation.handoff_requested', 'ai.turn_completed']);
+    expect(events[0]!.data).toMatchObject({ reason: 'ai_unavailable' });
+  });
+
+  it('fails a sequence step it cannot write, naming why', () => {
+    const step = {
+      enrollment_id: 'e1',
+      sequence_id: 's1',
+      step_order: 0,
+      phone: lead.phone,
+      instructions: 'x',
+    };
+    const events = decideAiTurn(
+      turn({ sequence_step: step, message_ids: [] }),
+      state({
+        conversation: { started: true, opted_out: true, needs_handoff: false, ai_paused_until: null },
+      }),
+      now,
+    );
+    expect(types(events)).toEqual(['sequence.ai_step_failed', 'ai.turn_completed']);
+    expect(events[0]!.data).toMatchObject({ enrollment_id: 'e1', reason: 'lead_opted_out' });
+  });
+});

@@ -1,0 +1,92 @@
+import { idParam } from '../http/fields';
+import { z } from 'zod';
+import { accountParams } from '../accounts/schemas';
+
+const guidedField = (description: string) => z.string().max(4000).nullable().optional().describe(description);
+
+export const promptSettingsBody = z
+  .discriminatedUnion('mode', [
+    z.strictObject({
+      mode: z.literal('guided'),
+      role_persona: guidedField('Who the AI is, e.g. "Maya, the loan assistant of {{company}}".'),
+      tone_voice: guidedField('How it sounds.'),
+      response_style: guidedField('How it writes (length, structure).'),
+      conversation_rules: guidedField('What it must and must not do.'),
+      special_instructions: guidedField('Anything else.'),
+    }),
+    z.strictObject({
+      mode: z.literal('advanced'),
+      system_prompt: z.string().min(1).max(20_000).describe('Replaces the guided composition entirely.'),
+    }),
+  ])
+  .meta({ id: 'PromptSettingsUpdate' });
+
+export const promptSettingsResponse = z
+  .object({
+    mode: z.enum(['guided', 'advanced']),
+    role_persona: z.string().nullable(),
+    tone_voice: z.string().nullable(),
+    response_style: z.string().nullable(),
+    conversation_rules: z.string().nullable(),
+    special_instructions: z.string().nullable(),
+    system_prompt: z.string().nullable().describe('The advanced prompt; null in guided mode.'),
+    composed_system_prompt: z
+      .string()
+      .describe(
+        'The system prompt exactly as the model sees it: the guided composition or the advanced prompt, then the channel rules and tools, the checklist, the company context and the lead (of `phone` when given).',
+      ),
+    updated_at: z.string().nullable().describe('Null until the settings are first saved (defaults apply).'),
+  })
+  .meta({ id: 'PromptSettings' });
+
+export const promptQuery = z.object({
+  phone: z
+    .string()
+    .max(32)
+    .optional()
+    .describe("Compose the prompt for this lead's checklist and fields, as the model sees it for them."),
+});
+
+export const contextFileResponse = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    file_type: z.enum(['txt', 'md']),
+    file_size: z.number().int(),
+    created_at: z.string(),
+  })
+  .meta({ id: 'ContextFile' });
+
+export const contextFileListResponse = z.object({ files: z.array(contextFileResponse).max(20) });
+
+export const contextUrlBody = z
+  .strictObject({
+    url: z
+      .url({ protocol: /^https?$/ })
+      .max(2048)
+      .describe('An http or https page.'),
+  })
+  .meta({ id: 'ContextUrlCreate' });
+
+export const contextUrlResponse = z
+  .object({
+    id: z.string(),
+    url: z.string(),
+    title: z.string().nullable(),
+    last_scraped_at: z
+      .string()
+      .nullable()
+      .describe('When the content last changed or was confirmed unchanged.'),
+    status: z
+      .enum(['ok', 'failing'])
+      .describe('`failing`: the last fetch failed; the last good content is still used.'),
+    last_error: z.string().nullable(),
+    content_length: z.number().int().describe('Characters of extracted text used as context.'),
+  })
+  .meta({ id: 'ContextUrl' });
+
+export const contextUrlListResponse = z.object({ urls: z.array(contextUrlResponse).max(20) });
+
+export const contextFileParams = accountParams.extend({ file_id: idParam('The context file id.') });
+export const contextUrlParams = accountParams.extend({ url_id: idParam('The context URL id.') });
+export const contextDeletedResponse = z.object({ success: z.literal(true), deleted: z.literal(true) });
