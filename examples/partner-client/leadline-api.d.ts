@@ -1734,9 +1734,10 @@ export interface components {
              * @enum {string}
              */
             status: "received" | "queued" | "sent" | "delivered" | "undelivered" | "failed";
-            /** @description Inbound only: the MMS attachments, as the provider reported them. */
+            /** @description Inbound only: the MMS attachments. */
             media?: {
-                url: string;
+                /** @description A signed, expiring link to the stored file; null until the file is downloaded. Never the provider's own URL. */
+                url: string | null;
                 content_type: string | null;
             }[];
         };

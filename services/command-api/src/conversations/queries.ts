@@ -1,4 +1,4 @@
-import type { Database } from '@leadline/runtime';
+import type { Database, DocumentLinks } from '@leadline/runtime';
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
 import { findConversationRow, findLeadRow, toLead } from '../leads/queries';
@@ -87,6 +87,7 @@ export async function listMessages(
   accountId: string,
   phone: string,
   query: { limit: number; offset: number },
+  links: DocumentLinks,
 ): Promise<Omit<z.infer<typeof messageListResponse>, 'limit' | 'offset'>> {
   const filtered = db.selectFrom('messages').where('account_id', '=', accountId).where('phone', '=', phone);
   const [rows, count] = await Promise.all([
@@ -99,6 +100,25 @@ export async function listMessages(
       .execute(),
     filtered.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
   ]);
+  // The provider's media URLs name our provider account; partners get our signed links instead, once
+  // the AI agent has stored the file.
+  const withMedia = rows.filter((row) => row.direction === 'inbound' && row.media.length > 0);
+  const stored =
+    withMedia.length === 0
+      ? []
+      : await db
+          .selectFrom('documents')
+          .select(['id', 'message_id', 'media_index'])
+          .where('account_id', '=', accountId)
+          .where(
+            'message_id',
+            'in',
+            withMedia.map((row) => row.id),
+          )
+          .execute();
+  const documentOf = new Map(
+    stored.map((document) => [`${document.message_id}/${document.media_index}`, document.id]),
+  );
   return {
     messages: rows.map((row) => ({
       id: row.id,
@@ -108,7 +128,12 @@ export async function listMessages(
       status: row.status,
       ...(row.direction === 'outbound'
         ? { source: row.source ?? undefined, sender_name: row.sender_name }
-        : { media: row.media }),
+        : {
+            media: row.media.map((item, index) => {
+              const documentId = documentOf.get(`${row.id}/${index}`);
+              return { url: documentId ? links.url(documentId) : null, content_type: item.content_type };
+            }),
+          }),
     })),
     total: Number(count.total),
   };

@@ -58,7 +58,13 @@ export const conversationRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, de
     async (request) => {
       const account = await requireAccount(db, request, request.params.id);
       if (!(await conversationExists(db, account.id, request.params.phone))) throw notFound('lead');
-      const page = await listMessages(db, account.id, request.params.phone, request.query);
+      const page = await listMessages(
+        db,
+        account.id,
+        request.params.phone,
+        request.query,
+        deps.documentLinks,
+      );
       return { ...page, limit: request.query.limit, offset: request.query.offset };
     },
   );

@@ -72,10 +72,20 @@ export const messageListResponse = z
               .enum(['received', ...deliveryStatuses])
               .describe('`received` for inbound messages; the delivery status of an outbound one.'),
             media: z
-              .array(z.object({ url: z.string(), content_type: z.string().nullable() }))
+              .array(
+                z.object({
+                  url: z
+                    .string()
+                    .nullable()
+                    .describe(
+                      "A signed, expiring link to the stored file; null until the file is downloaded. Never the provider's own URL.",
+                    ),
+                  content_type: z.string().nullable(),
+                }),
+              )
               .max(10)
               .optional()
-              .describe('Inbound only: the MMS attachments, as the provider reported them.'),
+              .describe('Inbound only: the MMS attachments.'),
           })
           .meta({ id: 'Message' }),
       )
