@@ -62,8 +62,9 @@ describe('npm start', () => {
     });
     const exited = new Promise<number | null>((resolve) => script!.once('exit', (code) => resolve(code)));
 
-    await eventually(async () => (pids.size === 4 ? true : undefined), { timeoutMs: 60_000 });
-    expect([...pids.keys()].sort()).toEqual(['command-api', 'projector', 'sms-gateway', 'webhook-relay']);
+    const services = ['ai-agent', 'command-api', 'projector', 'sequencer', 'sms-gateway', 'webhook-relay'];
+    await eventually(async () => (pids.size === services.length ? true : undefined), { timeoutMs: 60_000 });
+    expect([...pids.keys()].sort()).toEqual(services);
     await eventually(
       async () => {
         const response = await fetch(`http://127.0.0.1:${port}/health/ready`).catch(() => undefined);
