@@ -259,13 +259,16 @@ async function applyOne(trx: Trx, event: SequenceEvent, touchedAccounts: Set<str
       await completed(trx, [event]);
       return;
     case 'message.received':
-      // skip_if_replied looks at any inbound message since the enrollment began.
+      // skip_if_replied looks at any inbound message since the enrollment began. Only enrollments that
+      // began before the message: on a replay the row already holds its final state, and a later
+      // enrollment must not see an earlier reply.
       await trx
         .updateTable('sequence_enrollments')
         .set({ replied: true })
         .where('account_id', '=', event.account_id)
         .where('phone', '=', event.data.phone)
         .where('status', '=', 'active')
+        .where('started_at', '<=', new Date(event.occurred_at))
         .execute();
       return;
     case 'lead.opted_out':
@@ -282,6 +285,8 @@ async function applyOne(trx: Trx, event: SequenceEvent, touchedAccounts: Set<str
         .where('account_id', '=', event.account_id)
         .where('phone', '=', event.data.phone)
         .where('status', '=', 'active')
+        // As for replies: an enrollment begun after the opt-out (and a START) is not stopped by it.
+        .where('started_at', '<=', new Date(event.occurred_at))
         .execute();
       return;
     case 'lead.deleted':
