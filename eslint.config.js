@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.infra/', 'apps/dashboard/dist/', 'test-output/'] },
+  { ignores: ['node_modules/', '.infra/', '.tools/', 'apps/dashboard/dist/', 'test-output/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -3,6 +3,7 @@
 # runs every service until one of them stops or you press Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/node.sh
 # LEADLINE_SKIP_INFRA=1 runs the services against infrastructure that is already up (tests do).
 if [ "${LEADLINE_SKIP_INFRA:-}" != 1 ]; then
   bash scripts/install-deps.sh

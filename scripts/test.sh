@@ -3,6 +3,7 @@
 # Infrastructure this script had to start is stopped again at the end (LEADLINE_KEEP_INFRA=1 keeps it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/node.sh
 bash scripts/install-deps.sh
 
 npx tsc -p tsconfig.json --noEmit

@@ -1,6 +1,6 @@
 # Image for the Leadline Node services in docker-compose.yml (command-api, projector,
 # migrate). One image, the command is chosen per service. Build context: repo root.
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 
 WORKDIR /app
 
