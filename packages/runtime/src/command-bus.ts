@@ -34,10 +34,12 @@ export interface Command<R> {
   /** Advisory locks held while deciding and appending; every writer of a stream takes the same ones. */
   lockKeys: string[];
   /**
-   * How much of the log must be projected before `decide` reads: the stream's own partition (enough
-   * for decisions about one account), or the whole topic (decisions across accounts, such as slugs).
+   * How much of the log must be projected before `decide` reads: the stream's own partition. There is
+   * deliberately no platform-wide option (waiting for the whole topic serialized every creation behind
+   * every other write); a rule across streams, such as a unique slug or number, is a unique
+   * reservation in Postgres taken in `decide`'s transaction, which rolls back if the append fails.
    */
-  consistency: 'partition' | 'topic';
+  consistency: 'partition';
   /**
    * False for a caller that never reads its own writes through the read models (a background service
    * whose next decision waits for the log anyway): it returns once the events are appended.
@@ -131,14 +133,10 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
       data: event.data,
     }) as DomainEvent;
 
-  async function waitForHighWatermark(
-    topic: string,
-    partitionKey: string,
-    scope: Command<unknown>['consistency'],
-  ) {
+  async function waitForHighWatermark(topic: string, partitionKey: string) {
     const offsets = await fromEventLog('reading its end', () => admin.fetchTopicOffsets(topic));
     const partition = partitionForKey(topic, partitionKey, offsets.length);
-    const relevant = scope === 'topic' ? offsets : offsets.filter((entry) => entry.partition === partition);
+    const relevant = offsets.filter((entry) => entry.partition === partition);
     const caughtUp = await Promise.all(
       relevant.map((entry) => progress.waitFor(topic, entry.partition, BigInt(entry.high), projectionWaitMs)),
     );
@@ -198,7 +196,7 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
         for (const lockKey of [...new Set(command.lockKeys)].sort()) {
           await sql`select ${lockId(lockKey)}`.execute(trx);
         }
-        await waitForHighWatermark(topic, key, command.consistency);
+        await waitForHighWatermark(topic, key);
         await refuseHeldStream(trx, key);
         const decision = await command.decide(trx);
         const stamped = decision.events.map((event) => stamp(event, stream, context));

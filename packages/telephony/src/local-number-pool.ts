@@ -27,10 +27,14 @@ export function createLocalNumberPool(databaseUrl: string): NumberProvider & { c
           .select('account_id')
           .where('phone_number', '=', phoneNumber)
           .executeTakeFirst();
-        if (!inUse) return phoneNumber;
+        if (!inUse) return { phoneNumber, providerId: phoneNumber };
       }
     },
     // The local provider stands for a carrier that routes any number to us.
     isOwnNumber: async () => true,
+    // The sequence never hands the number out again; the row goes, as a released Twilio number would.
+    async releaseNumber({ phoneNumber }) {
+      await db.deleteFrom('local_phone_numbers').where('phone_number', '=', phoneNumber).execute();
+    },
   };
 }

@@ -3,14 +3,25 @@
  * credentials are configured, and the local provider (a number pool and a sender that records
  * messages as delivered), so the whole product runs on one machine.
  */
+/** A number bought for an account: `providerId` names it to the provider (Twilio's `PN…` sid). */
+export interface ProvisionedNumber {
+  phoneNumber: string;
+  providerId: string;
+}
+
 export interface NumberProvider {
   /** Reserves a number no other account has, for `accountId`, with inbound SMS pointed at us. */
-  provisionNumber(accountId: string): Promise<string>;
+  provisionNumber(accountId: string): Promise<ProvisionedNumber>;
   /**
    * Whether a number a partner supplied is one this provider can receive SMS on for us: with Twilio,
    * one of our Twilio account's numbers. Without it, inbound SMS to the number would never reach us.
    */
   isOwnNumber(phoneNumber: string): Promise<boolean>;
+  /**
+   * Gives back a number `provisionNumber` got for an account that was then never created (its command
+   * failed), so the provider stops billing for it. A number the provider no longer holds is no error.
+   */
+  releaseNumber(number: ProvisionedNumber): Promise<void>;
 }
 
 export interface OutboundSms {

@@ -65,12 +65,21 @@ export function createTwilioProvider(options: TwilioOptions): NumberProvider & S
         smsMethod: 'POST',
         friendlyName: `leadline account ${accountId}`,
       });
-      return bought.phoneNumber;
+      return { phoneNumber: bought.phoneNumber, providerId: bought.sid };
     },
 
     async isOwnNumber(phoneNumber) {
       const [owned] = await client.incomingPhoneNumbers.list({ phoneNumber, limit: 1 });
       return owned?.phoneNumber === phoneNumber;
+    },
+
+    async releaseNumber(number) {
+      try {
+        await client.incomingPhoneNumbers(number.providerId).remove();
+      } catch (error) {
+        // Already released (by a retry of this call, say): what was asked for is done.
+        if (!(error instanceof twilio.RestException && error.status === 404)) throw error;
+      }
     },
 
     async send(message) {

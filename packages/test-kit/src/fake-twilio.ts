@@ -24,6 +24,8 @@ export interface FakeTwilio {
   authToken: string;
   messages: FakeTwilioMessage[];
   numbers: FakeTwilioNumber[];
+  /** Numbers removed from the account (DELETE of an IncomingPhoneNumber), in the order released. */
+  releasedNumbers: FakeTwilioNumber[];
   /** Numbers Twilio refuses to send to, with its error 21211 (invalid 'To'). */
   invalidRecipients: Set<string>;
   /** Adds a number to the account as if it had been bought in Twilio's console. */
@@ -73,6 +75,7 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
   const authToken = hex(16);
   const messages: FakeTwilioMessage[] = [];
   const numbers: FakeTwilioNumber[] = [];
+  const releasedNumbers: FakeTwilioNumber[] = [];
   const invalidRecipients = new Set<string>();
   let nextNumber = 1000;
   const base = `/2010-04-01/Accounts/${accountSid}`;
@@ -202,6 +205,18 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
           uri: pageUri,
         });
       }
+      const numberPath = url.pathname.match(
+        new RegExp(`^${base}/IncomingPhoneNumbers/(PN[0-9a-f]+)\\.json$`),
+      );
+      if (request.method === 'DELETE' && numberPath) {
+        // Twilio releases the number at once and answers 204 with no body; an unknown sid is a 404.
+        const index = numbers.findIndex((number) => number.sid === numberPath[1]);
+        if (index >= 0) {
+          releasedNumbers.push(...numbers.splice(index, 1));
+          response.writeHead(204);
+          return response.end();
+        }
+      }
       return json(
         response,
         404,
@@ -217,6 +232,7 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
     authToken,
     messages,
     numbers,
+    releasedNumbers,
     invalidRecipients,
     addNumber: (phoneNumber) => addNumber(phoneNumber, { smsUrl: undefined, smsMethod: undefined }),
     close: () => new Promise((resolve) => server.close(() => resolve())),

@@ -65,7 +65,11 @@ async function apiAgainst(broker: string): Promise<{ app: App; commands: Command
   const app = await buildApp({
     db: system.services.db,
     commands,
-    numbers: { provisionNumber: async () => '+15550000001', isOwnNumber: async () => true },
+    numbers: {
+      provisionNumber: async () => ({ phoneNumber: '+15550000001', providerId: 'PN0' }),
+      isOwnNumber: async () => true,
+      releaseNumber: async () => {},
+    },
     clock: systemClock,
     newId: newUuid,
     publicUrl: 'http://127.0.0.1:8080',

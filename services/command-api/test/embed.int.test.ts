@@ -298,7 +298,11 @@ describe('embed API limits', () => {
     const app = await buildApp({
       db: system.services.db,
       commands: system.services.commands,
-      numbers: { provisionNumber: async () => '+15550000001', isOwnNumber: async () => true },
+      numbers: {
+        provisionNumber: async () => ({ phoneNumber: '+15550000001', providerId: 'PN0' }),
+        isOwnNumber: async () => true,
+        releaseNumber: async () => {},
+      },
       clock,
       newId: newUuid,
       publicUrl: 'http://127.0.0.1:8080',
@@ -332,7 +336,11 @@ describe('request logs', () => {
     const app = await buildApp({
       db: system.services.db,
       commands: system.services.commands,
-      numbers: { provisionNumber: async () => '+15550000002', isOwnNumber: async () => true },
+      numbers: {
+        provisionNumber: async () => ({ phoneNumber: '+15550000002', providerId: 'PN0' }),
+        isOwnNumber: async () => true,
+        releaseNumber: async () => {},
+      },
       clock,
       newId: newUuid,
       publicUrl: 'http://127.0.0.1:8080',

@@ -180,7 +180,11 @@ describe('one number, one account', () => {
         newId: newUuid,
         projectionWaitMs: 5000,
       }),
-      numbers: { provisionNumber: async () => number, isOwnNumber: async () => true },
+      numbers: {
+        provisionNumber: async () => ({ phoneNumber: number, providerId: 'PN0' }),
+        isOwnNumber: async () => true,
+        releaseNumber: async () => {},
+      },
       clock: systemClock,
       newId: newUuid,
       publicUrl: system.publicUrl,

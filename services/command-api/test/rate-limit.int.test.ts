@@ -17,7 +17,11 @@ beforeAll(async () => {
     const app = await buildApp({
       db,
       commands: system.services.commands,
-      numbers: { provisionNumber: async () => '+15550000000', isOwnNumber: async () => true },
+      numbers: {
+        provisionNumber: async () => ({ phoneNumber: '+15550000000', providerId: 'PN0' }),
+        isOwnNumber: async () => true,
+        releaseNumber: async () => {},
+      },
       clock: systemClock,
       newId: newUuid,
       publicUrl: system.publicUrl,

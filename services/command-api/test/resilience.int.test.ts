@@ -63,7 +63,11 @@ describe('operations', () => {
     const app = await buildApp({
       db: system.services.db,
       commands: system.services.commands,
-      numbers: { provisionNumber: async () => '+15550000000', isOwnNumber: async () => true },
+      numbers: {
+        provisionNumber: async () => ({ phoneNumber: '+15550000000', providerId: 'PN0' }),
+        isOwnNumber: async () => true,
+        releaseNumber: async () => {},
+      },
       clock: systemClock,
       newId: newUuid,
       publicUrl: 'http://127.0.0.1:8080',
@@ -99,7 +103,11 @@ describe('operations', () => {
     const app = await buildApp({
       db: system.services.db,
       commands: system.services.commands,
-      numbers: { provisionNumber: async () => '+15550000000', isOwnNumber: async () => true },
+      numbers: {
+        provisionNumber: async () => ({ phoneNumber: '+15550000000', providerId: 'PN0' }),
+        isOwnNumber: async () => true,
+        releaseNumber: async () => {},
+      },
       clock: systemClock,
       newId: newUuid,
       publicUrl: 'http://127.0.0.1:8080',

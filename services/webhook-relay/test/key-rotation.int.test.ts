@@ -107,7 +107,11 @@ describe('rotating the webhook encryption key', () => {
     const rotatedApi = await buildApp({
       db: harness.system.services.db,
       commands: harness.system.services.commands,
-      numbers: { provisionNumber: async () => '+15550000000', isOwnNumber: async () => true },
+      numbers: {
+        provisionNumber: async () => ({ phoneNumber: '+15550000000', providerId: 'PN0' }),
+        isOwnNumber: async () => true,
+        releaseNumber: async () => {},
+      },
       clock: systemClock,
       newId: newUuid,
       publicUrl: harness.system.publicUrl,

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { createPool, READ_MODEL_SCHEMA } from './database';
 import { operationalMigrations } from './migrations/operational';
 
-export { reserveExistingPhoneNumbers } from './migrations/operational';
+export { reserveExistingPhoneNumbers, reserveExistingSlugs } from './migrations/operational';
 import { readModelMigrations } from './migrations/read-model';
 
 const provider = (migrations: Record<string, Migration>) => ({ getMigrations: async () => migrations });

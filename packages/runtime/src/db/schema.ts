@@ -261,6 +261,13 @@ export interface OperationalTables {
     partner_id: string;
     reserved_at: Generated<Timestamp>;
   };
+  /** One slug per partner and account (see the 0011_account_slug_reservations migration). */
+  account_slug_reservations: {
+    partner_id: string;
+    slug: string;
+    account_id: string;
+    reserved_at: Generated<Timestamp>;
+  };
   /** The SMS gateway's outbox (see the 0003_messaging migration). */
   sms_outbox: {
     message_id: string;

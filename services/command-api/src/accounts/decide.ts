@@ -1,7 +1,6 @@
 import type { EventData, NewEvent } from '@leadline/events';
 import { conflict, DomainError } from '@leadline/runtime';
 import { metadataChanges } from '../metadata';
-import { uniqueSlug } from './slug';
 import { DEFAULT_SENDING_WINDOW, type SendingWindow } from '../sequences/sending-window';
 
 type Branding = EventData<'account.created'>['branding'];
@@ -28,9 +27,10 @@ export interface AccountState {
   teamEmails: ReadonlySet<string>;
 }
 
-/** What a new account must not collide with: the partner's slugs and every account's number. */
+/** What the registry holds for a new account: its reserved slug, and whether its number is free. */
 export interface AccountRegistryState {
-  takenSlugs: ReadonlySet<string>;
+  /** Reserved for this account, unique among the partner's (see slug-reservations). */
+  slug: string;
   /** Whether another account holds the number's reservation (active, deactivated, any partner). */
   phoneNumberInUse: boolean;
 }
@@ -77,7 +77,7 @@ export type AccountCommand =
 /** How long a manual message pauses the AI when the account does not say: a day. */
 export const DEFAULT_AI_PAUSE_MINUTES = 1440;
 
-/** The account registry's decider: a new account gets a unique slug and a number nobody else has. */
+/** The account registry's decider: a new account gets its reserved slug and a number nobody else has. */
 export function decideAccountCreation(command: CreateAccount, registry: AccountRegistryState): NewEvent[] {
   if (registry.phoneNumberInUse) {
     // The same answer whoever holds it (this partner or another, active or deactivated): the
@@ -92,7 +92,7 @@ export function decideAccountCreation(command: CreateAccount, registry: AccountR
       data: {
         name: command.name,
         company_name: command.company_name ?? command.name,
-        slug: uniqueSlug(command.name, registry.takenSlugs),
+        slug: registry.slug,
         phone_number: command.phone_number,
         phone_number_provisioned: command.phone_number_provisioned,
         forwarding_number: command.forwarding_number ?? null,

@@ -7,6 +7,7 @@ import { commandContext } from '../http/auth';
 import { decideAccount, decideAccountCreation, type AccountCommand } from './decide';
 import { executeOnAccount as executeOnAccountStream, requireAccount } from './account-stream';
 import { releasePhoneNumber, reservePhoneNumber } from './phone-numbers';
+import { reserveSlug } from './slug-reservations';
 import { revokeEmbedTokens } from '../embed/tokens';
 import {
   createdAccountResponse,
@@ -32,12 +33,6 @@ import {
 
 const tags = ['Accounts'];
 
-/**
- * Creating accounts is serialized platform-wide under one lock: a slug must be unique per partner.
- * A phone number's uniqueness does not depend on it: the reservation's primary key guarantees it.
- */
-const ACCOUNT_REGISTRY_LOCK = 'account-registry';
-
 export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   const { db, commands, numbers, newId } = deps;
 
@@ -46,6 +41,16 @@ export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
       return await numbers.isOwnNumber(phoneNumber);
     } catch (error) {
       request.log.warn({ err: error }, 'telephony number lookup failed');
+      throw unavailable('telephony_unavailable', 'The telephony provider did not answer; retry shortly.');
+    }
+  }
+
+  /** Bought before the command runs, so no lock or transaction waits on the provider. */
+  async function provisionNumber(request: FastifyRequest, accountId: string) {
+    try {
+      return await numbers.provisionNumber(accountId);
+    } catch (error) {
+      request.log.warn({ err: error }, 'telephony number purchase failed');
       throw unavailable('telephony_unavailable', 'The telephony provider did not answer; retry shortly.');
     }
   }
@@ -101,36 +106,53 @@ export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
           { phone_number },
         );
       }
-      const { events } = await commands.execute({
-        stream: { topic: 'account', accountId },
-        context,
-        lockKeys: [ACCOUNT_REGISTRY_LOCK],
-        consistency: 'topic',
-        async decide(trx) {
-          const slugs = await trx
-            .selectFrom('accounts')
-            .select('slug')
-            .where('partner_id', '=', context.partnerId)
-            .execute();
-          const command = {
-            type: 'CreateAccount' as const,
-            ...fields,
-            phone_number: phone_number ?? (await numbers.provisionNumber(accountId)),
-            phone_number_provisioned: phone_number === undefined,
-          };
-          // Taken in this transaction: it commits with the append, or rolls back if the append fails.
-          const reserved = await reservePhoneNumber(trx, {
-            phone_number: command.phone_number,
-            account_id: accountId,
-            partner_id: context.partnerId,
+      const bought = phone_number === undefined ? await provisionNumber(request, accountId) : undefined;
+      const number = bought?.phoneNumber ?? phone_number!;
+      let events;
+      try {
+        ({ events } = await commands.execute({
+          stream: { topic: 'account', accountId },
+          context,
+          // Uniqueness across accounts lives in the reservations' keys, so a creation needs only the
+          // new account's lock and partition: creations never wait for one another or the whole log.
+          lockKeys: [`account:${accountId}`],
+          consistency: 'partition',
+          async decide(trx) {
+            // Both taken in this transaction: they commit with the append, or roll back if it fails.
+            const slug = await reserveSlug(trx, {
+              name: fields.name,
+              account_id: accountId,
+              partner_id: context.partnerId,
+            });
+            const reserved = await reservePhoneNumber(trx, {
+              phone_number: number,
+              account_id: accountId,
+              partner_id: context.partnerId,
+            });
+            const command = {
+              type: 'CreateAccount' as const,
+              ...fields,
+              phone_number: number,
+              phone_number_provisioned: bought !== undefined,
+            };
+            return {
+              events: decideAccountCreation(command, { slug, phoneNumberInUse: !reserved }),
+              result: undefined,
+            };
+          },
+        }));
+      } catch (error) {
+        // No account holds the number we bought for it: give it back rather than pay for it forever.
+        if (bought) {
+          await numbers.releaseNumber(bought).catch((releaseError: unknown) => {
+            request.log.error(
+              { err: releaseError, phone_number: number },
+              'a number bought for an account that was not created could not be released',
+            );
           });
-          const events = decideAccountCreation(command, {
-            takenSlugs: new Set(slugs.map((row) => row.slug)),
-            phoneNumberInUse: !reserved,
-          });
-          return { events, result: undefined };
-        },
-      });
+        }
+        throw error;
+      }
       // Answered from the event: it is what the read model will hold, even if the projector is slow.
       return reply.status(201).send(createdAccountResponse(events[0] as EventOf<'account.created'>));
     },

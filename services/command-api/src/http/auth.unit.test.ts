@@ -19,7 +19,11 @@ beforeAll(async () => {
   app = await buildApp({
     db,
     commands: {} as CommandBus,
-    numbers: { provisionNumber: async () => '+15550000000', isOwnNumber: async () => true },
+    numbers: {
+      provisionNumber: async () => ({ phoneNumber: '+15550000000', providerId: 'PN0' }),
+      isOwnNumber: async () => true,
+      releaseNumber: async () => {},
+    },
     clock: systemClock,
     newId: newUuid,
     publicUrl: 'http://127.0.0.1:8080',

@@ -32,6 +32,20 @@ export async function reserveExistingPhoneNumbers<DB>(db: Kysely<DB>): Promise<v
   }
 }
 
+/**
+ * Reserves every existing account's slug for its account. The read model's unique index already kept
+ * them unique per partner, so nothing conflicts; `on conflict` only makes a re-run harmless.
+ */
+export async function reserveExistingSlugs<DB>(db: Kysely<DB>): Promise<void> {
+  const { rows: present } = await sql<{ present: boolean }>`
+    select to_regclass(${`${READ_MODEL_SCHEMA}.accounts`}) is not null as present`.execute(db);
+  if (!present[0]?.present) return;
+  await sql`
+    insert into public.account_slug_reservations (partner_id, slug, account_id)
+    select partner_id, slug, id from ${sql.table(`${READ_MODEL_SCHEMA}.accounts`)}
+    on conflict do nothing`.execute(db);
+}
+
 export const operationalMigrations: Record<string, Migration> = {
   '0001_partner_keys_local_numbers': {
     async up(db: Kysely<unknown>) {
@@ -295,6 +309,24 @@ export const operationalMigrations: Record<string, Migration> = {
           unique (message_id, media_index)
         );
       `.execute(db);
+    },
+  },
+  '0011_account_slug_reservations': {
+    async up(db: Kysely<unknown>) {
+      // One slug per partner and account: the primary key is the guarantee, so creating an account
+      // needs neither a platform-wide lock nor a wait for the whole log to be projected. A row is
+      // taken in the creating command's transaction (gone again if the append fails) and kept for
+      // good: a slug never changes, and a deactivated account keeps it.
+      await sql`
+        create table account_slug_reservations (
+          partner_id text not null,
+          slug text not null,
+          account_id text not null unique,
+          reserved_at timestamptz not null default now(),
+          primary key (partner_id, slug)
+        );
+      `.execute(db);
+      await reserveExistingSlugs(db);
     },
   },
 };
