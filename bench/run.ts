@@ -1,4 +1,5 @@
 import { benchAccounts } from './accounts.bench';
+import { benchAccountCreation } from './account-creation.bench';
 import { benchEmbed } from './embed.bench';
 import { benchAi } from './ai.bench';
 import { benchLeads } from './leads.bench';
@@ -9,6 +10,7 @@ import { benchWebhooks } from './webhooks.bench';
 /** `npm run bench`: every scenario, each with its raw baselines measured in the same run. */
 const scenarios: Record<string, () => Promise<string>> = {
   accounts: benchAccounts,
+  'account-creation': benchAccountCreation,
   embed: benchEmbed,
   ai: benchAi,
   leads: benchLeads,

@@ -1,0 +1,105 @@
+import { createEventProducer, newUuid } from '@leadline/runtime';
+import { generateApiKey } from '../services/command-api/src/partners/api-keys';
+import { createPartner } from '../services/command-api/src/partners/partners';
+import { measure, percentile, throughput, type Measurement } from './stats';
+import { expectStatus, startBenchSystem } from './system';
+
+const CLIENTS = 16;
+const CREATES = 1000;
+const WARM_UP = 2 * CLIENTS;
+
+/**
+ * Account creation from 16 partner backends at once (one key each), through the whole path, beside
+ * its floor in the same run: the same 16 clients sending account.created records raw with an
+ * idempotent acks=all kafkajs producer. Creation used to be serialized platform-wide (one lock and a
+ * wait for the whole topic); this is the row that shows whether creations still queue behind one
+ * another. Goal: p50 and p99 each within 3x of the raw send's.
+ */
+export async function benchAccountCreation(): Promise<string> {
+  const system = await startBenchSystem();
+  const { services, env } = system;
+  const clients = [system.headers];
+  for (let i = 1; i < CLIENTS; i++) {
+    const key = generateApiKey();
+    await createPartner({ ...services, newId: newUuid }, `Bench partner ${i}`, key);
+    clients.push({ ...system.headers, 'x-partner-key': key });
+  }
+  const createAccount = async (i: number) => {
+    const response = await fetch(`${system.baseUrl}/v1/accounts`, {
+      method: 'POST',
+      headers: clients[i % CLIENTS]!,
+      body: JSON.stringify({ name: `Bench account ${i}`, metadata: { i } }),
+    });
+    await expectStatus(response, 201);
+  };
+  await measure('warm-up', WARM_UP, CLIENTS, (i) => createAccount(CREATES + i));
+  const create = await measure(
+    `create account, ${CLIENTS} clients (one partner each)`,
+    CREATES,
+    CLIENTS,
+    createAccount,
+  );
+
+  const producer = createEventProducer(services.kafka);
+  await producer.connect();
+  const record = await services.codec.encode({
+    id: newUuid(),
+    type: 'account.created',
+    version: 1,
+    account_id: newUuid(),
+    partner_id: 'bench',
+    occurred_at: new Date().toISOString(),
+    actor: { kind: 'system', service: 'bench' },
+    correlation_id: 'bench',
+    causation_id: null,
+    data: {
+      name: 'Bench',
+      company_name: 'Bench',
+      slug: 'bench',
+      phone_number: '+15550000000',
+      phone_number_provisioned: true,
+      forwarding_number: null,
+      branding: { logo_url: null, accent_color: null },
+      metadata: {},
+    },
+  });
+  const rawTopic = `${env.config.TOPIC_PREFIX}bench-raw-creation`;
+  await services.admin.createTopics({
+    waitForLeaders: true,
+    topics: [{ topic: rawTopic, numPartitions: 8 }],
+  });
+  const send = (i: number) =>
+    producer
+      .send({ topic: rawTopic, acks: -1, messages: [{ key: `k${i}`, value: record }] })
+      .then(() => undefined);
+  await measure('warm-up', WARM_UP, CLIENTS, (i) => send(CREATES + i));
+  const rawSend = await measure(
+    `kafkajs send, idempotent acks=all, ${CLIENTS} clients`,
+    CREATES,
+    CLIENTS,
+    send,
+  );
+
+  await producer.disconnect();
+  await system.close();
+  return [
+    `Account creation (${CLIENTS} clients, ${CREATES} creates, after ${WARM_UP} to warm up)`,
+    '',
+    ratioTable(create, rawSend),
+  ].join('\n');
+}
+
+function ratioTable(subject: Measurement, baseline: Measurement): string {
+  const row = (m: Measurement) =>
+    `| ${m.name} | ${throughput(m).toFixed(0)} | ${percentile(m.samples, 50).toFixed(2)} | ${percentile(m.samples, 99).toFixed(2)} |`;
+  const ratio = (p: number) => (percentile(subject.samples, p) / percentile(baseline.samples, p)).toFixed(1);
+  return [
+    '| scenario | ops/s | p50 ms | p99 ms |',
+    '|---|---:|---:|---:|',
+    row(subject),
+    row(baseline),
+    '',
+    `throughput ${(throughput(baseline) / throughput(subject)).toFixed(1)}x slower, p50 ${ratio(50)}x, ` +
+      `p99 ${ratio(99)}x the raw send's (goal: p50 and p99 each ≤ 3x)`,
+  ].join('\n');
+}
