@@ -41,9 +41,19 @@ export const twilioRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =>
   app.post('/twilio/sms', { schema: { hide: true, body: inboundSmsForm } }, async (request, reply) => {
     // Text from phones is never refused: what a projection cannot store is cleaned (after the signature check).
     const form = cleanForm(request.body);
+    const phone = normalizePhone(form.From);
+    if (phone === undefined) {
+      // A short code or an alphanumeric sender (a bank's codes, a carrier's notices) is not a person
+      // who can become a lead: nothing can be sent back to it, and no lead route could address it.
+      // Twilio gets its answer, so it does not retry; nothing is stored or sent.
+      request.log.info(
+        { from: form.From, message_sid: form.MessageSid },
+        'inbound SMS from a non-phone sender ignored',
+      );
+      return reply.type('text/xml').send(EMPTY_TWIML);
+    }
     await receiveInboundSms(deps, {
-      // Short codes and alphanumeric senders are kept as given.
-      phone: normalizePhone(form.From) ?? form.From,
+      phone,
       to: normalizePhone(form.To) ?? form.To,
       body: form.Body,
       provider_message_id: form.MessageSid,

@@ -1,0 +1,53 @@
+import { newUuid } from '@leadline/runtime';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { partnerClient, type PartnerClient } from './client';
+import { logSize } from './log';
+import { startSystem, type TestSystem } from './system';
+
+let system: TestSystem;
+let partner: PartnerClient;
+let account: { id: string; phone_number: string };
+
+beforeAll(async () => {
+  system = await startSystem();
+  partner = partnerClient(system.app, await system.createPartner('Senders CRM'));
+  account = (await partner.post('/accounts', { name: 'Sunrise Mortgage' })).body;
+});
+afterAll(async () => system?.close());
+
+const inboundSms = (from: string, body: string) =>
+  system.app.inject({
+    method: 'POST',
+    url: '/twilio/sms',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({
+      MessageSid: `SM${newUuid().replaceAll('-', '')}`,
+      From: from,
+      To: account.phone_number,
+      Body: body,
+      NumMedia: '0',
+    }).toString(),
+  });
+
+describe('inbound SMS from senders that are not phone numbers', () => {
+  it('answers Twilio and stores nothing for a short code or an alphanumeric sender, even a STOP', async () => {
+    const before = await logSize(system.services);
+    for (const [from, body] of [
+      ['72345', 'Your verification code is 123456'],
+      ['ACMEBANK', 'Your card was charged $12.00'],
+      ['262966', 'STOP'],
+    ] as const) {
+      const answer = await inboundSms(from, body);
+      expect(answer.statusCode).toBe(200);
+      expect(answer.headers['content-type']).toContain('text/xml');
+    }
+    expect(await logSize(system.services)).toBe(before);
+    expect((await partner.get(`/accounts/${account.id}/leads`)).body.total).toBe(0);
+  });
+
+  it('still makes a lead of a phone number', async () => {
+    expect((await inboundSms('+15125550177', 'Hi, is this still available?')).statusCode).toBe(200);
+    const lead = await partner.get(`/accounts/${account.id}/leads/${encodeURIComponent('+15125550177')}`);
+    expect(lead.status).toBe(200);
+  });
+});
