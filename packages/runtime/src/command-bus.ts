@@ -34,12 +34,14 @@ export interface Command<R> {
   /** Advisory locks held while deciding and appending; every writer of a stream takes the same ones. */
   lockKeys: string[];
   /**
-   * How much of the log must be projected before `decide` reads: the stream's own partition. There is
+   * How much of the log must be projected before `decide` reads: the stream's own partition, or
+   * nothing, for a decision that reads no read model (it reads only tables kept in its own
+   * transaction, such as a new stream's reservations; its stream has no events yet). There is
    * deliberately no platform-wide option (waiting for the whole topic serialized every creation behind
    * every other write); a rule across streams, such as a unique slug or number, is a unique
    * reservation in Postgres taken in `decide`'s transaction, which rolls back if the append fails.
    */
-  consistency: 'partition';
+  consistency: 'partition' | 'none';
   /**
    * False for a caller that never reads its own writes through the read models (a background service
    * whose next decision waits for the log anyway): it returns once the events are appended.
@@ -196,7 +198,7 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
         for (const lockKey of [...new Set(command.lockKeys)].sort()) {
           await sql`select ${lockId(lockKey)}`.execute(trx);
         }
-        await waitForHighWatermark(topic, key);
+        if (command.consistency === 'partition') await waitForHighWatermark(topic, key);
         await refuseHeldStream(trx, key);
         const decision = await command.decide(trx);
         const stamped = decision.events.map((event) => stamp(event, stream, context));

@@ -27,6 +27,8 @@ let silent: net.Server;
 const sockets = new Set<net.Socket>();
 const cleanups: (() => Promise<unknown>)[] = [];
 const BOUND_MS = 1000;
+/** Numbers the API bought and then gave back because the creation could not be appended. */
+const releasedNumbers: string[] = [];
 
 beforeAll(async () => {
   system = await startSystem();
@@ -66,9 +68,9 @@ async function apiAgainst(broker: string): Promise<{ app: App; commands: Command
     db: system.services.db,
     commands,
     numbers: {
-      provisionNumber: async () => ({ phoneNumber: '+15550000001', providerId: 'PN0' }),
+      provisionNumber: async () => ({ phoneNumber: '+17375550100', providerId: 'PN0' }),
       isOwnNumber: async () => true,
-      releaseNumber: async () => {},
+      releaseNumber: async ({ phoneNumber }) => void releasedNumbers.push(phoneNumber),
     },
     clock: systemClock,
     newId: newUuid,
@@ -114,6 +116,8 @@ describe('with the event log unreachable', () => {
       // Bounded: the three ran at once; a hang would be Kafka's own retries (30 s and more).
       expect(elapsed).toBeLessThan(BOUND_MS * 5);
       expect(await logSize(system.services)).toBe(before);
+      // The number bought for the account that was not created is given back.
+      expect(releasedNumbers).toContain('+17375550100');
 
       // Reads keep working, and the account's lock is free: the healthy API writes at once.
       expect((await down.get(`/accounts/${account}`)).status).toBe(200);

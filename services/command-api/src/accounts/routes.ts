@@ -113,10 +113,11 @@ export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
         ({ events } = await commands.execute({
           stream: { topic: 'account', accountId },
           context,
-          // Uniqueness across accounts lives in the reservations' keys, so a creation needs only the
-          // new account's lock and partition: creations never wait for one another or the whole log.
+          // Uniqueness across accounts lives in the reservations' keys, and a new account has no
+          // events yet: a creation decides on what its own transaction reads, under its own lock, and
+          // waits for no projection before deciding (it still reads its write before answering).
           lockKeys: [`account:${accountId}`],
-          consistency: 'partition',
+          consistency: 'none',
           async decide(trx) {
             // Both taken in this transaction: they commit with the append, or roll back if it fails.
             const slug = await reserveSlug(trx, {
