@@ -24,8 +24,11 @@ const liveTokens = (db: Kysely<Database>, now: Date) =>
     .where('embed_tokens.expires_at', '>', now)
     .where('accounts.status', '=', 'active');
 
+/** The shape every token we issue has: a token of any other shape is refused without a lookup. */
+const TOKEN_SHAPE = /^lle_[A-Za-z0-9_-]{43}$/;
+
 export async function findLiveToken(db: Kysely<Database>, token: string, now: Date) {
-  if (!token.startsWith(TOKEN_PREFIX)) return undefined;
+  if (!TOKEN_SHAPE.test(token)) return undefined;
   return liveTokens(db, now)
     .selectAll('embed_tokens')
     .where('embed_tokens.token_hash', '=', hashEmbedToken(token))
