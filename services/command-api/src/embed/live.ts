@@ -10,7 +10,7 @@ export interface AccountSnapshot {
 }
 
 export interface AccountChanges {
-  /** Phones whose conversation changed (new messages, handoff flag, AI pause, opt-out). */
+  /** Phones whose conversation changed (new messages, delivery statuses, handoff flag, AI pause, opt-out). */
   conversations: string[];
   /** Phones whose lead changed (status, fields, checklist progress), appeared or was deleted. */
   leads: string[];
@@ -21,11 +21,22 @@ export interface AccountChanges {
 }
 
 export async function accountSnapshot(db: Kysely<Database>, accountId: string): Promise<AccountSnapshot> {
-  const [conversations, leads, requirements, items] = await Promise.all([
+  const [conversations, statuses, leads, requirements, items] = await Promise.all([
     db
       .selectFrom('conversations')
       .select(['phone', 'message_count', 'needs_handoff', 'ai_paused_until', 'opted_out', 'last_message_at'])
       .where('account_id', '=', accountId)
+      .execute(),
+    // Messages keep no update time: how many of a conversation's messages are in each delivery status
+    // changes whenever one of them moves on (queued, sent, delivered, failed).
+    db
+      .selectFrom('messages')
+      .select((eb) => ['phone', 'status', eb.fn.countAll<string>().as('count')])
+      .where('account_id', '=', accountId)
+      .where('direction', '=', 'outbound')
+      .groupBy(['phone', 'status'])
+      .orderBy('phone')
+      .orderBy('status')
       .execute(),
     db
       .selectFrom('leads')
@@ -50,6 +61,10 @@ export async function accountSnapshot(db: Kysely<Database>, accountId: string): 
     leads: new Map(),
     completeChecklists: new Set(),
   };
+  const deliveries = new Map<string, string>();
+  for (const row of statuses) {
+    deliveries.set(row.phone, `${deliveries.get(row.phone) ?? ''}${row.status}:${row.count},`);
+  }
   for (const row of conversations) {
     snapshot.conversations.set(
       row.phone,
@@ -59,6 +74,7 @@ export async function accountSnapshot(db: Kysely<Database>, accountId: string): 
         row.ai_paused_until?.getTime(),
         row.opted_out,
         row.last_message_at?.getTime(),
+        deliveries.get(row.phone) ?? '',
       ].join('|'),
     );
   }
