@@ -28,13 +28,15 @@ type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
  */
 export function createApi(getToken: () => string, onUnauthorized: () => void) {
   async function request<T>(method: Method, path: string, body?: unknown, token = getToken()): Promise<T> {
+    // Form data sets its own multipart content type, boundary included.
+    const form = body instanceof FormData;
     const response = await fetch(`${API_BASE}${path}`, {
       method,
       headers: {
         authorization: `Bearer ${token}`,
-        ...(body !== undefined && { 'content-type': 'application/json' }),
+        ...(body !== undefined && !form && { 'content-type': 'application/json' }),
       },
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: body === undefined ? undefined : form ? body : JSON.stringify(body),
       credentials: 'omit',
       referrerPolicy: 'no-referrer',
     });
@@ -52,6 +54,12 @@ export function createApi(getToken: () => string, onUnauthorized: () => void) {
     post: <T>(path: string, body: unknown = {}) => request<T>('POST', path, body),
     patch: <T>(path: string, body: unknown) => request<T>('PATCH', path, body),
     delete: <T>(path: string) => request<T>('DELETE', path),
+    /** Sends one file as the multipart part `file`. */
+    upload: <T>(path: string, file: File) => {
+      const form = new FormData();
+      form.append('file', file);
+      return request<T>('POST', path, form);
+    },
     /** Reads the session a token opens, without adopting the token. */
     sessionOf: (token: string) => request<Session>('GET', '/session', undefined, token),
   };

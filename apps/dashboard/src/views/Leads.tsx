@@ -4,6 +4,7 @@ import { phonePath, query } from '../lib/api';
 import { leadsFromCsv } from '../lib/csv';
 import { formatPhone, formatTime, percent } from '../lib/format';
 import { useLiveChanges } from '../lib/live-context';
+import { enrollmentLabel } from './Sequences';
 
 export const leadStatuses = ['new', 'contacted', 'qualified', 'converted', 'lost'] as const;
 const PAGE_SIZE = 25;
@@ -39,6 +40,209 @@ interface LeadDetail {
   opted_out: boolean;
   created_at: string;
   conversation: { message_count: number; needs_handoff: boolean };
+  sequence: {
+    name: string;
+    status: 'active' | 'paused' | 'completed' | 'cancelled' | 'opted_out';
+    current_step: number;
+    total_steps: number;
+    next_step_at: string | null;
+  } | null;
+}
+
+const editableFields = [
+  ['name', 'Name', 'text'],
+  ['email', 'Email', 'email'],
+  ['company', 'Company', 'text'],
+  ['source', 'Source', 'text'],
+  ['notes', 'Notes', 'textarea'],
+] as const;
+type EditableField = (typeof editableFields)[number][0];
+
+/** Only the fields that changed; an emptied field is cleared. */
+export function leadChanges(
+  lead: Record<EditableField, string | null>,
+  draft: Record<EditableField, string>,
+) {
+  const changes: Partial<Record<EditableField, string | null>> = {};
+  for (const [field] of editableFields) {
+    const value = draft[field].trim() || null;
+    if (value !== (lead[field] ?? null)) changes[field] = value;
+  }
+  return changes;
+}
+
+const enrollmentStatus: Record<NonNullable<LeadDetail['sequence']>['status'], string> = {
+  active: 'Active',
+  paused: 'Paused',
+  completed: 'Completed',
+  cancelled: 'Cancelled',
+  opted_out: 'Stopped (opted out)',
+};
+
+function LeadEditor({
+  lead,
+  onSaved,
+  onCancel,
+}: {
+  lead: LeadDetail;
+  onSaved: (lead: LeadDetail) => void;
+  onCancel: () => void;
+}) {
+  const { api, session } = useDashboard();
+  const [draft, setDraft] = useState(
+    () =>
+      Object.fromEntries(editableFields.map(([field]) => [field, lead[field] ?? ''])) as Record<
+        EditableField,
+        string
+      >,
+  );
+  const [error, setError] = useState<string | null>(null);
+  const save = async () => {
+    setError(null);
+    const changes = leadChanges(lead, draft);
+    if (Object.keys(changes).length === 0) return onCancel();
+    try {
+      onSaved(
+        await api.patch<LeadDetail>(
+          `/accounts/${session.account.id}/leads/${phonePath(lead.phone)}`,
+          changes,
+        ),
+      );
+    } catch (failure) {
+      setError((failure as Error).message);
+    }
+  };
+  return (
+    <form
+      className="lead-editor"
+      aria-label="Edit lead"
+      onSubmit={(event) => {
+        event.preventDefault();
+        void save();
+      }}
+    >
+      {editableFields.map(([field, label, kind]) => (
+        <label key={field} className="field">
+          {label}
+          {kind === 'textarea' ? (
+            <textarea
+              aria-label={label}
+              rows={3}
+              maxLength={5000}
+              value={draft[field]}
+              onChange={(event) => setDraft({ ...draft, [field]: event.target.value })}
+            />
+          ) : (
+            <input
+              aria-label={label}
+              type={kind}
+              maxLength={field === 'email' ? 320 : 200}
+              value={draft[field]}
+              onChange={(event) => setDraft({ ...draft, [field]: event.target.value })}
+            />
+          )}
+        </label>
+      ))}
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+      <div className="actions">
+        <button type="button" className="secondary" onClick={onCancel}>
+          Cancel
+        </button>
+        <button type="submit">Save</button>
+      </div>
+    </form>
+  );
+}
+
+/** The lead's sequence, and enrolling it in one. */
+function LeadSequence({ lead, onEnrolled }: { lead: LeadDetail; onEnrolled: () => void }) {
+  const { api, session } = useDashboard();
+  const canEnroll = useCan('manage_sequences');
+  const [sequences, setSequences] = useState<{ id: string; name: string }[]>([]);
+  const [choice, setChoice] = useState('');
+  const [outcome, setOutcome] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+
+  useEffect(() => {
+    if (!canEnroll) return;
+    api
+      .get<{ sequences: { id: string; name: string; is_active: boolean }[] }>(
+        `/accounts/${session.account.id}/sequences?limit=100`,
+      )
+      .then((page) => setSequences(page.sequences.filter((sequence) => sequence.is_active)))
+      .catch(() => undefined);
+  }, [api, canEnroll, session.account.id]);
+
+  const enroll = async () => {
+    setError(null);
+    setOutcome(null);
+    try {
+      setOutcome(
+        enrollmentLabel(
+          await api.post(`/accounts/${session.account.id}/sequences/${choice}/enroll`, { phone: lead.phone }),
+        ),
+      );
+      setChoice('');
+      onEnrolled();
+    } catch (failure) {
+      setError((failure as Error).message);
+    }
+  };
+
+  const enrollment = lead.sequence;
+  return (
+    <section aria-label="Sequence">
+      <h3>Sequence</h3>
+      {enrollment ? (
+        <p className="enrollment" data-status={enrollment.status}>
+          <strong>{enrollment.name}</strong>
+          <span className={`badge ${enrollment.status === 'active' ? 'active' : 'muted'}`}>
+            {enrollmentStatus[enrollment.status]}
+          </span>
+          <br />
+          <span className="sub">
+            {Math.min(enrollment.current_step, enrollment.total_steps)} of {enrollment.total_steps} steps done
+            {enrollment.next_step_at && ` · next ${formatTime(enrollment.next_step_at)}`}
+          </span>
+        </p>
+      ) : (
+        <p className="empty">Not in a sequence.</p>
+      )}
+      {canEnroll && !lead.opted_out && sequences.length > 0 && (
+        <div className="row">
+          <select
+            aria-label="Sequence to enroll in"
+            value={choice}
+            onChange={(event) => setChoice(event.target.value)}
+          >
+            <option value="">Choose a sequence…</option>
+            {sequences.map((sequence) => (
+              <option key={sequence.id} value={sequence.id}>
+                {sequence.name}
+              </option>
+            ))}
+          </select>
+          <button disabled={!choice} onClick={() => void enroll()}>
+            Enroll
+          </button>
+        </div>
+      )}
+      {outcome && (
+        <p className="notice-ok" role="status">
+          {outcome}
+        </p>
+      )}
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+    </section>
+  );
 }
 
 export interface ImportReport {
@@ -132,12 +336,17 @@ function LeadPanel({
   phone,
   onChanged,
   onClose,
+  onDeleted,
 }: {
   phone: string;
   onChanged: () => void;
   onClose: () => void;
+  onDeleted: () => void;
 }) {
   const { api, session, parent } = useDashboard();
+  const canManage = useCan('manage_leads');
+  const [editing, setEditing] = useState(false);
+  const [confirming, setConfirming] = useState(false);
   const [lead, setLead] = useState<LeadDetail | null>(null);
   const [checklist, setChecklist] = useState<{ checklist: ChecklistItem[]; progress: number } | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -171,6 +380,16 @@ function LeadPanel({
     }
   };
 
+  const remove = async () => {
+    setError(null);
+    try {
+      await api.delete(base);
+      onDeleted();
+    } catch (failure) {
+      setError((failure as Error).message);
+    }
+  };
+
   return (
     <aside className="detail-pane" aria-label="Lead details">
       <header className="thread-header">
@@ -187,7 +406,44 @@ function LeadPanel({
           {error}
         </p>
       )}
-      {lead && (
+      {lead && canManage && !editing && (
+        <div className="lead-actions">
+          <button className="secondary" onClick={() => setEditing(true)}>
+            Edit
+          </button>
+          {confirming ? (
+            <>
+              <button className="danger" onClick={() => void remove()}>
+                Delete for good
+              </button>
+              <button className="link" onClick={() => setConfirming(false)}>
+                Keep
+              </button>
+            </>
+          ) : (
+            <button className="link danger-link" onClick={() => setConfirming(true)}>
+              Delete lead
+            </button>
+          )}
+        </div>
+      )}
+      {confirming && (
+        <p className="sub pad">
+          Deleting removes the lead, its checklist and its sequence; the conversation stays.
+        </p>
+      )}
+      {lead && editing && (
+        <LeadEditor
+          lead={lead}
+          onCancel={() => setEditing(false)}
+          onSaved={(updated) => {
+            setLead(updated);
+            setEditing(false);
+            onChanged();
+          }}
+        />
+      )}
+      {lead && !editing && (
         <dl className="fields">
           <dt>Status</dt>
           <dd>
@@ -221,6 +477,12 @@ function LeadPanel({
               <dd>{lead.source}</dd>
             </>
           )}
+          {lead.notes && (
+            <>
+              <dt>Notes</dt>
+              <dd className="notes">{lead.notes}</dd>
+            </>
+          )}
           <dt>Messages</dt>
           <dd>
             {lead.conversation.message_count}
@@ -229,6 +491,7 @@ function LeadPanel({
           </dd>
         </dl>
       )}
+      {lead && !editing && <LeadSequence lead={lead} onEnrolled={() => void load().catch(() => undefined)} />}
       {checklist && (
         <section aria-label="Checklist">
           <h3>
@@ -389,6 +652,10 @@ export function Leads() {
           phone={selected}
           onChanged={() => void load()}
           onClose={() => setSelected(null)}
+          onDeleted={() => {
+            setSelected(null);
+            void load();
+          }}
         />
       )}
     </div>
