@@ -487,7 +487,7 @@ describe('the embedded dashboard', () => {
     await screenshot(sequences.page, 'sequences-member');
   });
 
-  it('builds a sequence of fixed and AI steps, lists it with its steps, pauses it, and enrolls a lead from the lead view', async () => {
+  it('builds a sequence of fixed and AI steps, lists it with its steps, pauses it, and enrolls and unenrolls a lead from the lead view', async () => {
     const account = await newAccount();
     await acme.post(`/accounts/${account.id}/leads`, { phone: '+15125554001', name: 'Rosa Diaz' });
     const { page, frame } = await openEmbedded(embedUrl(await createToken(account.id)));
@@ -584,6 +584,23 @@ describe('the embedded dashboard', () => {
     const { body: lead } = await acme.get(`/accounts/${account.id}/leads/%2B15125554001`);
     expect(lead.sequence).toMatchObject({ name: 'New lead follow-up', status: 'active', total_steps: 3 });
     await screenshot(page, 'lead-sequence');
+
+    // And out of it again.
+    await enrollment.getByRole('button', { name: 'Remove from sequence' }).click();
+    await details.getByRole('status').getByText('Removed from the sequence.').waitFor();
+    await eventually(async () =>
+      (await enrollment.locator('.enrollment').getAttribute('data-status')) === 'cancelled'
+        ? true
+        : undefined,
+    );
+    expect(await enrollment.innerText()).toContain('Cancelled');
+    expect(await enrollment.getByRole('button', { name: 'Remove from sequence' }).count()).toBe(0);
+    const { body: after } = await acme.get(`/accounts/${account.id}/leads/%2B15125554001`);
+    expect(after.sequence).toMatchObject({
+      name: 'New lead follow-up',
+      status: 'cancelled',
+      next_step_at: null,
+    });
     await frame.getByRole('tab', { name: 'Sequences' }).click();
     await list.getByText('3 steps · 1 enrolled').waitFor();
   });

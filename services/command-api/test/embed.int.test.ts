@@ -303,6 +303,8 @@ describe('the embed API', () => {
       phone: '+15125550140',
     });
     expect(enrolled.body).toMatchObject({ success: true, action: 'enrolled' });
+    const enrolledLead = await member.get(`/accounts/${account}/leads/%2B15125550140`);
+    expect(enrolledLead.body.sequence).toMatchObject({ sequence_id: sequence, status: 'active' });
     const prompt = await admin.patch(`/accounts/${account}/settings/prompt`, {
       mode: 'guided',
       role_persona: 'Maya, the loan assistant of {{company}}',
@@ -339,6 +341,10 @@ describe('the embed API', () => {
         'enroll a lead',
       ],
       [
+        () => member.post(`/accounts/${account}/sequences/${sequence}/unenroll`, { phone: '+15125550140' }),
+        'unenroll a lead',
+      ],
+      [
         () => member.patch(`/accounts/${account}/settings/prompt`, { mode: 'advanced', system_prompt: 'x' }),
         'set the prompt',
       ],
@@ -360,6 +366,14 @@ describe('the embed API', () => {
       is_active: true,
       enrolled_count: 1,
     });
+    expect((await acme.get(`/accounts/${account}/leads/%2B15125550140`)).body.sequence.status).toBe('active');
+    const unenrolled = await admin.post(`/accounts/${account}/sequences/${sequence}/unenroll`, {
+      phone: '+15125550140',
+    });
+    expect(unenrolled.body).toEqual({ success: true, action: 'unenrolled' });
+    expect((await acme.get(`/accounts/${account}/leads/%2B15125550140`)).body.sequence.status).toBe(
+      'cancelled',
+    );
     expect((await acme.get(`/accounts/${account}/context/files`)).body.files).toMatchObject([
       { name: 'faq.md', file_type: 'md' },
     ]);
@@ -386,6 +400,10 @@ describe('the embed API', () => {
       [
         () => owner.post(`/accounts/${mine}/sequences/${foreign.id}/enroll`, { phone: '+15125550150' }),
         'enroll by id',
+      ],
+      [
+        () => owner.post(`/accounts/${mine}/sequences/${foreign.id}/unenroll`, { phone: '+15125550150' }),
+        'unenroll by id',
       ],
       [
         () => owner.patch(`/accounts/${theirs}/settings/prompt`, { mode: 'advanced', system_prompt: 'x' }),

@@ -41,6 +41,7 @@ interface LeadDetail {
   created_at: string;
   conversation: { message_count: number; needs_handoff: boolean };
   sequence: {
+    sequence_id: string;
     name: string;
     status: 'active' | 'paused' | 'completed' | 'cancelled' | 'opted_out';
     current_step: number;
@@ -193,6 +194,21 @@ function LeadSequence({ lead, onEnrolled }: { lead: LeadDetail; onEnrolled: () =
     }
   };
 
+  const unenroll = async (sequenceId: string) => {
+    setError(null);
+    setOutcome(null);
+    try {
+      const { action } = await api.post<{ action: 'unenrolled' | 'not_enrolled' }>(
+        `/accounts/${session.account.id}/sequences/${sequenceId}/unenroll`,
+        { phone: lead.phone },
+      );
+      setOutcome(action === 'unenrolled' ? 'Removed from the sequence.' : 'Not in the sequence any more.');
+      onEnrolled();
+    } catch (failure) {
+      setError((failure as Error).message);
+    }
+  };
+
   const enrollment = lead.sequence;
   return (
     <section aria-label="Sequence">
@@ -208,6 +224,14 @@ function LeadSequence({ lead, onEnrolled }: { lead: LeadDetail; onEnrolled: () =
             {Math.min(enrollment.current_step, enrollment.total_steps)} of {enrollment.total_steps} steps done
             {enrollment.next_step_at && ` · next ${formatTime(enrollment.next_step_at)}`}
           </span>
+          {canEnroll && (enrollment.status === 'active' || enrollment.status === 'paused') && (
+            <>
+              <br />
+              <button className="link danger-link" onClick={() => void unenroll(enrollment.sequence_id)}>
+                Remove from sequence
+              </button>
+            </>
+          )}
         </p>
       ) : (
         <p className="empty">Not in a sequence.</p>

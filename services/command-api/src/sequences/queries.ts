@@ -156,6 +156,7 @@ export async function leadSequence(db: Kysely<Database>, leadId: string) {
     .innerJoin('accounts as a', 'a.id', 'e.account_id')
     .leftJoin('sequences as s', 's.id', 'e.sequence_id')
     .select([
+      'e.sequence_id',
       'e.sequence_name',
       'e.status',
       'e.current_step',
@@ -172,6 +173,7 @@ export async function leadSequence(db: Kysely<Database>, leadId: string) {
   if (!row || row.status === 'removed') return null;
   const paused = row.status === 'active' && (row.account_status !== 'active' || row.is_active === false);
   return {
+    sequence_id: row.sequence_id,
     name: row.sequence_name,
     status: paused ? ('paused' as const) : row.status,
     current_step: row.current_step,

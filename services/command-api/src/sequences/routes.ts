@@ -5,7 +5,7 @@ import { executeOnAccount, requireAccount } from '../accounts/account-stream';
 import { accountParams } from '../accounts/schemas';
 import type { AppDeps } from '../app';
 import { paginationQuery } from '../http/pagination';
-import { decideEnroll, decideSequences, type SequenceCommand } from './decide';
+import { decideEnroll, decideSequences, decideUnenroll, type SequenceCommand } from './decide';
 import {
   accountSequences,
   activeEnrollmentCount,
@@ -22,6 +22,7 @@ import {
   sequenceListResponse,
   sequenceParams,
   sequenceResponse,
+  unenrollResponse,
   updateSequenceBody,
 } from './schemas';
 
@@ -208,6 +209,31 @@ export const sequenceRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) 
         const state = await enrollState(trx, account, sequence_id, request.body.phone);
         return decideEnroll(ids, state, { now: clock.now(), hourSeconds });
       });
+      return { success: true as const, ...result };
+    },
+  );
+
+  app.post(
+    '/accounts/:id/sequences/:sequence_id/unenroll',
+    {
+      schema: {
+        operationId: 'unenrollLead',
+        tags,
+        summary: 'Take a lead out of a sequence',
+        description:
+          "Ends the lead's active enrollment in the sequence (`unenrolled`; its `sequence.status` becomes " +
+          '`cancelled`) and nothing more is sent from it; enrolling again starts over at step 0. A lead not in ' +
+          'the sequence now is left alone (`not_enrolled`). 404 for an unknown sequence or lead.',
+        params: sequenceParams,
+        body: enrollBody,
+        response: { 200: unenrollResponse },
+      },
+    },
+    async (request) => {
+      const { id, sequence_id } = request.params;
+      const { result } = await executeOnAccount(commands, request, id, async (trx, account) =>
+        decideUnenroll(await enrollState(trx, account, sequence_id, request.body.phone)),
+      );
       return { success: true as const, ...result };
     },
   );

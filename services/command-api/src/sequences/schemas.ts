@@ -141,3 +141,12 @@ export const enrollResponse = z
       .describe("When the next step goes out, inside the lead's sending window; null when none is left."),
   })
   .meta({ id: 'Enrollment' });
+
+export const unenrollResponse = z
+  .object({
+    success: z.literal(true),
+    action: z
+      .enum(['unenrolled', 'not_enrolled'])
+      .describe('`not_enrolled`: the lead was not in the sequence (any more); nothing changed.'),
+  })
+  .meta({ id: 'Unenrollment' });
