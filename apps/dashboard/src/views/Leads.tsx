@@ -2,7 +2,7 @@ import { useCallback, useEffect, useState } from 'react';
 import { useCan, useDashboard } from '../context';
 import { phonePath, query } from '../lib/api';
 import { leadsFromCsv } from '../lib/csv';
-import { formatPhone, formatTime, percent } from '../lib/format';
+import { formatDateTime, formatPhone, formatTime, percent } from '../lib/format';
 import { useLiveChanges } from '../lib/live-context';
 import { enrollmentLabel } from './Sequences';
 
@@ -222,7 +222,7 @@ function LeadSequence({ lead, onEnrolled }: { lead: LeadDetail; onEnrolled: () =
           <br />
           <span className="sub">
             {Math.min(enrollment.current_step, enrollment.total_steps)} of {enrollment.total_steps} steps done
-            {enrollment.next_step_at && ` · next ${formatTime(enrollment.next_step_at)}`}
+            {enrollment.next_step_at && ` · next ${formatDateTime(enrollment.next_step_at)}`}
           </span>
           {canEnroll && (enrollment.status === 'active' || enrollment.status === 'paused') && (
             <>

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useState } from 'react';
 import { useCan, useDashboard } from '../context';
-import { formatTime } from '../lib/format';
+import { formatDateTime } from '../lib/format';
 import { useLiveChanges } from '../lib/live-context';
 
 export interface Step {
@@ -69,7 +69,7 @@ export const enrollmentLabel = (enrollment: Enrollment) => {
         ? 'Enrolled again'
         : 'Enrolled';
   if (enrollment.message_sent) return `${what}; the first message is on its way.`;
-  if (enrollment.next_step_at) return `${what}; next message ${formatTime(enrollment.next_step_at)}.`;
+  if (enrollment.next_step_at) return `${what}; next message ${formatDateTime(enrollment.next_step_at)}.`;
   return `${what}.`;
 };
 
