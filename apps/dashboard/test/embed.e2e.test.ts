@@ -601,8 +601,13 @@ describe('the embedded dashboard', () => {
       status: 'cancelled',
       next_step_at: null,
     });
+    // Enrolled again by the partner's own system: the open details follow, live.
+    await acme.post(`/accounts/${account.id}/sequences/${sequenceId}/enroll`, { phone: '+15125554001' });
+    await eventually(async () =>
+      (await enrollment.locator('.enrollment').getAttribute('data-status')) === 'active' ? true : undefined,
+    );
     await frame.getByRole('tab', { name: 'Sequences' }).click();
-    await list.getByText('3 steps · 1 enrolled').waitFor();
+    await list.getByText('3 steps · 2 enrolled').waitFor();
   });
 
   it('edits and deletes a lead from its details', async () => {

@@ -12,7 +12,7 @@ export interface AccountSnapshot {
 export interface AccountChanges {
   /** Phones whose conversation changed (new messages, delivery statuses, handoff flag, AI pause, opt-out). */
   conversations: string[];
-  /** Phones whose lead changed (status, fields, checklist progress), appeared or was deleted. */
+  /** Phones whose lead changed (status, fields, checklist progress, sequence), appeared or was deleted. */
   leads: string[];
   /** Phones whose checklist became complete. */
   checklist_completed: string[];
@@ -21,7 +21,7 @@ export interface AccountChanges {
 }
 
 export async function accountSnapshot(db: Kysely<Database>, accountId: string): Promise<AccountSnapshot> {
-  const [conversations, statuses, leads, requirements, items] = await Promise.all([
+  const [conversations, statuses, leads, requirements, items, enrollments] = await Promise.all([
     db
       .selectFrom('conversations')
       .select(['phone', 'message_count', 'needs_handoff', 'ai_paused_until', 'opted_out', 'last_message_at'])
@@ -49,7 +49,20 @@ export async function accountSnapshot(db: Kysely<Database>, accountId: string): 
       .select(['lead_id', 'requirement_id'])
       .where('account_id', '=', accountId)
       .execute(),
+    // The lead's sequence block: enrolled, a step sent, paused, completed or taken out.
+    db
+      .selectFrom('sequence_enrollments')
+      .select(['lead_id', 'id', 'status', 'current_step', 'updated_at'])
+      .where('account_id', '=', accountId)
+      .orderBy('lead_id')
+      .orderBy('id')
+      .execute(),
   ]);
+  const sequenceStates = new Map<string, string>();
+  for (const row of enrollments) {
+    const entry = `${row.id}:${row.status}:${row.current_step}:${row.updated_at.getTime()},`;
+    sequenceStates.set(row.lead_id, `${sequenceStates.get(row.lead_id) ?? ''}${entry}`);
+  }
   const collected = new Map<string, Set<string>>();
   for (const item of items) {
     const set = collected.get(item.lead_id) ?? new Set<string>();
@@ -82,9 +95,14 @@ export async function accountSnapshot(db: Kysely<Database>, accountId: string): 
     const progress = checklistProgress(requirements, collected.get(lead.id) ?? new Set());
     snapshot.leads.set(
       lead.phone,
-      [lead.id, lead.status, lead.updated_at.getTime(), progress.completed_count, progress.total_count].join(
-        '|',
-      ),
+      [
+        lead.id,
+        lead.status,
+        lead.updated_at.getTime(),
+        progress.completed_count,
+        progress.total_count,
+        sequenceStates.get(lead.id) ?? '',
+      ].join('|'),
     );
     if (progress.complete) snapshot.completeChecklists.add(lead.phone);
   }
