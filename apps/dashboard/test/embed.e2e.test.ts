@@ -608,6 +608,18 @@ describe('the embedded dashboard', () => {
     );
     await frame.getByRole('tab', { name: 'Sequences' }).click();
     await list.getByText('3 steps · 2 enrolled').waitFor();
+    // At a phone's width the list sits above the sequence.
+    await page.setViewportSize({ width: 480, height: 800 });
+    await screenshot(page, 'sequences-narrow');
+
+    // Deleting it stops it for the enrolled lead.
+    await frame.getByRole('button', { name: 'Delete', exact: true }).click();
+    await frame.getByRole('button', { name: 'Delete for good' }).click();
+    await frame.getByText('No sequences yet.').waitFor();
+    expect((await acme.get(`/accounts/${account.id}/sequences/${sequenceId}`)).status).toBe(404);
+    expect((await acme.get(`/accounts/${account.id}/leads/%2B15125554001`)).body.sequence.status).toBe(
+      'cancelled',
+    );
   });
 
   it('edits and deletes a lead from its details', async () => {
