@@ -577,7 +577,7 @@ describe('the embedded dashboard', () => {
       .getByRole('status')
       .getByText(/^Enrolled/)
       .waitFor();
-    const enrollment = details.getByRole('region', { name: 'Sequence' });
+    const enrollment = details.getByRole('region', { name: 'Sequences' });
     await enrollment.locator('.enrollment').getByText('New lead follow-up').waitFor();
     expect(await enrollment.locator('.enrollment').getAttribute('data-status')).toBe('active');
     expect(await enrollment.innerText()).toMatch(/of 3 steps done/);

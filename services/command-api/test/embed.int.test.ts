@@ -305,6 +305,9 @@ describe('the embed API', () => {
     expect(enrolled.body).toMatchObject({ success: true, action: 'enrolled' });
     const enrolledLead = await member.get(`/accounts/${account}/leads/%2B15125550140`);
     expect(enrolledLead.body.sequence).toMatchObject({ sequence_id: sequence, status: 'active' });
+    expect(
+      (await member.get(`/accounts/${account}/leads/%2B15125550140/sequences`)).body.enrollments,
+    ).toMatchObject([{ sequence_id: sequence, status: 'active' }]);
     const prompt = await admin.patch(`/accounts/${account}/settings/prompt`, {
       mode: 'guided',
       role_persona: 'Maya, the loan assistant of {{company}}',
@@ -390,6 +393,7 @@ describe('the embed API', () => {
     const owner = embedClient(await tokenFor(mine, { user_role: 'owner' }));
     for (const [call, what] of [
       [() => owner.get(`/accounts/${theirs}/sequences`), 'list by their account'],
+      [() => owner.get(`/accounts/${theirs}/leads/%2B15125550150/sequences`), "their lead's sequences"],
       [
         () => owner.patch(`/accounts/${theirs}/sequences/${foreign.id}`, { is_active: false }),
         'pause by their account',

@@ -317,6 +317,27 @@ describe('enrollment', () => {
     expect(again.body.action).toBe('reactivated');
   });
 
+  it('lists every sequence a lead is or was in, active ones first', async () => {
+    const accountId = await newAccount();
+    const first = (await acme.post(`/accounts/${accountId}/sequences`, twoSteps)).body;
+    const second = (await acme.post(`/accounts/${accountId}/sequences`, { ...twoSteps, name: 'Nurture' }))
+      .body;
+    await acme.post(`/accounts/${accountId}/leads`, { phone: NY });
+    const path = `/accounts/${accountId}/leads/${encodeURIComponent(NY)}/sequences`;
+    expect((await acme.get(path)).body).toEqual({ enrollments: [] });
+    await acme.post(`/accounts/${accountId}/sequences/${first.id}/enroll`, { phone: NY });
+    await acme.post(`/accounts/${accountId}/sequences/${second.id}/enroll`, { phone: NY });
+    await acme.post(`/accounts/${accountId}/sequences/${first.id}/unenroll`, { phone: NY });
+    const { body } = await acme.get(path);
+    expect(body.enrollments).toMatchObject([
+      { sequence_id: second.id, name: 'Nurture', status: 'active', total_steps: 2, ended_at: null },
+      { sequence_id: first.id, name: 'Welcome', status: 'cancelled', next_step_at: null },
+    ]);
+    expect(body.enrollments[1].ended_at).toEqual(expect.any(String));
+    expect((await acme.get(`/accounts/${accountId}/leads/%2B12125550177/sequences`)).status).toBe(404);
+    expect((await other.get(path)).status).toBe(404);
+  });
+
   it('enrolls auto_sequence imports in the default sequence', async () => {
     const accountId = await newAccount();
     const sequence = (await acme.post(`/accounts/${accountId}/sequences`, { ...twoSteps, is_default: true }))

@@ -160,10 +160,21 @@ function LeadEditor({
 }
 
 /** The lead's sequence, and enrolling it in one. */
-function LeadSequence({ lead, onEnrolled }: { lead: LeadDetail; onEnrolled: () => void }) {
+interface LeadEnrollment {
+  sequence_id: string;
+  name: string;
+  status: 'active' | 'paused' | 'completed' | 'cancelled' | 'opted_out';
+  current_step: number;
+  total_steps: number;
+  next_step_at: string | null;
+}
+
+/** Every sequence the lead is or was in, with its state; enrolling it in another, taking it out. */
+function LeadSequences({ lead, onEnrolled }: { lead: LeadDetail; onEnrolled: () => void }) {
   const { api, session } = useDashboard();
   const canEnroll = useCan('manage_sequences');
   const [sequences, setSequences] = useState<{ id: string; name: string }[]>([]);
+  const [enrollments, setEnrollments] = useState<LeadEnrollment[] | null>(null);
   const [choice, setChoice] = useState('');
   const [outcome, setOutcome] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -177,66 +188,81 @@ function LeadSequence({ lead, onEnrolled }: { lead: LeadDetail; onEnrolled: () =
       .then((page) => setSequences(page.sequences.filter((sequence) => sequence.is_active)))
       .catch(() => undefined);
   }, [api, canEnroll, session.account.id]);
+  // Read again whenever the lead is (after an enrollment change, or live).
+  useEffect(() => {
+    api
+      .get<{ enrollments: LeadEnrollment[] }>(
+        `/accounts/${session.account.id}/leads/${phonePath(lead.phone)}/sequences`,
+      )
+      .then((page) => setEnrollments(page.enrollments))
+      .catch((failure: Error) => setError(failure.message));
+  }, [api, lead, session.account.id]);
 
-  const enroll = async () => {
+  const act = async (action: () => Promise<string>) => {
     setError(null);
     setOutcome(null);
     try {
-      setOutcome(
-        enrollmentLabel(
-          await api.post(`/accounts/${session.account.id}/sequences/${choice}/enroll`, { phone: lead.phone }),
-        ),
-      );
-      setChoice('');
+      setOutcome(await action());
       onEnrolled();
     } catch (failure) {
       setError((failure as Error).message);
     }
   };
-
-  const unenroll = async (sequenceId: string) => {
-    setError(null);
-    setOutcome(null);
-    try {
+  const enroll = () =>
+    act(async () => {
+      const result = await api.post<Parameters<typeof enrollmentLabel>[0]>(
+        `/accounts/${session.account.id}/sequences/${choice}/enroll`,
+        { phone: lead.phone },
+      );
+      setChoice('');
+      return enrollmentLabel(result);
+    });
+  const unenroll = (sequenceId: string) =>
+    act(async () => {
       const { action } = await api.post<{ action: 'unenrolled' | 'not_enrolled' }>(
         `/accounts/${session.account.id}/sequences/${sequenceId}/unenroll`,
         { phone: lead.phone },
       );
-      setOutcome(action === 'unenrolled' ? 'Removed from the sequence.' : 'Not in the sequence any more.');
-      onEnrolled();
-    } catch (failure) {
-      setError((failure as Error).message);
-    }
-  };
+      return action === 'unenrolled' ? 'Removed from the sequence.' : 'Not in the sequence any more.';
+    });
 
-  const enrollment = lead.sequence;
+  const running = new Set(
+    (enrollments ?? [])
+      .filter((enrollment) => enrollment.status === 'active' || enrollment.status === 'paused')
+      .map((enrollment) => enrollment.sequence_id),
+  );
+  const available = sequences.filter((sequence) => !running.has(sequence.id));
   return (
-    <section aria-label="Sequence">
-      <h3>Sequence</h3>
-      {enrollment ? (
-        <p className="enrollment" data-status={enrollment.status}>
-          <strong>{enrollment.name}</strong>
-          <span className={`badge ${enrollment.status === 'active' ? 'active' : 'muted'}`}>
-            {enrollmentStatus[enrollment.status]}
-          </span>
-          <br />
-          <span className="sub">
-            {Math.min(enrollment.current_step, enrollment.total_steps)} of {enrollment.total_steps} steps done
-            {enrollment.next_step_at && ` · next ${formatDateTime(enrollment.next_step_at)}`}
-          </span>
-          {canEnroll && (enrollment.status === 'active' || enrollment.status === 'paused') && (
-            <>
+    <section aria-label="Sequences">
+      <h3>Sequences</h3>
+      {enrollments?.length === 0 && <p className="empty">Not in a sequence.</p>}
+      {enrollments && enrollments.length > 0 && (
+        <ul className="enrollments">
+          {enrollments.map((enrollment) => (
+            <li key={enrollment.sequence_id} className="enrollment" data-status={enrollment.status}>
+              <strong>{enrollment.name}</strong>
+              <span className={`badge ${enrollment.status === 'active' ? 'active' : 'muted'}`}>
+                {enrollmentStatus[enrollment.status]}
+              </span>
               <br />
-              <button className="link danger-link" onClick={() => void unenroll(enrollment.sequence_id)}>
-                Remove from sequence
-              </button>
-            </>
-          )}
-        </p>
-      ) : (
-        <p className="empty">Not in a sequence.</p>
+              <span className="sub">
+                {Math.min(enrollment.current_step, enrollment.total_steps)} of {enrollment.total_steps} steps
+                done
+                {enrollment.next_step_at && ` · next ${formatDateTime(enrollment.next_step_at)}`}
+              </span>
+              {canEnroll && running.has(enrollment.sequence_id) && (
+                <>
+                  <br />
+                  <button className="link danger-link" onClick={() => void unenroll(enrollment.sequence_id)}>
+                    Remove from sequence
+                  </button>
+                </>
+              )}
+            </li>
+          ))}
+        </ul>
       )}
-      {canEnroll && !lead.opted_out && sequences.length > 0 && (
+      {canEnroll && !lead.opted_out && available.length > 0 && (
         <div className="row">
           <select
             aria-label="Sequence to enroll in"
@@ -244,7 +270,7 @@ function LeadSequence({ lead, onEnrolled }: { lead: LeadDetail; onEnrolled: () =
             onChange={(event) => setChoice(event.target.value)}
           >
             <option value="">Choose a sequence…</option>
-            {sequences.map((sequence) => (
+            {available.map((sequence) => (
               <option key={sequence.id} value={sequence.id}>
                 {sequence.name}
               </option>
@@ -515,7 +541,9 @@ function LeadPanel({
           </dd>
         </dl>
       )}
-      {lead && !editing && <LeadSequence lead={lead} onEnrolled={() => void load().catch(() => undefined)} />}
+      {lead && !editing && (
+        <LeadSequences lead={lead} onEnrolled={() => void load().catch(() => undefined)} />
+      )}
       {checklist && (
         <section aria-label="Checklist">
           <h3>

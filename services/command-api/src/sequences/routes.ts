@@ -5,12 +5,15 @@ import { executeOnAccount, requireAccount } from '../accounts/account-stream';
 import { accountParams } from '../accounts/schemas';
 import type { AppDeps } from '../app';
 import { paginationQuery } from '../http/pagination';
+import { findLeadRow } from '../leads/queries';
+import { leadParams } from '../leads/schemas';
 import { decideEnroll, decideSequences, decideUnenroll, type SequenceCommand } from './decide';
 import {
   accountSequences,
   activeEnrollmentCount,
   enrollState,
   findSequenceRow,
+  leadEnrollments,
   listSequences,
   toSequenceResponse,
 } from './queries';
@@ -19,6 +22,7 @@ import {
   deleteSequenceResponse,
   enrollBody,
   enrollResponse,
+  leadEnrollmentsResponse,
   sequenceListResponse,
   sequenceParams,
   sequenceResponse,
@@ -210,6 +214,28 @@ export const sequenceRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) 
         return decideEnroll(ids, state, { now: clock.now(), hourSeconds });
       });
       return { success: true as const, ...result };
+    },
+  );
+
+  app.get(
+    '/accounts/:id/leads/:phone/sequences',
+    {
+      schema: {
+        operationId: 'listLeadEnrollments',
+        tags,
+        summary: "List a lead's sequences",
+        description:
+          "Every sequence the lead is or was in, with the enrollment's state: the lead details' `sequence` " +
+          'shows only the active one (else the latest). 404 for an unknown lead.',
+        params: leadParams,
+        response: { 200: leadEnrollmentsResponse },
+      },
+    },
+    async (request) => {
+      const account = await requireAccount(db, request, request.params.id);
+      const lead = await findLeadRow(db, account.id, request.params.phone);
+      if (!lead) throw notFound('lead');
+      return { enrollments: await leadEnrollments(db, lead.id) };
     },
   );
 
