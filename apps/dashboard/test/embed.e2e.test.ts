@@ -490,6 +490,7 @@ describe('the embedded dashboard', () => {
   it('builds a sequence of fixed and AI steps, lists it with its steps, pauses it, and enrolls and unenrolls a lead from the lead view', async () => {
     const account = await newAccount();
     await acme.post(`/accounts/${account.id}/leads`, { phone: '+15125554001', name: 'Rosa Diaz' });
+    await acme.post(`/accounts/${account.id}/leads`, { phone: '+15125554002', name: 'Ira Moss' });
     const { page, frame } = await openEmbedded(embedUrl(await createToken(account.id)));
     await frame.getByRole('tab', { name: 'Sequences' }).click();
     await frame.getByText('No sequences yet.').waitFor();
@@ -608,6 +609,18 @@ describe('the embedded dashboard', () => {
     );
     await frame.getByRole('tab', { name: 'Sequences' }).click();
     await list.getByText('3 steps · 2 enrolled').waitFor();
+    // Enrolling by phone from the sequence itself, as people type numbers.
+    await frame.getByLabel('Lead phone').fill('(512) 555-4002');
+    await frame.getByRole('button', { name: 'Enroll', exact: true }).click();
+    await frame
+      .getByRole('status')
+      .getByText(/^Enrolled/)
+      .waitFor();
+    await list.getByText('3 steps · 3 enrolled').waitFor();
+    expect((await acme.get(`/accounts/${account.id}/leads/%2B15125554002`)).body.sequence).toMatchObject({
+      name: 'New lead follow-up',
+      status: 'active',
+    });
     // At a phone's width the list sits above the sequence.
     await page.setViewportSize({ width: 480, height: 800 });
     await screenshot(page, 'sequences-narrow');
