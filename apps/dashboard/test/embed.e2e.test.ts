@@ -497,6 +497,14 @@ describe('the embedded dashboard', () => {
     await frame.getByRole('button', { name: 'New sequence' }).click();
     await frame.getByLabel('Sequence name').fill('New lead follow-up');
     await frame.getByLabel('Sequence description').fill('For leads from the website');
+    // A misspelt variable is refused, saying where.
+    await frame.getByLabel('Step 1 message').fill('Hi {{frist_name}}!');
+    await frame.getByRole('button', { name: 'Create sequence' }).click();
+    await frame
+      .getByRole('alert')
+      .getByText(/steps 1 message: Unknown template variable/)
+      .waitFor();
+    expect((await acme.get(`/accounts/${account.id}/sequences`)).body.total).toBe(0);
     await frame
       .getByLabel('Step 1 message')
       .fill('Hi {{first_name}}, thanks for reaching out to {{company}}!');

@@ -20,6 +20,22 @@ export interface Session {
 
 export const API_BASE = '/embed/api';
 
+/** What the user reads of a problem: its detail, and for an invalid form what is wrong with which field. */
+export function problemMessage(json: Record<string, unknown>, status: number): string {
+  const detail = typeof json.detail === 'string' ? json.detail : `Request failed (${status}).`;
+  if (!Array.isArray(json.errors) || json.errors.length === 0) return detail;
+  const fields = (json.errors as { field?: unknown; message?: unknown }[]).slice(0, 3).map((error) => {
+    // `body.steps.1.message` reads as `steps 2 message`: people count steps from one.
+    const field = String(error.field ?? '')
+      .replace(/^body\.?/, '')
+      .replace(/\.(\d+)/g, (_, index: string) => ` ${Number(index) + 1}`)
+      .replaceAll('.', ' ')
+      .replaceAll('_', ' ');
+    return field ? `${field}: ${String(error.message)}` : String(error.message);
+  });
+  return `${detail} ${fields.join('; ')}`;
+}
+
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
 /**
@@ -44,8 +60,11 @@ export function createApi(getToken: () => string, onUnauthorized: () => void) {
     const json = text ? (JSON.parse(text) as Record<string, unknown>) : {};
     if (!response.ok) {
       if (response.status === 401 && token === getToken()) onUnauthorized();
-      const detail = typeof json.detail === 'string' ? json.detail : `Request failed (${response.status}).`;
-      throw new ApiError(response.status, String(json.code ?? 'error'), detail);
+      throw new ApiError(
+        response.status,
+        String(json.code ?? 'error'),
+        problemMessage(json, response.status),
+      );
     }
     return json as T;
   }

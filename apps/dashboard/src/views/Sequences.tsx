@@ -566,7 +566,11 @@ export function Sequences() {
         ) : (
           loaded && (
             <p className="empty">
-              {canManage ? 'Create a sequence to follow up with leads automatically.' : 'Select a sequence.'}
+              {sequences.length > 0
+                ? 'Select a sequence.'
+                : canManage
+                  ? 'Create a sequence to follow up with leads automatically.'
+                  : 'There are no sequences yet.'}
             </p>
           )
         )}
