@@ -328,6 +328,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/accounts/{id}/leads/{phone}/sequences": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a lead's sequences
+         * @description Every sequence the lead is or was in, with the enrollment's state: the lead details' `sequence` shows only the active one (else the latest). 404 for an unknown lead.
+         */
+        get: operations["listLeadEnrollments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/accounts/{id}/sequences/{sequence_id}/unenroll": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Take a lead out of a sequence
+         * @description Ends the lead's active enrollment in the sequence (`unenrolled`; its `sequence.status` becomes `cancelled`) and nothing more is sent from it; enrolling again starts over at step 0. A lead not in the sequence now is left alone (`not_enrolled`). 404 for an unknown sequence or lead.
+         */
+        post: operations["unenrollLead"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/accounts/{id}/conversations": {
         parameters: {
             query?: never;
@@ -1622,6 +1662,8 @@ export interface components {
             };
             /** @description The active enrollment, else the latest one; null when the lead was never enrolled. */
             sequence: {
+                /** Format: uuid */
+                sequence_id: string;
                 name: string;
                 /**
                  * @description `paused` while the account is deactivated or the sequence inactive; `opted_out` when the number texted STOP during the sequence (it stops for good; enrolling again after START starts over).
@@ -1638,6 +1680,35 @@ export interface components {
                 /** @description When the next step goes out, inside the lead's sending window. */
                 next_step_at: string | null;
             } | null;
+        };
+        LeadEnrollment: {
+            /** Format: uuid */
+            sequence_id: string;
+            /** @description The sequence name when the lead was enrolled. */
+            name: string;
+            /**
+             * @description `paused` while the account is deactivated or the sequence inactive; `cancelled` when the lead was taken out or the sequence deleted; `opted_out` when the number texted STOP during it.
+             * @enum {string}
+             */
+            status: "active" | "paused" | "completed" | "cancelled" | "opted_out";
+            /**
+             * Format: int32
+             * @description Steps sent or skipped so far: the 0-based order of the next one.
+             */
+            current_step: number;
+            /** Format: int32 */
+            total_steps: number;
+            next_step_at: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-01-15T14:30:00.000Z
+             */
+            started_at: string;
+            ended_at: string | null;
+        };
+        LeadEnrollments: {
+            /** @description Active enrollments first, then the latest; one per sequence the lead was ever in. */
+            enrollments: components["schemas"]["LeadEnrollment"][];
         };
         LeadImport: {
             name?: string;
@@ -2113,6 +2184,15 @@ export interface components {
         };
         TeamMemberList: {
             team_members: components["schemas"]["TeamMember"][];
+        };
+        Unenrollment: {
+            /** @constant */
+            success: true;
+            /**
+             * @description `not_enrolled`: the lead was not in the sequence (any more); nothing changed.
+             * @enum {string}
+             */
+            action: "unenrolled" | "not_enrolled";
         };
         /** @description Mutable fields: name, company_name, forwarding_number, branding, metadata, ai_pause_minutes, sending_window and status. The phone number and slug cannot change. */
         UpdateAccountRequest: {
@@ -5679,6 +5759,283 @@ export interface operations {
              *     `lead_opted_out`: The number opted out (it texted STOP); it can opt back in with START.
              */
             409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 2 MB. */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json`. */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
+             *
+             *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
+             */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listLeadEnrollments: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The account id. */
+                id: string;
+                /** @description The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`. */
+                phone: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LeadEnrollments"];
+                };
+            };
+            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `missing_api_key`: No `X-Partner-Key` header.
+             *
+             *     `invalid_api_key`: The partner key is unknown or revoked.
+             */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `account_not_found`: No such account for this partner (another partner's account too).
+             *
+             *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone.
+             */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    unenrollLead: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The account id. */
+                id: string;
+                /** @description The sequence id. */
+                sequence_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EnrollLead"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Unenrollment"];
+                };
+            };
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
+             */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `missing_api_key`: No `X-Partner-Key` header.
+             *
+             *     `invalid_api_key`: The partner key is unknown or revoked.
+             */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `account_not_found`: No such account for this partner (another partner's account too).
+             *
+             *     `sequence_not_found`: No such sequence in the account (another account's too).
+             */
+            404: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];

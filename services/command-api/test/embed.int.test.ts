@@ -48,6 +48,19 @@ function embedClient(token: string) {
   };
 }
 
+/** A context file upload through the embed API, as the dashboard's file picker sends it. */
+const uploadContextFile = async (token: string, accountId: string) =>
+  system.app.inject({
+    method: 'POST',
+    url: `/embed/api/accounts/${accountId}/context/files`,
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'multipart/form-data; boundary=b',
+    },
+    payload:
+      '--b\r\nContent-Disposition: form-data; name="file"; filename="faq.md"\r\nContent-Type: text/markdown\r\n\r\n# FAQ\nWe lend in Texas.\r\n--b--\r\n',
+  });
+
 describe('creating embed tokens', () => {
   it('answers a token, its expiry and the embed URL, 8 hours by default, with the view only when chosen', async () => {
     const account = await newAccount();
@@ -258,6 +271,157 @@ describe('the embed API', () => {
     expect((await acme.get(`/accounts/${account}/leads`)).body.total).toBe(0);
   });
 
+  it('lets an admin build, pause and enroll in sequences and set the AI prompt and context; a member only reads them', async () => {
+    const account = await newAccount();
+    await acme.post(`/accounts/${account}/leads`, { phone: '+15125550140', name: 'Cy' });
+    const admin = embedClient(await tokenFor(account, { user_name: 'Ari Admin' }));
+    const member = embedClient(await tokenFor(account, { user_role: 'member' }));
+    const created = await admin.post(`/accounts/${account}/sequences`, {
+      name: 'New lead follow-up',
+      steps: [
+        { type: 'fixed', message: 'Hi {{first_name}}, thanks for reaching out!' },
+        {
+          type: 'ai',
+          instructions: 'Ask which loan they are after.',
+          delay_hours: 24,
+          skip_if_replied: false,
+        },
+      ],
+    });
+    expect(created.status).toBe(201);
+    expect(
+      created.body.steps.map((step: { order: number; type: string }) => [step.order, step.type]),
+    ).toEqual([
+      [0, 'fixed'],
+      [1, 'ai'],
+    ]);
+    const sequence = created.body.id as string;
+    const paused = await admin.patch(`/accounts/${account}/sequences/${sequence}`, { is_active: false });
+    expect(paused.body.is_active).toBe(false);
+    await admin.patch(`/accounts/${account}/sequences/${sequence}`, { is_active: true, is_default: true });
+    const enrolled = await admin.post(`/accounts/${account}/sequences/${sequence}/enroll`, {
+      phone: '+15125550140',
+    });
+    expect(enrolled.body).toMatchObject({ success: true, action: 'enrolled' });
+    const enrolledLead = await member.get(`/accounts/${account}/leads/%2B15125550140`);
+    expect(enrolledLead.body.sequence).toMatchObject({ sequence_id: sequence, status: 'active' });
+    expect(
+      (await member.get(`/accounts/${account}/leads/%2B15125550140/sequences`)).body.enrollments,
+    ).toMatchObject([{ sequence_id: sequence, status: 'active' }]);
+    const prompt = await admin.patch(`/accounts/${account}/settings/prompt`, {
+      mode: 'guided',
+      role_persona: 'Maya, the loan assistant of {{company}}',
+    });
+    expect(prompt.status).toBe(200);
+    const adminToken = await tokenFor(account);
+    expect((await uploadContextFile(adminToken, account)).statusCode).toBe(201);
+
+    const listed = await member.get(`/accounts/${account}/sequences`);
+    expect(listed.body.sequences).toMatchObject([
+      { id: sequence, name: 'New lead follow-up', is_active: true, is_default: true, enrolled_count: 1 },
+    ]);
+    expect((await member.get(`/accounts/${account}/settings/prompt`)).body.role_persona).toBe(
+      'Maya, the loan assistant of {{company}}',
+    );
+    expect((await member.get(`/accounts/${account}/context/files`)).status).toBe(200);
+    expect((await member.get(`/accounts/${account}/context/urls`)).status).toBe(200);
+    for (const [call, what] of [
+      [
+        () =>
+          member.post(`/accounts/${account}/sequences`, {
+            name: 'x',
+            steps: [{ type: 'fixed', message: 'x' }],
+          }),
+        'create a sequence',
+      ],
+      [
+        () => member.patch(`/accounts/${account}/sequences/${sequence}`, { is_active: false }),
+        'pause a sequence',
+      ],
+      [() => member.delete(`/accounts/${account}/sequences/${sequence}`), 'delete a sequence'],
+      [
+        () => member.post(`/accounts/${account}/sequences/${sequence}/enroll`, { phone: '+15125550140' }),
+        'enroll a lead',
+      ],
+      [
+        () => member.post(`/accounts/${account}/sequences/${sequence}/unenroll`, { phone: '+15125550140' }),
+        'unenroll a lead',
+      ],
+      [
+        () => member.patch(`/accounts/${account}/settings/prompt`, { mode: 'advanced', system_prompt: 'x' }),
+        'set the prompt',
+      ],
+      [
+        () => member.post(`/accounts/${account}/context/urls`, { url: 'https://example.com/' }),
+        'add a context URL',
+      ],
+    ] as const) {
+      const refused = await call();
+      expect({ what, status: refused.status, code: refused.body.code }).toEqual({
+        what,
+        status: 403,
+        code: 'embed_role_forbidden',
+      });
+    }
+    const upload = await uploadContextFile(await tokenFor(account, { user_role: 'member' }), account);
+    expect(upload.statusCode).toBe(403);
+    expect((await acme.get(`/accounts/${account}/sequences`)).body.sequences[0]).toMatchObject({
+      is_active: true,
+      enrolled_count: 1,
+    });
+    expect((await acme.get(`/accounts/${account}/leads/%2B15125550140`)).body.sequence.status).toBe('active');
+    const unenrolled = await admin.post(`/accounts/${account}/sequences/${sequence}/unenroll`, {
+      phone: '+15125550140',
+    });
+    expect(unenrolled.body).toEqual({ success: true, action: 'unenrolled' });
+    expect((await acme.get(`/accounts/${account}/leads/%2B15125550140`)).body.sequence.status).toBe(
+      'cancelled',
+    );
+    expect((await acme.get(`/accounts/${account}/context/files`)).body.files).toMatchObject([
+      { name: 'faq.md', file_type: 'md' },
+    ]);
+  });
+
+  it("keeps another account's sequences out of reach: a 404 by its account and by its id", async () => {
+    const mine = await newAccount();
+    const theirs = await newAccount(other);
+    await acme.post(`/accounts/${mine}/leads`, { phone: '+15125550150' });
+    const { body: foreign } = await other.post(`/accounts/${theirs}/sequences`, {
+      name: 'Theirs',
+      steps: [{ type: 'fixed', message: 'Hello' }],
+    });
+    const owner = embedClient(await tokenFor(mine, { user_role: 'owner' }));
+    for (const [call, what] of [
+      [() => owner.get(`/accounts/${theirs}/sequences`), 'list by their account'],
+      [() => owner.get(`/accounts/${theirs}/leads/%2B15125550150/sequences`), "their lead's sequences"],
+      [
+        () => owner.patch(`/accounts/${theirs}/sequences/${foreign.id}`, { is_active: false }),
+        'pause by their account',
+      ],
+      [() => owner.get(`/accounts/${mine}/sequences/${foreign.id}`), 'read by id'],
+      [() => owner.patch(`/accounts/${mine}/sequences/${foreign.id}`, { is_active: false }), 'pause by id'],
+      [() => owner.delete(`/accounts/${mine}/sequences/${foreign.id}`), 'delete by id'],
+      [
+        () => owner.post(`/accounts/${mine}/sequences/${foreign.id}/enroll`, { phone: '+15125550150' }),
+        'enroll by id',
+      ],
+      [
+        () => owner.post(`/accounts/${mine}/sequences/${foreign.id}/unenroll`, { phone: '+15125550150' }),
+        'unenroll by id',
+      ],
+      [
+        () => owner.patch(`/accounts/${theirs}/settings/prompt`, { mode: 'advanced', system_prompt: 'x' }),
+        'their prompt',
+      ],
+    ] as const) {
+      const response = await call();
+      expect({ what, status: response.status }).toEqual({ what, status: 404 });
+    }
+    expect((await owner.get(`/accounts/${mine}/sequences`)).body.total).toBe(0);
+    const theirsNow = await other.get(`/accounts/${theirs}/sequences/${foreign.id}`);
+    expect(theirsNow.body).toMatchObject({ name: 'Theirs', is_active: true, enrolled_count: 0 });
+  });
+
   it('refuses expired, revoked and deactivated-account tokens with a 401 on every route', async () => {
     const account = await newAccount();
     const shortLived = await tokenFor(account, { expires_in: 60 });
@@ -375,6 +539,27 @@ describe('the dashboard page', () => {
     expect(page.headers['content-security-policy']).toContain('frame-ancestors https://crm.example.com');
     const open = await system.app.inject({ method: 'GET', url: `/embed?token=${await tokenFor(account)}` });
     expect(open.headers['content-security-policy']).toContain('frame-ancestors *');
+  });
+
+  it('may be framed by nobody when the token is missing, unknown, expired or revoked', async () => {
+    const account = await newAccount();
+    const expired = await tokenFor(account, { expires_in: 60 });
+    clock.advance(61_000);
+    const revoked = await tokenFor(account, { parent_origin: 'https://crm.example.com' });
+    await acme.delete(`/accounts/${account}/embed-tokens`);
+    for (const url of [
+      '/embed',
+      '/embed?token=lle_unknown',
+      `/embed?token=${expired}`,
+      `/embed?token=${revoked}`,
+    ]) {
+      const page = await system.app.inject({ method: 'GET', url });
+      expect({ url, csp: page.headers['content-security-policy'] }).toEqual({
+        url,
+        csp: expect.stringContaining("frame-ancestors 'none'"),
+      });
+      expect(page.headers['content-security-policy']).not.toContain('frame-ancestors *');
+    }
   });
 });
 

@@ -147,8 +147,9 @@ describe('sequence routes', () => {
       other.patch(`${base}/${sequence.id}`, { name: 'Mine' }),
       other.delete(`${base}/${sequence.id}`),
       other.post(`${base}/${sequence.id}/enroll`, { phone: NY }),
+      other.post(`${base}/${sequence.id}/unenroll`, { phone: NY }),
     ]);
-    expect(answers.map((answer) => answer.status)).toEqual([404, 404, 404, 404, 404, 404]);
+    expect(answers.map((answer) => answer.status)).toEqual([404, 404, 404, 404, 404, 404, 404]);
     expect((await acme.get(`${base}/${sequence.id}`)).body).toMatchObject({
       name: 'Welcome',
       enrolled_count: 0,
@@ -175,6 +176,7 @@ describe('enrollment', () => {
     const lead = (await acme.get(`/accounts/${accountId}/leads/${encodeURIComponent(NY)}`)).body;
     expect(lead.status).toBe('contacted');
     expect(lead.sequence).toEqual({
+      sequence_id: sequence.id,
       name: 'Welcome',
       status: 'active',
       current_step: 1,
@@ -283,6 +285,57 @@ describe('enrollment', () => {
     // The lead was deleted with its enrollment: the new lead is enrolled afresh.
     const enrolled = await acme.post(`/accounts/${accountId}/sequences/${another.id}/enroll`, { phone: NY });
     expect(enrolled.body.action).toBe('enrolled');
+  });
+
+  it('takes a lead out of a sequence: nothing more is sent, and enrolling again starts over', async () => {
+    const accountId = await newAccount();
+    const sequence = (await acme.post(`/accounts/${accountId}/sequences`, twoSteps)).body;
+    await acme.post(`/accounts/${accountId}/leads`, { phone: NY });
+    await acme.post(`/accounts/${accountId}/sequences/${sequence.id}/enroll`, { phone: NY });
+    const path = `/accounts/${accountId}/sequences/${sequence.id}/unenroll`;
+    expect((await acme.post(path, { phone: NY })).body).toEqual({ success: true, action: 'unenrolled' });
+    const lead = (await acme.get(`/accounts/${accountId}/leads/${encodeURIComponent(NY)}`)).body;
+    expect(lead.sequence).toMatchObject({
+      sequence_id: sequence.id,
+      name: 'Welcome',
+      status: 'cancelled',
+      next_step_at: null,
+    });
+    expect((await acme.get(`/accounts/${accountId}/conversations`)).body.conversations[0].in_sequence).toBe(
+      false,
+    );
+    const due = await system.services.db
+      .selectFrom('sequence_enrollments')
+      .select('id')
+      .where('account_id', '=', accountId)
+      .where('next_step_at', 'is not', null)
+      .execute();
+    expect(due).toEqual([]);
+    expect((await acme.post(path, { phone: NY })).body).toEqual({ success: true, action: 'not_enrolled' });
+    expect((await acme.post(path, { phone: '+12125550188' })).status).toBe(404);
+    const again = await acme.post(`/accounts/${accountId}/sequences/${sequence.id}/enroll`, { phone: NY });
+    expect(again.body.action).toBe('reactivated');
+  });
+
+  it('lists every sequence a lead is or was in, active ones first', async () => {
+    const accountId = await newAccount();
+    const first = (await acme.post(`/accounts/${accountId}/sequences`, twoSteps)).body;
+    const second = (await acme.post(`/accounts/${accountId}/sequences`, { ...twoSteps, name: 'Nurture' }))
+      .body;
+    await acme.post(`/accounts/${accountId}/leads`, { phone: NY });
+    const path = `/accounts/${accountId}/leads/${encodeURIComponent(NY)}/sequences`;
+    expect((await acme.get(path)).body).toEqual({ enrollments: [] });
+    await acme.post(`/accounts/${accountId}/sequences/${first.id}/enroll`, { phone: NY });
+    await acme.post(`/accounts/${accountId}/sequences/${second.id}/enroll`, { phone: NY });
+    await acme.post(`/accounts/${accountId}/sequences/${first.id}/unenroll`, { phone: NY });
+    const { body } = await acme.get(path);
+    expect(body.enrollments).toMatchObject([
+      { sequence_id: second.id, name: 'Nurture', status: 'active', total_steps: 2, ended_at: null },
+      { sequence_id: first.id, name: 'Welcome', status: 'cancelled', next_step_at: null },
+    ]);
+    expect(body.enrollments[1].ended_at).toEqual(expect.any(String));
+    expect((await acme.get(`/accounts/${accountId}/leads/%2B12125550177/sequences`)).status).toBe(404);
+    expect((await other.get(path)).status).toBe(404);
   });
 
   it('enrolls auto_sequence imports in the default sequence', async () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
+import { problemMessage } from './api';
 import { accentOf, textOn } from './brand';
 import { leadsFromCsv, parseCsvRows } from './csv';
 import { expiringDelay, scheduleExpiring, WARNING_MS } from './expiry';
@@ -136,5 +137,24 @@ describe('branding', () => {
     expect(accentOf('red;background:url(x)')).toBe('#2563eb');
     expect(textOn('#0F766E')).toBe('#ffffff');
     expect(textOn('#fde047')).toBe('#000000');
+  });
+});
+
+describe('problem messages', () => {
+  it('names what is wrong with which field, steps counted from one', () => {
+    expect(
+      problemMessage(
+        {
+          code: 'validation_failed',
+          detail: 'The request is not valid.',
+          errors: [{ field: 'body.steps.1.message', message: 'Unknown template variable {{frist_name}}.' }],
+        },
+        400,
+      ),
+    ).toBe('The request is not valid. steps 2 message: Unknown template variable {{frist_name}}.');
+    expect(
+      problemMessage({ code: 'embed_role_forbidden', detail: 'The member role may not do this.' }, 403),
+    ).toBe('The member role may not do this.');
+    expect(problemMessage({}, 502)).toBe('Request failed (502).');
   });
 });

@@ -13,4 +13,15 @@ export function formatTime(iso: string | null, now = new Date()): string {
     : date.toLocaleDateString(undefined, { month: 'short', day: 'numeric' });
 }
 
+/** A moment that matters to the minute (when the next step goes out), whatever the day. */
+export function formatDateTime(iso: string | null): string {
+  if (!iso) return '';
+  return new Date(iso).toLocaleString(undefined, {
+    month: 'short',
+    day: 'numeric',
+    hour: 'numeric',
+    minute: '2-digit',
+  });
+}
+
 export const percent = (share: number) => `${Math.round(share * 100)}%`;

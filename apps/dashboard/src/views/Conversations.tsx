@@ -28,6 +28,15 @@ export interface Message {
 
 const PAGE = 100;
 
+/** Outbound delivery as the carrier reports it, updated live. */
+export const deliveryLabel: Record<string, string> = {
+  queued: 'Sending',
+  sent: 'Sent',
+  delivered: 'Delivered',
+  undelivered: 'Not delivered',
+  failed: 'Failed',
+};
+
 export function ConversationList({
   conversations,
   selected,
@@ -78,7 +87,12 @@ export function MessageThread({ messages }: { messages: Message[] }) {
                   : '')}
             {message.direction === 'outbound' && ' · '}
             {formatTime(message.sent_at)}
-            {message.direction === 'outbound' && message.status !== 'queued' && ` · ${message.status}`}
+            {message.direction === 'outbound' && (
+              <span className={`delivery ${message.status}`} data-status={message.status}>
+                {' · '}
+                {deliveryLabel[message.status] ?? message.status}
+              </span>
+            )}
           </div>
         </li>
       ))}
@@ -149,6 +163,11 @@ function Thread({ conversation, onChanged }: { conversation: ConversationItem; o
         <div>
           <strong>{conversation.name ?? formatPhone(phone)}</strong>
           {conversation.name && <span className="sub">{formatPhone(phone)}</span>}
+          {conversation.lead_status && (
+            <span className={`status ${conversation.lead_status}`} aria-label="Lead status">
+              {conversation.lead_status}
+            </span>
+          )}
         </div>
         {(conversation.ai_paused || conversation.needs_handoff) && (
           <button className="secondary" onClick={() => void resume()}>
@@ -217,7 +236,9 @@ export function Conversations() {
     void load().catch((failure: Error) => setError(failure.message));
   }, [load]);
   useLiveChanges((changes) => {
-    if (changes.resync || changes.conversations.length > 0) void load().catch(() => undefined);
+    // A lead's status shows in its conversation too.
+    if (changes.resync || changes.conversations.length > 0 || changes.leads.length > 0)
+      void load().catch(() => undefined);
   });
 
   const select = (phone: string) => {

@@ -2,8 +2,9 @@ import { useCallback, useEffect, useState } from 'react';
 import { useCan, useDashboard } from '../context';
 import { phonePath, query } from '../lib/api';
 import { leadsFromCsv } from '../lib/csv';
-import { formatPhone, formatTime, percent } from '../lib/format';
+import { formatDateTime, formatPhone, formatTime, percent } from '../lib/format';
 import { useLiveChanges } from '../lib/live-context';
+import { enrollmentLabel } from './Sequences';
 
 export const leadStatuses = ['new', 'contacted', 'qualified', 'converted', 'lost'] as const;
 const PAGE_SIZE = 25;
@@ -39,6 +40,259 @@ interface LeadDetail {
   opted_out: boolean;
   created_at: string;
   conversation: { message_count: number; needs_handoff: boolean };
+  sequence: {
+    sequence_id: string;
+    name: string;
+    status: 'active' | 'paused' | 'completed' | 'cancelled' | 'opted_out';
+    current_step: number;
+    total_steps: number;
+    next_step_at: string | null;
+  } | null;
+}
+
+const editableFields = [
+  ['name', 'Name', 'text'],
+  ['email', 'Email', 'email'],
+  ['company', 'Company', 'text'],
+  ['source', 'Source', 'text'],
+  ['notes', 'Notes', 'textarea'],
+] as const;
+type EditableField = (typeof editableFields)[number][0];
+
+/** Only the fields that changed; an emptied field is cleared. */
+export function leadChanges(
+  lead: Record<EditableField, string | null>,
+  draft: Record<EditableField, string>,
+) {
+  const changes: Partial<Record<EditableField, string | null>> = {};
+  for (const [field] of editableFields) {
+    const value = draft[field].trim() || null;
+    if (value !== (lead[field] ?? null)) changes[field] = value;
+  }
+  return changes;
+}
+
+const enrollmentStatus: Record<NonNullable<LeadDetail['sequence']>['status'], string> = {
+  active: 'Active',
+  paused: 'Paused',
+  completed: 'Completed',
+  cancelled: 'Cancelled',
+  opted_out: 'Stopped (opted out)',
+};
+
+function LeadEditor({
+  lead,
+  onSaved,
+  onCancel,
+}: {
+  lead: LeadDetail;
+  onSaved: (lead: LeadDetail) => void;
+  onCancel: () => void;
+}) {
+  const { api, session } = useDashboard();
+  const [draft, setDraft] = useState(
+    () =>
+      Object.fromEntries(editableFields.map(([field]) => [field, lead[field] ?? ''])) as Record<
+        EditableField,
+        string
+      >,
+  );
+  const [error, setError] = useState<string | null>(null);
+  const save = async () => {
+    setError(null);
+    const changes = leadChanges(lead, draft);
+    if (Object.keys(changes).length === 0) return onCancel();
+    try {
+      onSaved(
+        await api.patch<LeadDetail>(
+          `/accounts/${session.account.id}/leads/${phonePath(lead.phone)}`,
+          changes,
+        ),
+      );
+    } catch (failure) {
+      setError((failure as Error).message);
+    }
+  };
+  return (
+    <form
+      className="lead-editor"
+      aria-label="Edit lead"
+      onSubmit={(event) => {
+        event.preventDefault();
+        void save();
+      }}
+    >
+      {editableFields.map(([field, label, kind]) => (
+        <label key={field} className="field">
+          {label}
+          {kind === 'textarea' ? (
+            <textarea
+              aria-label={label}
+              rows={3}
+              maxLength={5000}
+              value={draft[field]}
+              onChange={(event) => setDraft({ ...draft, [field]: event.target.value })}
+            />
+          ) : (
+            <input
+              aria-label={label}
+              type={kind}
+              maxLength={field === 'email' ? 320 : 200}
+              value={draft[field]}
+              onChange={(event) => setDraft({ ...draft, [field]: event.target.value })}
+            />
+          )}
+        </label>
+      ))}
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+      <div className="actions">
+        <button type="button" className="secondary" onClick={onCancel}>
+          Cancel
+        </button>
+        <button type="submit">Save</button>
+      </div>
+    </form>
+  );
+}
+
+/** The lead's sequence, and enrolling it in one. */
+interface LeadEnrollment {
+  sequence_id: string;
+  name: string;
+  status: 'active' | 'paused' | 'completed' | 'cancelled' | 'opted_out';
+  current_step: number;
+  total_steps: number;
+  next_step_at: string | null;
+}
+
+/** Every sequence the lead is or was in, with its state; enrolling it in another, taking it out. */
+function LeadSequences({ lead, onEnrolled }: { lead: LeadDetail; onEnrolled: () => void }) {
+  const { api, session } = useDashboard();
+  const canEnroll = useCan('manage_sequences');
+  const [sequences, setSequences] = useState<{ id: string; name: string }[]>([]);
+  const [enrollments, setEnrollments] = useState<LeadEnrollment[] | null>(null);
+  const [choice, setChoice] = useState('');
+  const [outcome, setOutcome] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+
+  useEffect(() => {
+    if (!canEnroll) return;
+    api
+      .get<{ sequences: { id: string; name: string; is_active: boolean }[] }>(
+        `/accounts/${session.account.id}/sequences?limit=100`,
+      )
+      .then((page) => setSequences(page.sequences.filter((sequence) => sequence.is_active)))
+      .catch(() => undefined);
+  }, [api, canEnroll, session.account.id]);
+  // Read again whenever the lead is (after an enrollment change, or live).
+  useEffect(() => {
+    api
+      .get<{ enrollments: LeadEnrollment[] }>(
+        `/accounts/${session.account.id}/leads/${phonePath(lead.phone)}/sequences`,
+      )
+      .then((page) => setEnrollments(page.enrollments))
+      .catch((failure: Error) => setError(failure.message));
+  }, [api, lead, session.account.id]);
+
+  const act = async (action: () => Promise<string>) => {
+    setError(null);
+    setOutcome(null);
+    try {
+      setOutcome(await action());
+      onEnrolled();
+    } catch (failure) {
+      setError((failure as Error).message);
+    }
+  };
+  const enroll = () =>
+    act(async () => {
+      const result = await api.post<Parameters<typeof enrollmentLabel>[0]>(
+        `/accounts/${session.account.id}/sequences/${choice}/enroll`,
+        { phone: lead.phone },
+      );
+      setChoice('');
+      return enrollmentLabel(result);
+    });
+  const unenroll = (sequenceId: string) =>
+    act(async () => {
+      const { action } = await api.post<{ action: 'unenrolled' | 'not_enrolled' }>(
+        `/accounts/${session.account.id}/sequences/${sequenceId}/unenroll`,
+        { phone: lead.phone },
+      );
+      return action === 'unenrolled' ? 'Removed from the sequence.' : 'Not in the sequence any more.';
+    });
+
+  const running = new Set(
+    (enrollments ?? [])
+      .filter((enrollment) => enrollment.status === 'active' || enrollment.status === 'paused')
+      .map((enrollment) => enrollment.sequence_id),
+  );
+  const available = sequences.filter((sequence) => !running.has(sequence.id));
+  return (
+    <section aria-label="Sequences">
+      <h3>Sequences</h3>
+      {enrollments?.length === 0 && <p className="empty">Not in a sequence.</p>}
+      {enrollments && enrollments.length > 0 && (
+        <ul className="enrollments">
+          {enrollments.map((enrollment) => (
+            <li key={enrollment.sequence_id} className="enrollment" data-status={enrollment.status}>
+              <strong>{enrollment.name}</strong>
+              <span className={`badge ${enrollment.status === 'active' ? 'active' : 'muted'}`}>
+                {enrollmentStatus[enrollment.status]}
+              </span>
+              <br />
+              <span className="sub">
+                {Math.min(enrollment.current_step, enrollment.total_steps)} of {enrollment.total_steps} steps
+                done
+                {enrollment.next_step_at && ` · next ${formatDateTime(enrollment.next_step_at)}`}
+              </span>
+              {canEnroll && running.has(enrollment.sequence_id) && (
+                <>
+                  <br />
+                  <button className="link danger-link" onClick={() => void unenroll(enrollment.sequence_id)}>
+                    Remove from sequence
+                  </button>
+                </>
+              )}
+            </li>
+          ))}
+        </ul>
+      )}
+      {canEnroll && !lead.opted_out && available.length > 0 && (
+        <div className="row">
+          <select
+            aria-label="Sequence to enroll in"
+            value={choice}
+            onChange={(event) => setChoice(event.target.value)}
+          >
+            <option value="">Choose a sequence…</option>
+            {available.map((sequence) => (
+              <option key={sequence.id} value={sequence.id}>
+                {sequence.name}
+              </option>
+            ))}
+          </select>
+          <button disabled={!choice} onClick={() => void enroll()}>
+            Enroll
+          </button>
+        </div>
+      )}
+      {outcome && (
+        <p className="notice-ok" role="status">
+          {outcome}
+        </p>
+      )}
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+    </section>
+  );
 }
 
 export interface ImportReport {
@@ -132,12 +386,17 @@ function LeadPanel({
   phone,
   onChanged,
   onClose,
+  onDeleted,
 }: {
   phone: string;
   onChanged: () => void;
   onClose: () => void;
+  onDeleted: () => void;
 }) {
   const { api, session, parent } = useDashboard();
+  const canManage = useCan('manage_leads');
+  const [editing, setEditing] = useState(false);
+  const [confirming, setConfirming] = useState(false);
   const [lead, setLead] = useState<LeadDetail | null>(null);
   const [checklist, setChecklist] = useState<{ checklist: ChecklistItem[]; progress: number } | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -171,6 +430,16 @@ function LeadPanel({
     }
   };
 
+  const remove = async () => {
+    setError(null);
+    try {
+      await api.delete(base);
+      onDeleted();
+    } catch (failure) {
+      setError((failure as Error).message);
+    }
+  };
+
   return (
     <aside className="detail-pane" aria-label="Lead details">
       <header className="thread-header">
@@ -187,7 +456,44 @@ function LeadPanel({
           {error}
         </p>
       )}
-      {lead && (
+      {lead && canManage && !editing && (
+        <div className="lead-actions">
+          <button className="secondary" onClick={() => setEditing(true)}>
+            Edit
+          </button>
+          {confirming ? (
+            <>
+              <button className="danger" onClick={() => void remove()}>
+                Delete for good
+              </button>
+              <button className="link" onClick={() => setConfirming(false)}>
+                Keep
+              </button>
+            </>
+          ) : (
+            <button className="link danger-link" onClick={() => setConfirming(true)}>
+              Delete lead
+            </button>
+          )}
+        </div>
+      )}
+      {confirming && (
+        <p className="sub pad">
+          Deleting removes the lead, its checklist and its sequence; the conversation stays.
+        </p>
+      )}
+      {lead && editing && (
+        <LeadEditor
+          lead={lead}
+          onCancel={() => setEditing(false)}
+          onSaved={(updated) => {
+            setLead(updated);
+            setEditing(false);
+            onChanged();
+          }}
+        />
+      )}
+      {lead && !editing && (
         <dl className="fields">
           <dt>Status</dt>
           <dd>
@@ -221,6 +527,12 @@ function LeadPanel({
               <dd>{lead.source}</dd>
             </>
           )}
+          {lead.notes && (
+            <>
+              <dt>Notes</dt>
+              <dd className="notes">{lead.notes}</dd>
+            </>
+          )}
           <dt>Messages</dt>
           <dd>
             {lead.conversation.message_count}
@@ -228,6 +540,9 @@ function LeadPanel({
             {lead.opted_out && <span className="badge muted">Opted out</span>}
           </dd>
         </dl>
+      )}
+      {lead && !editing && (
+        <LeadSequences lead={lead} onEnrolled={() => void load().catch(() => undefined)} />
       )}
       {checklist && (
         <section aria-label="Checklist">
@@ -389,6 +704,10 @@ export function Leads() {
           phone={selected}
           onChanged={() => void load()}
           onClose={() => setSelected(null)}
+          onDeleted={() => {
+            setSelected(null);
+            void load();
+          }}
         />
       )}
     </div>

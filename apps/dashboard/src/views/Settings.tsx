@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useState } from 'react';
 import { useCan, useDashboard } from '../context';
+import { formatTime } from '../lib/format';
 import { useLiveChanges } from '../lib/live-context';
 
 const requirementTypes = ['document', 'text', 'email', 'phone', 'number', 'date'] as const;
@@ -146,6 +147,354 @@ function Requirements() {
   );
 }
 
+interface PromptSettings {
+  mode: 'guided' | 'advanced';
+  role_persona: string | null;
+  tone_voice: string | null;
+  response_style: string | null;
+  conversation_rules: string | null;
+  special_instructions: string | null;
+  system_prompt: string | null;
+  composed_system_prompt: string;
+  updated_at: string | null;
+}
+
+const guidedFields = [
+  ['role_persona', 'Role and persona', 'Who the assistant is, e.g. Maya, the loan assistant of {{company}}'],
+  ['tone_voice', 'Tone and voice', 'How it sounds, e.g. warm, plain-spoken, never pushy'],
+  ['response_style', 'Response style', 'How it writes, e.g. one or two short sentences'],
+  ['conversation_rules', 'Conversation rules', 'What it must and must not do'],
+  ['special_instructions', 'Special instructions', 'Anything else'],
+] as const;
+
+type GuidedField = (typeof guidedFields)[number][0];
+type PromptDraft = { mode: 'guided' | 'advanced'; system_prompt: string } & Record<GuidedField, string>;
+
+const toPromptDraft = (settings: PromptSettings): PromptDraft => ({
+  mode: settings.mode,
+  system_prompt: settings.system_prompt ?? '',
+  role_persona: settings.role_persona ?? '',
+  tone_voice: settings.tone_voice ?? '',
+  response_style: settings.response_style ?? '',
+  conversation_rules: settings.conversation_rules ?? '',
+  special_instructions: settings.special_instructions ?? '',
+});
+
+/** What PATCH takes: guided fields left empty are cleared. */
+export const promptBody = (draft: PromptDraft) =>
+  draft.mode === 'advanced'
+    ? { mode: 'advanced' as const, system_prompt: draft.system_prompt.trim() }
+    : {
+        mode: 'guided' as const,
+        ...Object.fromEntries(guidedFields.map(([field]) => [field, draft[field].trim() || null])),
+      };
+
+/** The assistant's prompt, guided (five parts combined) or advanced (the whole system prompt). */
+function Prompt() {
+  const { api, session } = useDashboard();
+  const canManage = useCan('manage_settings');
+  const [settings, setSettings] = useState<PromptSettings | null>(null);
+  const [draft, setDraft] = useState<PromptDraft | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [saved, setSaved] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const path = `/accounts/${session.account.id}/settings/prompt`;
+
+  useEffect(() => {
+    api
+      .get<PromptSettings>(path)
+      .then((loaded) => {
+        setSettings(loaded);
+        setDraft(toPromptDraft(loaded));
+      })
+      .catch((failure: Error) => setError(failure.message));
+  }, [api, path]);
+
+  if (!draft || !settings) {
+    return (
+      <section className="panel" aria-label="AI prompt">
+        <h2>Assistant</h2>
+        {error && (
+          <p className="error" role="alert">
+            {error}
+          </p>
+        )}
+      </section>
+    );
+  }
+  const edit = (change: Partial<PromptDraft>) => {
+    setSaved(false);
+    setDraft({ ...draft, ...change });
+  };
+  const save = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      const next = await api.patch<PromptSettings>(path, promptBody(draft));
+      setSettings(next);
+      setDraft(toPromptDraft(next));
+      setSaved(true);
+    } catch (failure) {
+      setError((failure as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <section className="panel" aria-label="AI prompt">
+      <h2>Assistant</h2>
+      <p className="sub">
+        How the assistant talks to leads. The checklist and your company context are added to it
+        automatically.
+      </p>
+      <form
+        className="prompt"
+        onSubmit={(event) => {
+          event.preventDefault();
+          void save();
+        }}
+      >
+        <div className="segmented" role="radiogroup" aria-label="Prompt mode">
+          {(['guided', 'advanced'] as const).map((mode) => (
+            <label key={mode} className={draft.mode === mode ? 'segment active' : 'segment'}>
+              <input
+                type="radio"
+                name="mode"
+                value={mode}
+                checked={draft.mode === mode}
+                disabled={!canManage}
+                onChange={() => edit({ mode })}
+              />
+              {mode === 'guided' ? 'Guided' : 'Advanced'}
+            </label>
+          ))}
+        </div>
+        {draft.mode === 'guided' ? (
+          guidedFields.map(([field, label, placeholder]) => (
+            <label key={field} className="field">
+              {label}
+              <textarea
+                aria-label={label}
+                rows={2}
+                maxLength={4000}
+                placeholder={placeholder}
+                readOnly={!canManage}
+                value={draft[field]}
+                onChange={(event) => edit({ [field]: event.target.value })}
+              />
+            </label>
+          ))
+        ) : (
+          <label className="field">
+            System prompt
+            <textarea
+              aria-label="System prompt"
+              rows={10}
+              maxLength={20000}
+              placeholder="The whole system prompt; {{company}} is replaced by your company name"
+              readOnly={!canManage}
+              value={draft.system_prompt}
+              onChange={(event) => edit({ system_prompt: event.target.value })}
+            />
+          </label>
+        )}
+        {error && (
+          <p className="error" role="alert">
+            {error}
+          </p>
+        )}
+        {canManage && (
+          <div className="actions">
+            <button
+              type="submit"
+              disabled={busy || (draft.mode === 'advanced' && !draft.system_prompt.trim())}
+            >
+              Save prompt
+            </button>
+            {saved && (
+              <span className="notice-ok" role="status">
+                Saved
+              </span>
+            )}
+          </div>
+        )}
+        <details className="composed">
+          <summary>Prompt as the assistant sees it</summary>
+          <pre aria-label="Composed prompt">{settings.composed_system_prompt}</pre>
+        </details>
+      </form>
+    </section>
+  );
+}
+
+interface ContextFile {
+  id: string;
+  name: string;
+  file_type: string;
+  file_size: number;
+  created_at: string;
+}
+
+interface ContextUrl {
+  id: string;
+  url: string;
+  title: string | null;
+  last_scraped_at: string | null;
+  status: 'ok' | 'failing';
+  last_error: string | null;
+}
+
+export const fileSize = (bytes: number) =>
+  bytes < 1024 ? `${bytes} B` : `${(bytes / 1024).toFixed(bytes < 10 * 1024 ? 1 : 0)} KB`;
+
+/** What the assistant knows of the company: uploaded text files and pages it keeps in sync. */
+function Context() {
+  const { api, session } = useDashboard();
+  const canManage = useCan('manage_settings');
+  const [files, setFiles] = useState<ContextFile[]>([]);
+  const [urls, setUrls] = useState<ContextUrl[]>([]);
+  const [url, setUrl] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState<'file' | 'url' | null>(null);
+  const base = `/accounts/${session.account.id}/context`;
+
+  const load = useCallback(async () => {
+    const [fileList, urlList] = await Promise.all([
+      api.get<{ files: ContextFile[] }>(`${base}/files`),
+      api.get<{ urls: ContextUrl[] }>(`${base}/urls`),
+    ]);
+    setFiles(fileList.files);
+    setUrls(urlList.urls);
+  }, [api, base]);
+  useEffect(() => {
+    void load().catch((failure: Error) => setError(failure.message));
+  }, [load]);
+
+  const act = async (kind: 'file' | 'url' | null, action: () => Promise<unknown>) => {
+    setError(null);
+    setBusy(kind);
+    try {
+      await action();
+      await load();
+    } catch (failure) {
+      setError((failure as Error).message);
+    } finally {
+      setBusy(null);
+    }
+  };
+
+  return (
+    <section className="panel" aria-label="Company context">
+      <h2>Company context</h2>
+      <p className="sub">
+        Text files and web pages the assistant uses to answer questions about your company.
+      </p>
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+      <h3>Files</h3>
+      <ul className="context-list" aria-label="Context files">
+        {files.map((file) => (
+          <li key={file.id}>
+            <span className="name">{file.name}</span>
+            <span className="sub">{fileSize(file.file_size)}</span>
+            {canManage && (
+              <button
+                className="link"
+                aria-label={`Remove ${file.name}`}
+                onClick={() => void act(null, () => api.delete(`${base}/files/${file.id}`))}
+              >
+                Remove
+              </button>
+            )}
+          </li>
+        ))}
+      </ul>
+      {files.length === 0 && <p className="empty">No files yet.</p>}
+      {canManage && (
+        <label className="button secondary">
+          {busy === 'file' ? 'Uploading…' : 'Upload .txt or .md'}
+          <input
+            type="file"
+            accept=".txt,.md,text/plain,text/markdown"
+            aria-label="Upload context file"
+            hidden
+            onChange={(event) => {
+              const file = event.target.files?.[0];
+              event.target.value = '';
+              if (file) void act('file', () => api.upload(`${base}/files`, file));
+            }}
+          />
+        </label>
+      )}
+      <h3>Web pages</h3>
+      <ul className="context-list" aria-label="Context pages">
+        {urls.map((page) => (
+          <li key={page.id}>
+            <span className="name">
+              {page.title ?? page.url}
+              <span className="sub url">{page.url}</span>
+            </span>
+            <span className="sub">
+              {page.status === 'failing' ? (
+                <span className="badge handoff" title={page.last_error ?? undefined}>
+                  Unreachable
+                </span>
+              ) : (
+                page.last_scraped_at && `Synced ${formatTime(page.last_scraped_at)}`
+              )}
+            </span>
+            {canManage && (
+              <button
+                className="link"
+                aria-label={`Remove ${page.url}`}
+                onClick={() => void act(null, () => api.delete(`${base}/urls/${page.id}`))}
+              >
+                Remove
+              </button>
+            )}
+          </li>
+        ))}
+      </ul>
+      {urls.length === 0 && <p className="empty">No pages yet.</p>}
+      {canManage && (
+        <form
+          className="add-requirement"
+          onSubmit={(event) => {
+            event.preventDefault();
+            if (!url.trim()) return;
+            void act('url', async () => {
+              await api.post(`${base}/urls`, { url: url.trim() });
+              setUrl('');
+            });
+          }}
+        >
+          <input
+            type="url"
+            aria-label="Page address"
+            placeholder="https://www.example.com/faq"
+            maxLength={2048}
+            value={url}
+            onChange={(event) => setUrl(event.target.value)}
+          />
+          <button type="submit" disabled={busy === 'url' || !url.trim()}>
+            {busy === 'url' ? 'Reading…' : 'Add page'}
+          </button>
+        </form>
+      )}
+    </section>
+  );
+}
+
 export function Settings() {
-  return <Requirements />;
+  return (
+    <div className="settings">
+      <Prompt />
+      <Context />
+      <Requirements />
+    </div>
+  );
 }

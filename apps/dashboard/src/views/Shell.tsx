@@ -3,11 +3,13 @@ import { useDashboard } from '../context';
 import type { View } from '../lib/views';
 import { Conversations } from './Conversations';
 import { Leads } from './Leads';
+import { Sequences } from './Sequences';
 import { Settings } from './Settings';
 
 const tabs = [
   { view: 'conversations', label: 'Conversations' },
   { view: 'leads', label: 'Leads' },
+  { view: 'sequences', label: 'Sequences' },
   { view: 'settings', label: 'Settings' },
 ] as const;
 
@@ -22,12 +24,7 @@ function Content({ view }: { view: Exclude<View, 'full'> }) {
     case 'settings':
       return <Settings />;
     case 'sequences':
-      return (
-        <section className="panel notice" aria-label="Sequences">
-          <h2>Sequences</h2>
-          <p>Sequences are not available yet.</p>
-        </section>
-      );
+      return <Sequences />;
     default: {
       const never: never = view;
       return never;

@@ -1,7 +1,9 @@
 import { renderToStaticMarkup } from 'react-dom/server';
 import { describe, expect, it } from 'vitest';
 import { ConversationList, MessageThread, type ConversationItem } from './Conversations';
-import { ImportResult } from './Leads';
+import { ImportResult, leadChanges } from './Leads';
+import { delayLabel, enrollmentLabel, StepList, stepsBody } from './Sequences';
+import { fileSize, promptBody } from './Settings';
 
 const conversation = (phone: string, fields: Partial<ConversationItem> = {}): ConversationItem => ({
   phone,
@@ -60,6 +62,8 @@ describe('message thread', () => {
     );
     expect(html.indexOf('First')).toBeLessThan(html.indexOf('Second'));
     expect(html).toContain('Dana');
+    expect(html).toContain('data-status="sent"');
+    expect(html).toContain('Sent');
   });
 });
 
@@ -77,5 +81,117 @@ describe('CSV import result', () => {
     );
     expect(html).toContain('2 imported, 0 updated, 1 unchanged, 1 refused.');
     expect(html).toMatch(/<td>3<\/td><td>abc<\/td><td>phone: Not a phone number.<\/td>/);
+  });
+});
+
+describe('sequences', () => {
+  it('says when each step goes out, in hours or days', () => {
+    expect(delayLabel(0, true)).toBe('At once');
+    expect(delayLabel(0, false)).toBe('Right after the previous step');
+    expect(delayLabel(1, false)).toBe('1 hour after the previous step');
+    expect(delayLabel(24, false)).toBe('1 day after the previous step');
+    expect(delayLabel(72, true)).toBe('3 days after enrolling');
+    expect(delayLabel(30, false)).toBe('30 hours after the previous step');
+  });
+
+  it('lists fixed and AI steps in order, with what skips them', () => {
+    const html = renderToStaticMarkup(
+      <StepList
+        steps={[
+          {
+            order: 0,
+            type: 'fixed',
+            message: 'Hi {{first_name}}',
+            instructions: null,
+            delay_hours: 0,
+            skip_if_replied: true,
+          },
+          {
+            order: 1,
+            type: 'ai',
+            message: null,
+            instructions: 'Ask about the budget',
+            delay_hours: 48,
+            skip_if_replied: false,
+          },
+        ]}
+      />,
+    );
+    expect(html.indexOf('Hi {{first_name}}')).toBeLessThan(html.indexOf('Ask about the budget'));
+    expect(html.match(/skipped if they replied/g)).toHaveLength(1);
+    expect(html).toContain('2 days after the previous step');
+  });
+
+  it('sends only the text a step type uses, and whole hours', () => {
+    expect(
+      stepsBody([
+        { type: 'fixed', message: ' Hello ', instructions: 'stale', delay_hours: '', skip_if_replied: true },
+        {
+          type: 'ai',
+          message: 'stale',
+          instructions: 'Follow up',
+          delay_hours: '24',
+          skip_if_replied: false,
+        },
+      ]),
+    ).toEqual([
+      { type: 'fixed', message: 'Hello', delay_hours: 0, skip_if_replied: true },
+      { type: 'ai', instructions: 'Follow up', delay_hours: 24, skip_if_replied: false },
+    ]);
+  });
+
+  it('reports an enrollment as the user needs to hear it', () => {
+    expect(enrollmentLabel({ action: 'enrolled', message_sent: true, next_step_at: null })).toBe(
+      'Enrolled; the first message is on its way.',
+    );
+    expect(enrollmentLabel({ action: 'already_enrolled', message_sent: false, next_step_at: null })).toBe(
+      'Already enrolled.',
+    );
+    expect(
+      enrollmentLabel({ action: 'reactivated', message_sent: false, next_step_at: '2020-01-02T15:00:00Z' }),
+    ).toMatch(/^Enrolled again; next message /);
+  });
+});
+
+describe('lead editing', () => {
+  it('sends only the changed fields, an emptied one as null', () => {
+    const lead = { name: 'Sam', email: 'sam@example.com', company: null, source: 'web', notes: null };
+    expect(
+      leadChanges(lead, { name: 'Sam Ortiz', email: '', company: ' ', source: 'web', notes: 'Call later' }),
+    ).toEqual({ name: 'Sam Ortiz', email: null, notes: 'Call later' });
+    expect(
+      leadChanges(lead, { name: 'Sam', email: 'sam@example.com', company: '', source: 'web', notes: '' }),
+    ).toEqual({});
+  });
+});
+
+describe('AI settings', () => {
+  it('sends a guided prompt with empty parts cleared, or the advanced prompt alone', () => {
+    const draft = {
+      system_prompt: ' Be brief. ',
+      role_persona: 'Maya',
+      tone_voice: '',
+      response_style: ' ',
+      conversation_rules: 'No rates',
+      special_instructions: '',
+    };
+    expect(promptBody({ ...draft, mode: 'guided' })).toEqual({
+      mode: 'guided',
+      role_persona: 'Maya',
+      tone_voice: null,
+      response_style: null,
+      conversation_rules: 'No rates',
+      special_instructions: null,
+    });
+    expect(promptBody({ ...draft, mode: 'advanced' })).toEqual({
+      mode: 'advanced',
+      system_prompt: 'Be brief.',
+    });
+  });
+
+  it('shows file sizes in bytes or kilobytes', () => {
+    expect(fileSize(512)).toBe('512 B');
+    expect(fileSize(1536)).toBe('1.5 KB');
+    expect(fileSize(51_200)).toBe('50 KB');
   });
 });

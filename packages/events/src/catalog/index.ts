@@ -44,6 +44,7 @@ export const eventCatalog = [
   sequences.sequenceCreated,
   sequences.sequenceUpdated,
   sequences.sequenceDeleted,
+  sequences.sequenceUnenrolled,
   sequences.sequenceEnrolled,
   sequences.sequenceLeadsEnrolled,
   sequences.sequenceStepSent,

@@ -193,3 +193,12 @@ export const sequenceReplyReceived = defineEvent('sequence.reply_received', {
     message_body: z.string(),
   }),
 });
+
+/**
+ * A lead was taken out of a sequence by hand (`POST …/sequences/:sequence_id/unenroll`): its active
+ * enrollment ends as `cancelled` and nothing more is sent from it; enrolling again starts over.
+ */
+export const sequenceUnenrolled = defineEvent('sequence.unenrolled', {
+  topic: 'account',
+  data: z.object({ ...enrollmentRef }),
+});

@@ -10,6 +10,8 @@ import type { AppDeps } from '../app';
 import { conversationRoutes } from '../conversations/routes';
 import { leadRoutes } from '../leads/routes';
 import { requirementRoutes } from '../requirements/routes';
+import { sequenceRoutes } from '../sequences/routes';
+import { aiRoutes } from '../ai/routes';
 import { embedTokenAuthentication, type EmbedSession } from './auth';
 import { watchAccount, type AccountWatch } from './live';
 import { embedCapabilities, embedRoleAllows } from './permissions';
@@ -37,7 +39,8 @@ const sessionResponse = z
 const session = (request: FastifyRequest): EmbedSession => request.embed!;
 
 /**
- * The dashboard's API: the partner API's own lead, requirement and conversation routes (same
+ * The dashboard's API: the partner API's own lead, requirement, sequence, conversation and AI
+ * settings routes (same
  * handlers, queries and deciders), authenticated by the embed token instead of the partner key,
  * confined to the token's account and to what its role may do, plus the session and its live stream.
  */
@@ -172,4 +175,6 @@ export const embedApiRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) 
   await app.register(leadRoutes, deps);
   await app.register(requirementRoutes, deps);
   await app.register(conversationRoutes, deps);
+  await app.register(sequenceRoutes, deps);
+  await app.register(aiRoutes, deps);
 };

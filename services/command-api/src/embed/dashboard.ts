@@ -43,10 +43,13 @@ function loadDashboard(dir: string): { html: string; assets: Map<string, Asset> 
 }
 
 /**
- * Only the origin the token names may frame the page; without one, any page holding a valid token may.
- * Everything the page loads comes from us, except the account's own logo.
+ * Who may frame the page: only the origin the token names; without one, any page holding a valid
+ * token; nobody when the token is missing, unknown, expired or revoked, so that a page that fails to
+ * open a session can never be framed (and dressed up) by anyone. Everything the page loads comes from
+ * us, except the account's own logo.
  */
-export function dashboardPolicy(parentOrigin: string | null): string {
+export function dashboardPolicy(framing: { parentOrigin: string | null } | undefined): string {
+  const ancestors = framing === undefined ? "'none'" : (framing.parentOrigin ?? '*');
   return [
     "default-src 'none'",
     "script-src 'self'",
@@ -55,7 +58,7 @@ export function dashboardPolicy(parentOrigin: string | null): string {
     'img-src * data:',
     "base-uri 'none'",
     "form-action 'none'",
-    `frame-ancestors ${parentOrigin ?? '*'}`,
+    `frame-ancestors ${ancestors}`,
   ].join('; ');
 }
 
@@ -82,7 +85,7 @@ export const dashboardRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps)
         .headers({
           ...common,
           'cache-control': 'no-store',
-          'content-security-policy': dashboardPolicy(row?.parent_origin ?? null),
+          'content-security-policy': dashboardPolicy(row && { parentOrigin: row.parent_origin }),
         })
         .type('text/html; charset=utf-8')
         .send(dashboard.html);

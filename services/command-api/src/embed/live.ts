@@ -10,9 +10,9 @@ export interface AccountSnapshot {
 }
 
 export interface AccountChanges {
-  /** Phones whose conversation changed (new messages, handoff flag, AI pause, opt-out). */
+  /** Phones whose conversation changed (new messages, delivery statuses, handoff flag, AI pause, opt-out). */
   conversations: string[];
-  /** Phones whose lead changed (status, fields, checklist progress), appeared or was deleted. */
+  /** Phones whose lead changed (status, fields, checklist progress, sequence), appeared or was deleted. */
   leads: string[];
   /** Phones whose checklist became complete. */
   checklist_completed: string[];
@@ -21,11 +21,22 @@ export interface AccountChanges {
 }
 
 export async function accountSnapshot(db: Kysely<Database>, accountId: string): Promise<AccountSnapshot> {
-  const [conversations, leads, requirements, items] = await Promise.all([
+  const [conversations, statuses, leads, requirements, items, enrollments] = await Promise.all([
     db
       .selectFrom('conversations')
       .select(['phone', 'message_count', 'needs_handoff', 'ai_paused_until', 'opted_out', 'last_message_at'])
       .where('account_id', '=', accountId)
+      .execute(),
+    // Messages keep no update time: how many of a conversation's messages are in each delivery status
+    // changes whenever one of them moves on (queued, sent, delivered, failed).
+    db
+      .selectFrom('messages')
+      .select((eb) => ['phone', 'status', eb.fn.countAll<string>().as('count')])
+      .where('account_id', '=', accountId)
+      .where('direction', '=', 'outbound')
+      .groupBy(['phone', 'status'])
+      .orderBy('phone')
+      .orderBy('status')
       .execute(),
     db
       .selectFrom('leads')
@@ -38,7 +49,20 @@ export async function accountSnapshot(db: Kysely<Database>, accountId: string): 
       .select(['lead_id', 'requirement_id'])
       .where('account_id', '=', accountId)
       .execute(),
+    // The lead's sequence block: enrolled, a step sent, paused, completed or taken out.
+    db
+      .selectFrom('sequence_enrollments')
+      .select(['lead_id', 'id', 'status', 'current_step', 'updated_at'])
+      .where('account_id', '=', accountId)
+      .orderBy('lead_id')
+      .orderBy('id')
+      .execute(),
   ]);
+  const sequenceStates = new Map<string, string>();
+  for (const row of enrollments) {
+    const entry = `${row.id}:${row.status}:${row.current_step}:${row.updated_at.getTime()},`;
+    sequenceStates.set(row.lead_id, `${sequenceStates.get(row.lead_id) ?? ''}${entry}`);
+  }
   const collected = new Map<string, Set<string>>();
   for (const item of items) {
     const set = collected.get(item.lead_id) ?? new Set<string>();
@@ -50,6 +74,10 @@ export async function accountSnapshot(db: Kysely<Database>, accountId: string): 
     leads: new Map(),
     completeChecklists: new Set(),
   };
+  const deliveries = new Map<string, string>();
+  for (const row of statuses) {
+    deliveries.set(row.phone, `${deliveries.get(row.phone) ?? ''}${row.status}:${row.count},`);
+  }
   for (const row of conversations) {
     snapshot.conversations.set(
       row.phone,
@@ -59,6 +87,7 @@ export async function accountSnapshot(db: Kysely<Database>, accountId: string): 
         row.ai_paused_until?.getTime(),
         row.opted_out,
         row.last_message_at?.getTime(),
+        deliveries.get(row.phone) ?? '',
       ].join('|'),
     );
   }
@@ -66,9 +95,14 @@ export async function accountSnapshot(db: Kysely<Database>, accountId: string): 
     const progress = checklistProgress(requirements, collected.get(lead.id) ?? new Set());
     snapshot.leads.set(
       lead.phone,
-      [lead.id, lead.status, lead.updated_at.getTime(), progress.completed_count, progress.total_count].join(
-        '|',
-      ),
+      [
+        lead.id,
+        lead.status,
+        lead.updated_at.getTime(),
+        progress.completed_count,
+        progress.total_count,
+        sequenceStates.get(lead.id) ?? '',
+      ].join('|'),
     );
     if (progress.complete) snapshot.completeChecklists.add(lead.phone);
   }

@@ -36,6 +36,7 @@ export function embedCapabilities(role: EmbedRole) {
     change_lead_status: true,
     manage_leads: admin,
     manage_requirements: admin,
+    manage_sequences: admin,
     manage_settings: admin,
   };
 }

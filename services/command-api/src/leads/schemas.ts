@@ -210,6 +210,7 @@ export const leadDetailsResponse = z
     }),
     sequence: z
       .object({
+        sequence_id: uuid(),
         name: z.string(),
         status: z
           .enum(['active', 'paused', 'completed', 'cancelled', 'opted_out'])

@@ -293,6 +293,23 @@ export function decideAiStepOutcome(
   return [done, ...completion];
 }
 
+export type UnenrollResult = { action: 'unenrolled' | 'not_enrolled' };
+
+/**
+ * Takes a lead out of a sequence: its active enrollment ends (`unenrolled`); a lead that is not in the
+ * sequence now (never enrolled, completed, cancelled, stopped) is left alone (`not_enrolled`).
+ */
+export function decideUnenroll(state: EnrollState): { events: NewEvent[]; result: UnenrollResult } {
+  const { sequence, lead, enrollment } = state;
+  if (!sequence) throw notFound('sequence');
+  if (!lead) throw notFound('lead');
+  if (enrollment?.status !== 'active') return { events: [], result: { action: 'not_enrolled' } };
+  return {
+    events: [{ type: 'sequence.unenrolled', data: refOf(enrollment) }],
+    result: { action: 'unenrolled' },
+  };
+}
+
 export interface EnrollState {
   account: AccountForSteps;
   sequence: Sequence | undefined;

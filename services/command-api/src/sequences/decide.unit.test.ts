@@ -5,6 +5,7 @@ import {
   decideAiStepOutcome,
   decideDueStep,
   decideSequences,
+  decideUnenroll,
   type Enrollment,
   type StepState,
 } from './decide';
@@ -172,5 +173,55 @@ describe('decideSequences', () => {
         sequence,
       ]),
     ).toMatchObject([{ data: { changes: { steps_version: 2 } } }]);
+  });
+});
+
+describe('decideUnenroll', () => {
+  const state = (enrollmentOverrides: Partial<Enrollment> | null) => {
+    const { steps: _steps, sequence: _sequence, ...rest } = given({}, enrollmentOverrides ?? {});
+    return {
+      ...rest,
+      enrollment: enrollmentOverrides === null ? undefined : rest.enrollment,
+      sequence: {
+        id: 'seq-1',
+        name: 'Welcome',
+        description: null,
+        is_active: true,
+        is_default: false,
+        steps: [fixed('Hi')],
+        steps_version: 1,
+      },
+    };
+  };
+
+  it('ends an active enrollment, naming it', () => {
+    expect(decideUnenroll(state({}))).toEqual({
+      events: [
+        {
+          type: 'sequence.unenrolled',
+          data: { enrollment_id: 'enr-1', sequence_id: 'seq-1', lead_id: 'lead-1', phone: lead.phone },
+        },
+      ],
+      result: { action: 'unenrolled' },
+    });
+  });
+
+  it('leaves a lead alone that is not in the sequence now', () => {
+    for (const enrollmentState of [
+      null,
+      { status: 'completed' },
+      { status: 'cancelled' },
+      { status: 'opted_out' },
+    ] as const) {
+      expect(decideUnenroll(state(enrollmentState))).toEqual({
+        events: [],
+        result: { action: 'not_enrolled' },
+      });
+    }
+  });
+
+  it('is a 404 for an unknown sequence or lead', () => {
+    expect(() => decideUnenroll({ ...state({}), sequence: undefined })).toThrow(/sequence/i);
+    expect(() => decideUnenroll({ ...state({}), lead: undefined })).toThrow(/lead/i);
   });
 });

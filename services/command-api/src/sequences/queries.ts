@@ -156,6 +156,7 @@ export async function leadSequence(db: Kysely<Database>, leadId: string) {
     .innerJoin('accounts as a', 'a.id', 'e.account_id')
     .leftJoin('sequences as s', 's.id', 'e.sequence_id')
     .select([
+      'e.sequence_id',
       'e.sequence_name',
       'e.status',
       'e.current_step',
@@ -172,12 +173,51 @@ export async function leadSequence(db: Kysely<Database>, leadId: string) {
   if (!row || row.status === 'removed') return null;
   const paused = row.status === 'active' && (row.account_status !== 'active' || row.is_active === false);
   return {
+    sequence_id: row.sequence_id,
     name: row.sequence_name,
     status: paused ? ('paused' as const) : row.status,
     current_step: row.current_step,
     total_steps: row.total_steps,
     next_step_at: row.next_step_at?.toISOString() ?? null,
   };
+}
+
+/** Every enrollment of a lead, active ones first, then the latest; `paused` as in the lead's block. */
+export async function leadEnrollments(db: Kysely<Database>, leadId: string) {
+  const rows = await db
+    .selectFrom('sequence_enrollments as e')
+    .innerJoin('accounts as a', 'a.id', 'e.account_id')
+    .leftJoin('sequences as s', 's.id', 'e.sequence_id')
+    .select([
+      'e.sequence_id',
+      'e.sequence_name',
+      'e.status',
+      'e.current_step',
+      'e.total_steps',
+      'e.next_step_at',
+      'e.started_at',
+      'e.ended_at',
+      'a.status as account_status',
+      's.is_active',
+    ])
+    .where('e.lead_id', '=', leadId)
+    .where('e.status', '<>', 'removed')
+    .orderBy((eb) => eb.case().when('e.status', '=', 'active').then(0).else(1).end())
+    .orderBy('e.started_at', 'desc')
+    .execute();
+  return rows.map((row) => ({
+    sequence_id: row.sequence_id,
+    name: row.sequence_name,
+    status:
+      row.status === 'active' && (row.account_status !== 'active' || row.is_active === false)
+        ? ('paused' as const)
+        : (row.status as Exclude<typeof row.status, 'removed'>),
+    current_step: row.current_step,
+    total_steps: row.total_steps,
+    next_step_at: row.next_step_at?.toISOString() ?? null,
+    started_at: row.started_at.toISOString(),
+    ended_at: row.ended_at?.toISOString() ?? null,
+  }));
 }
 
 /** What `auto_sequence` imports read: the default sequence, the leads' enrollments in it, opt-outs. */

@@ -5,12 +5,15 @@ import { executeOnAccount, requireAccount } from '../accounts/account-stream';
 import { accountParams } from '../accounts/schemas';
 import type { AppDeps } from '../app';
 import { paginationQuery } from '../http/pagination';
-import { decideEnroll, decideSequences, type SequenceCommand } from './decide';
+import { findLeadRow } from '../leads/queries';
+import { leadParams } from '../leads/schemas';
+import { decideEnroll, decideSequences, decideUnenroll, type SequenceCommand } from './decide';
 import {
   accountSequences,
   activeEnrollmentCount,
   enrollState,
   findSequenceRow,
+  leadEnrollments,
   listSequences,
   toSequenceResponse,
 } from './queries';
@@ -19,9 +22,11 @@ import {
   deleteSequenceResponse,
   enrollBody,
   enrollResponse,
+  leadEnrollmentsResponse,
   sequenceListResponse,
   sequenceParams,
   sequenceResponse,
+  unenrollResponse,
   updateSequenceBody,
 } from './schemas';
 
@@ -208,6 +213,53 @@ export const sequenceRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) 
         const state = await enrollState(trx, account, sequence_id, request.body.phone);
         return decideEnroll(ids, state, { now: clock.now(), hourSeconds });
       });
+      return { success: true as const, ...result };
+    },
+  );
+
+  app.get(
+    '/accounts/:id/leads/:phone/sequences',
+    {
+      schema: {
+        operationId: 'listLeadEnrollments',
+        tags,
+        summary: "List a lead's sequences",
+        description:
+          "Every sequence the lead is or was in, with the enrollment's state: the lead details' `sequence` " +
+          'shows only the active one (else the latest). 404 for an unknown lead.',
+        params: leadParams,
+        response: { 200: leadEnrollmentsResponse },
+      },
+    },
+    async (request) => {
+      const account = await requireAccount(db, request, request.params.id);
+      const lead = await findLeadRow(db, account.id, request.params.phone);
+      if (!lead) throw notFound('lead');
+      return { enrollments: await leadEnrollments(db, lead.id) };
+    },
+  );
+
+  app.post(
+    '/accounts/:id/sequences/:sequence_id/unenroll',
+    {
+      schema: {
+        operationId: 'unenrollLead',
+        tags,
+        summary: 'Take a lead out of a sequence',
+        description:
+          "Ends the lead's active enrollment in the sequence (`unenrolled`; its `sequence.status` becomes " +
+          '`cancelled`) and nothing more is sent from it; enrolling again starts over at step 0. A lead not in ' +
+          'the sequence now is left alone (`not_enrolled`). 404 for an unknown sequence or lead.',
+        params: sequenceParams,
+        body: enrollBody,
+        response: { 200: unenrollResponse },
+      },
+    },
+    async (request) => {
+      const { id, sequence_id } = request.params;
+      const { result } = await executeOnAccount(commands, request, id, async (trx, account) =>
+        decideUnenroll(await enrollState(trx, account, sequence_id, request.body.phone)),
+      );
       return { success: true as const, ...result };
     },
   );

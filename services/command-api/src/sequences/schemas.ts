@@ -141,3 +141,41 @@ export const enrollResponse = z
       .describe("When the next step goes out, inside the lead's sending window; null when none is left."),
   })
   .meta({ id: 'Enrollment' });
+
+export const unenrollResponse = z
+  .object({
+    success: z.literal(true),
+    action: z
+      .enum(['unenrolled', 'not_enrolled'])
+      .describe('`not_enrolled`: the lead was not in the sequence (any more); nothing changed.'),
+  })
+  .meta({ id: 'Unenrollment' });
+
+export const leadEnrollmentsResponse = z
+  .object({
+    enrollments: z
+      .array(
+        z
+          .object({
+            sequence_id: uuid(),
+            name: z.string().describe('The sequence name when the lead was enrolled.'),
+            status: z
+              .enum(['active', 'paused', 'completed', 'cancelled', 'opted_out'])
+              .describe(
+                '`paused` while the account is deactivated or the sequence inactive; `cancelled` when the lead ' +
+                  'was taken out or the sequence deleted; `opted_out` when the number texted STOP during it.',
+              ),
+            current_step: count().describe(
+              'Steps sent or skipped so far: the 0-based order of the next one.',
+            ),
+            total_steps: count(),
+            next_step_at: timestamp().nullable(),
+            started_at: timestamp(),
+            ended_at: timestamp().nullable(),
+          })
+          .meta({ id: 'LeadEnrollment' }),
+      )
+      .max(PAGE_MAX)
+      .describe('Active enrollments first, then the latest; one per sequence the lead was ever in.'),
+  })
+  .meta({ id: 'LeadEnrollments' });

@@ -224,6 +224,20 @@ async function applyOne(trx: Trx, event: SequenceEvent, touchedAccounts: Set<str
         .execute();
       touchedAccounts.add(event.account_id);
       return;
+    case 'sequence.unenrolled':
+      await trx
+        .updateTable('sequence_enrollments')
+        .set({
+          status: 'cancelled',
+          next_step_at: null,
+          awaiting_ai: false,
+          ended_at: event.occurred_at,
+          updated_at: event.occurred_at,
+        })
+        .where('id', '=', event.data.enrollment_id)
+        .where('status', '=', 'active')
+        .execute();
+      return;
     case 'sequence.enrolled': {
       const { data } = event;
       await enroll(trx, event, data, [data]);
@@ -314,6 +328,7 @@ const handled = [
   'sequence.created',
   'sequence.updated',
   'sequence.deleted',
+  'sequence.unenrolled',
   'sequence.enrolled',
   'sequence.leads_enrolled',
   'sequence.step_sent',
