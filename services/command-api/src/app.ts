@@ -43,6 +43,7 @@ import { embedApiRoutes, EMBED_API_PREFIX } from './embed/api';
 import { dashboardRoutes } from './embed/dashboard';
 import { embedTokenRoutes } from './embed/routes';
 import { requestForLog } from './http/log';
+import { idempotencyKeys } from './http/idempotency';
 
 /** The dashboard's own API (under /embed) is not part of the partner contract. */
 const documentPartnerRoutes: typeof jsonSchemaTransform = (input) =>
@@ -163,6 +164,8 @@ export async function buildApp(deps: AppDeps) {
             `Too many requests: at most ${context.max} a minute per partner key.`,
           ),
       });
+      // After authentication and the rate limit: keys are per partner, and a refused request holds none.
+      idempotencyKeys(v1, deps);
       await v1.register(accountRoutes, deps);
       await v1.register(leadRoutes, deps);
       await v1.register(requirementRoutes, deps);
