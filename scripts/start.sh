@@ -32,17 +32,18 @@ stop_services() {
 trap stop_services EXIT
 trap 'exit 130' INT TERM
 
+# Each service without an HTTP server of its own serves /metrics on its port (the API on its own).
 start_service() {
-  node --import tsx "services/$1/src/main.ts" &
+  METRICS_PORT="${2:-}" node --import tsx "services/$1/src/main.ts" &
   pids+=($!)
   echo "$1: pid $!" >&2
 }
-start_service projector
+start_service projector 9101
 start_service command-api
-start_service sms-gateway
-start_service sequencer
-start_service webhook-relay
-start_service ai-agent
+start_service sms-gateway 9102
+start_service sequencer 9103
+start_service webhook-relay 9104
+start_service ai-agent 9105
 
 if [ -z "${PARTNER_API_KEY:-}" ]; then
   echo "No PARTNER_API_KEY set: create a partner with 'npm run partner -- create --name NAME'." >&2
