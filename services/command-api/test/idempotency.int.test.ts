@@ -1,4 +1,4 @@
-import { eventually, startFakeTwilio, type FakeTwilio } from '@leadline/test-kit';
+import { eventually, fakeClock, startFakeTwilio, type FakeTwilio } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from './client';
 import { startSystem, type TestSystem } from './system';
@@ -8,10 +8,11 @@ let twilio: FakeTwilio;
 let acmeKey: string;
 let otherKey: string;
 let acme: PartnerClient;
+const clock = fakeClock();
 
 beforeAll(async () => {
   twilio = await startFakeTwilio();
-  system = await startSystem({ twilio, gateway: true });
+  system = await startSystem({ clock, twilio, gateway: true });
   acmeKey = await system.createPartner('Acme CRM');
   otherKey = await system.createPartner('Other CRM');
   acme = partnerClient(system.app, acmeKey);
@@ -179,5 +180,56 @@ describe('Idempotency-Key', () => {
     expect(theirs.body.id).not.toBe(mine.body.id);
     const { body: list } = await partnerClient(system.app, otherKey).get('/accounts');
     expect(list.accounts.map((a: { id: string }) => a.id)).toEqual([theirs.body.id]);
+  });
+
+  it('keeps an answer 24 hours, then frees the key and purges what expired', async () => {
+    const first = await send(acmeKey, 'POST', '/accounts', { name: 'Day One Loans' }, 'daily-key');
+    expect(first.status).toBe(201);
+    await send(acmeKey, 'POST', '/accounts', { name: 'Forgotten Loans' }, 'forgotten-key');
+
+    clock.advance(24 * 3600_000 - 1000);
+    const late = await send(acmeKey, 'POST', '/accounts', { name: 'Day One Loans' }, 'daily-key');
+    expect(late.raw).toBe(first.raw);
+
+    // Purges run at most once a minute per instance: this request is past both.
+    clock.advance(2 * 60_000);
+    const reused = await send(acmeKey, 'POST', '/accounts', { name: 'Day Two Loans' }, 'daily-key');
+    expect(reused.status).toBe(201);
+    expect(reused.body.id).not.toBe(first.body.id);
+    await eventually(async () => {
+      const row = await system.services.db
+        .selectFrom('idempotency_keys')
+        .select('key')
+        .where('key', '=', 'forgotten-key')
+        .executeTakeFirst();
+      return row === undefined ? true : undefined;
+    });
+  });
+
+  it('lets a retry run when the request holding the key died with its process', async () => {
+    const partnerId = (
+      await system.services.db
+        .selectFrom('partner_api_keys')
+        .select('partner_id')
+        .orderBy('created_at')
+        .executeTakeFirstOrThrow()
+    ).partner_id;
+    const now = clock.now();
+    await system.services.db
+      .insertInto('idempotency_keys')
+      .values({
+        partner_id: partnerId,
+        key: 'orphaned-key',
+        request_hash: 'from a request that never answered',
+        owner: 'a request of a dead instance',
+        locked_until: new Date(now.getTime() - 1000),
+        created_at: new Date(now.getTime() - 3 * 60_000),
+        expires_at: new Date(now.getTime() + 3600_000),
+      })
+      .execute();
+    const retried = await send(acmeKey, 'POST', '/accounts', { name: 'Orphan Lending' }, 'orphaned-key');
+    expect(retried.status).toBe(201);
+    const replay = await send(acmeKey, 'POST', '/accounts', { name: 'Orphan Lending' }, 'orphaned-key');
+    expect(replay.raw).toBe(retried.raw);
   });
 });
