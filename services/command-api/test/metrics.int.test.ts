@@ -17,7 +17,7 @@ const faulty = defineProjection('faulty', ['lead.created'], async (_trx, events)
 });
 
 beforeAll(async () => {
-  system = await startSystem({ projector: false, projectionWaitMs: 3000 });
+  system = await startSystem({ projector: false, projectionWaitMs: 3000, gateway: true });
   projectorDb = createDb(system.env.config.DATABASE_URL, { maxConnections: 4 });
   projector = await startProjector({
     ...system.services,
@@ -89,6 +89,9 @@ describe('GET /metrics', () => {
     // Every write answered after the projector applied it: nothing is behind.
     for (const line of lag) expect(Number(line.split(' ').pop())).toBe(0);
     expect(text).toContain('leadline_process_resident_memory_bytes');
+    // The SMS gateway runs in this process: its outbox is measured (nothing queued here).
+    expect(valueOf(text, 'leadline_queue_depth{queue="sms_outbox"}')).toBe(0);
+    expect(valueOf(text, 'leadline_queue_lateness_seconds{queue="sms_outbox"}')).toBe(0);
 
     // Tenants are not in the labels: no account id, partner id or phone number.
     expect(text).not.toContain(account.body.id);
