@@ -202,8 +202,18 @@ export async function serveServiceMetrics(
   db: Kysely<Database>,
 ): Promise<{ close(): Promise<void> } | undefined> {
   if (config.METRICS_PORT === undefined) return undefined;
+  let server: Awaited<ReturnType<typeof startMetricsServer>>;
+  try {
+    server = await startMetricsServer({ port: config.METRICS_PORT, host: config.METRICS_HOST });
+  } catch (error) {
+    // Metrics are not worth stopping a service that sends SMS or applies the log: say so loudly.
+    console.error(
+      `metrics: cannot listen on ${config.METRICS_HOST}:${config.METRICS_PORT}; none served`,
+      error,
+    );
+    return undefined;
+  }
   const unwatchParked = watchParkedRecords(db);
-  const server = await startMetricsServer({ port: config.METRICS_PORT, host: config.METRICS_HOST });
   return {
     async close() {
       unwatchParked();
