@@ -1851,6 +1851,9 @@ export interface components {
              *     | `multipart_required` | 400 | The upload is not `multipart/form-data`. |
              *     | `file_required` | 400 | The multipart part `file` is missing. |
              *     | `unsupported_file_type` | 400 | Context files are `.txt` or `.md` files of UTF-8 text. |
+             *     | `invalid_idempotency_key` | 400 | `Idempotency-Key` is empty, over 255 characters or not printable ASCII. |
+             *     | `idempotency_key_in_progress` | 409 | A request with this `Idempotency-Key` is still running; retry once it has answered. |
+             *     | `idempotency_key_reused` | 422 | This `Idempotency-Key` was used with another method, path or body in the last 24 hours. |
              *     | `bad_request` | 400 | The body is not well-formed JSON, or is empty where one is required. |
              *     | `missing_api_key` | 401 | No `X-Partner-Key` header. |
              *     | `invalid_api_key` | 401 | The partner key is unknown or revoked. |
@@ -1910,7 +1913,7 @@ export interface components {
              *     | `not_ready` | 503 | The service is not ready (readiness probe only). |
              * @enum {string}
              */
-            code: "validation_failed" | "invalid_phone" | "multipart_required" | "file_required" | "unsupported_file_type" | "bad_request" | "missing_api_key" | "invalid_api_key" | "invalid_signature" | "account_not_found" | "lead_not_found" | "requirement_not_found" | "sequence_not_found" | "context_file_not_found" | "context_url_not_found" | "document_not_found" | "webhook_not_found" | "delivery_not_found" | "message_not_found" | "phone_number_not_found" | "partner_not_found" | "api_key_not_found" | "ambiguous_api_key" | "too_many_active_keys" | "missing_embed_token" | "invalid_embed_token" | "embed_role_forbidden" | "asset_not_found" | "route_not_found" | "phone_number_in_use" | "phone_number_not_owned" | "account_active" | "phone_number_released" | "sequence_limit_reached" | "invalid_sending_window" | "sequence_inactive" | "context_file_limit_reached" | "context_url_limit_reached" | "context_url_unreachable" | "team_member_exists" | "external_id_in_use" | "requirement_exists" | "requirement_limit_reached" | "account_deactivated" | "lead_opted_out" | "webhook_limit_reached" | "delivery_pending" | "webhook_inactive" | "uri_too_long" | "file_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_failed_authentications" | "internal_error" | "projection_lagging" | "event_log_unavailable" | "telephony_unavailable" | "account_held" | "live_updates_unavailable" | "dashboard_not_built" | "not_ready";
+            code: "validation_failed" | "invalid_phone" | "multipart_required" | "file_required" | "unsupported_file_type" | "invalid_idempotency_key" | "idempotency_key_in_progress" | "idempotency_key_reused" | "bad_request" | "missing_api_key" | "invalid_api_key" | "invalid_signature" | "account_not_found" | "lead_not_found" | "requirement_not_found" | "sequence_not_found" | "context_file_not_found" | "context_url_not_found" | "document_not_found" | "webhook_not_found" | "delivery_not_found" | "message_not_found" | "phone_number_not_found" | "partner_not_found" | "api_key_not_found" | "ambiguous_api_key" | "too_many_active_keys" | "missing_embed_token" | "invalid_embed_token" | "embed_role_forbidden" | "asset_not_found" | "route_not_found" | "phone_number_in_use" | "phone_number_not_owned" | "account_active" | "phone_number_released" | "sequence_limit_reached" | "invalid_sending_window" | "sequence_inactive" | "context_file_limit_reached" | "context_url_limit_reached" | "context_url_unreachable" | "team_member_exists" | "external_id_in_use" | "requirement_exists" | "requirement_limit_reached" | "account_deactivated" | "lead_opted_out" | "webhook_limit_reached" | "delivery_pending" | "webhook_inactive" | "uri_too_long" | "file_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_failed_authentications" | "internal_error" | "projection_lagging" | "event_log_unavailable" | "telephony_unavailable" | "account_held" | "live_updates_unavailable" | "dashboard_not_built" | "not_ready";
             /** @description The path of the request that failed. */
             instance: string;
             /** @description For `validation_failed`: one entry per invalid field. */
@@ -2344,7 +2347,13 @@ export interface components {
         };
     };
     responses: never;
-    parameters: never;
+    parameters: {
+        /**
+         * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+         * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+         */
+        "Idempotency-Key": string;
+    };
     requestBodies: never;
     headers: {
         /** @description Requests allowed per minute for the partner key. */
@@ -2451,7 +2460,13 @@ export interface operations {
     createAccount: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2475,6 +2490,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              *
@@ -2507,7 +2524,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `phone_number_in_use`: Another account already uses this phone number. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `phone_number_in_use`: Another account already uses this phone number.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2543,7 +2564,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `phone_number_not_owned`: With Twilio configured, a supplied number must be one of our Twilio account's numbers. */
+            /**
+             * @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours.
+             *
+             *     `phone_number_not_owned`: With Twilio configured, a supplied number must be one of our Twilio account's numbers.
+             */
             422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2841,7 +2866,13 @@ export interface operations {
     updateAccount: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -2868,6 +2899,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              *
@@ -2912,7 +2945,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `phone_number_released`: The account released its number; it cannot be reactivated. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `phone_number_released`: The account released its number; it cannot be reactivated.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2950,6 +2987,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -3013,7 +3062,13 @@ export interface operations {
     releaseAccountPhoneNumber: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -3034,7 +3089,11 @@ export interface operations {
                     "application/json": components["schemas"]["ReleasedPhoneNumber"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3074,7 +3133,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `account_active`: The account is active; deactivate it before releasing its number. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `account_active`: The account is active; deactivate it before releasing its number.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3088,6 +3151,18 @@ export interface operations {
             };
             /** @description `uri_too_long`: A path parameter is too long. */
             414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -3151,7 +3226,13 @@ export interface operations {
     inviteTeamMember: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -3178,6 +3259,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -3220,7 +3303,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `team_member_exists`: This e-mail address is already on the team. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `team_member_exists`: This e-mail address is already on the team.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3258,6 +3345,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -3544,7 +3643,13 @@ export interface operations {
     importLead: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -3583,6 +3688,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -3625,6 +3732,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `payload_too_large`: The body is over 2 MB. */
             413: {
                 headers: {
@@ -3651,6 +3770,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -3714,7 +3845,13 @@ export interface operations {
     importLeads: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -3741,6 +3878,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -3783,6 +3922,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `payload_too_large`: The body is over 2 MB. */
             413: {
                 headers: {
@@ -3809,6 +3960,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -4117,7 +4280,13 @@ export interface operations {
     updateLead: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -4146,6 +4315,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -4192,7 +4363,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `external_id_in_use`: Another lead of the account has this `external_id`. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `external_id_in_use`: Another lead of the account has this `external_id`.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4230,6 +4405,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -4513,7 +4700,13 @@ export interface operations {
     createRequirement: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -4540,6 +4733,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -4583,7 +4778,9 @@ export interface operations {
                 };
             };
             /**
-             * @description `requirement_exists`: The account has a requirement with this name.
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `requirement_exists`: The account has a requirement with this name.
              *
              *     `requirement_limit_reached`: The account has 100 requirements, the most it can have.
              */
@@ -4624,6 +4821,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -4819,7 +5028,13 @@ export interface operations {
     updateRequirement: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -4848,6 +5063,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -4894,7 +5111,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `requirement_exists`: The account has a requirement with this name. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `requirement_exists`: The account has a requirement with this name.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4932,6 +5153,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5107,7 +5340,13 @@ export interface operations {
     createSequence: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -5134,6 +5373,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              *
@@ -5178,6 +5419,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `payload_too_large`: The body is over 2 MB. */
             413: {
                 headers: {
@@ -5204,6 +5457,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5512,7 +5777,13 @@ export interface operations {
     updateSequence: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -5541,6 +5812,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -5587,6 +5860,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `payload_too_large`: The body is over 2 MB. */
             413: {
                 headers: {
@@ -5613,6 +5898,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5676,7 +5973,13 @@ export interface operations {
     enrollLead: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -5705,6 +6008,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -5752,7 +6057,9 @@ export interface operations {
                 };
             };
             /**
-             * @description `sequence_inactive`: The sequence is inactive; activate it before enrolling leads.
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `sequence_inactive`: The sequence is inactive; activate it before enrolling leads.
              *
              *     `account_deactivated`: The account is deactivated; reactivate it to send messages or embed its dashboard.
              *
@@ -5795,6 +6102,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -6367,7 +6686,13 @@ export interface operations {
     sendMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -6396,6 +6721,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -6443,7 +6770,9 @@ export interface operations {
                 };
             };
             /**
-             * @description `account_deactivated`: The account is deactivated; reactivate it to send messages or embed its dashboard.
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `account_deactivated`: The account is deactivated; reactivate it to send messages or embed its dashboard.
              *
              *     `lead_opted_out`: The number opted out (it texted STOP); it can opt back in with START.
              */
@@ -6484,6 +6813,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -6547,7 +6888,13 @@ export interface operations {
     resumeAi: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -6570,7 +6917,11 @@ export interface operations {
                     "application/json": components["schemas"]["AiResumed"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6614,8 +6965,32 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `uri_too_long`: A path parameter is too long. */
             414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -6846,7 +7221,13 @@ export interface operations {
     createWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6870,6 +7251,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -6900,7 +7283,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `webhook_limit_reached`: The partner has 20 webhooks, the most it can have; `limit` says so. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `webhook_limit_reached`: The partner has 20 webhooks, the most it can have; `limit` says so.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6926,6 +7313,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -7111,7 +7510,13 @@ export interface operations {
     updateWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The webhook id. */
                 webhook_id: string;
@@ -7138,6 +7543,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -7180,6 +7587,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `payload_too_large`: The body is over 2 MB. */
             413: {
                 headers: {
@@ -7206,6 +7625,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -7381,7 +7812,13 @@ export interface operations {
     retryDelivery: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The webhook id. */
                 webhook_id: string;
@@ -7404,7 +7841,11 @@ export interface operations {
                     "application/json": components["schemas"]["QueuedDelivery"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7448,7 +7889,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `delivery_pending`: The delivery is still pending; its next attempt is scheduled. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `delivery_pending`: The delivery is still pending; its next attempt is scheduled.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7462,6 +7907,18 @@ export interface operations {
             };
             /** @description `uri_too_long`: A path parameter is too long. */
             414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -7523,7 +7980,13 @@ export interface operations {
     sendTestEvent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The webhook id. */
                 webhook_id: string;
@@ -7544,7 +8007,11 @@ export interface operations {
                     "application/json": components["schemas"]["QueuedDelivery"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7584,7 +8051,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `webhook_inactive`: The webhook is disabled; activate it before sending a test event. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `webhook_inactive`: The webhook is disabled; activate it before sending a test event.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7598,6 +8069,18 @@ export interface operations {
             };
             /** @description `uri_too_long`: A path parameter is too long. */
             414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -7659,7 +8142,13 @@ export interface operations {
     createEmbedToken: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -7686,6 +8175,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -7728,7 +8219,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `account_deactivated`: The account is deactivated; reactivate it to send messages or embed its dashboard. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `account_deactivated`: The account is deactivated; reactivate it to send messages or embed its dashboard.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7766,6 +8261,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -8069,7 +8576,13 @@ export interface operations {
     updatePromptSettings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -8096,6 +8609,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -8138,6 +8653,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `payload_too_large`: The body is over 2 MB. */
             413: {
                 headers: {
@@ -8164,6 +8691,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -8336,7 +8875,13 @@ export interface operations {
     uploadContextFile: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -8365,6 +8910,8 @@ export interface operations {
              *     `file_required`: The multipart part `file` is missing.
              *
              *     `unsupported_file_type`: Context files are `.txt` or `.md` files of UTF-8 text.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              */
             400: {
                 headers: {
@@ -8405,7 +8952,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `context_file_limit_reached`: The account has 20 context files, the most it can have. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `context_file_limit_reached`: The account has 20 context files, the most it can have.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -8431,6 +8982,18 @@ export interface operations {
             };
             /** @description `uri_too_long`: A path parameter is too long. */
             414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -8740,7 +9303,13 @@ export interface operations {
     createContextUrl: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -8767,6 +9336,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -8809,7 +9380,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `context_url_limit_reached`: The account has 20 context URLs, the most it can have. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `context_url_limit_reached`: The account has 20 context URLs, the most it can have.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -8857,7 +9432,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `context_url_unreachable`: The page could not be fetched, or held no text to use. */
+            /**
+             * @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours.
+             *
+             *     `context_url_unreachable`: The page could not be fetched, or held no text to use.
+             */
             422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];

@@ -14,6 +14,7 @@ import type { Clock, NewId } from './clock';
 import type { Database } from './db/schema';
 import { DomainError, unavailable } from './errors';
 import { partitionForKey } from './kafka';
+import { timeStage } from './metrics';
 import { refuseHeldStream } from './parking';
 import type { ProjectionProgress } from './projection-progress';
 
@@ -136,11 +137,17 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
     }) as DomainEvent;
 
   async function waitForHighWatermark(topic: string, partitionKey: string) {
-    const offsets = await fromEventLog('reading its end', () => admin.fetchTopicOffsets(topic));
+    const offsets = await timeStage('offsets', () =>
+      fromEventLog('reading its end', () => admin.fetchTopicOffsets(topic)),
+    );
     const partition = partitionForKey(topic, partitionKey, offsets.length);
     const relevant = offsets.filter((entry) => entry.partition === partition);
-    const caughtUp = await Promise.all(
-      relevant.map((entry) => progress.waitFor(topic, entry.partition, BigInt(entry.high), projectionWaitMs)),
+    const caughtUp = await timeStage('catch_up', () =>
+      Promise.all(
+        relevant.map((entry) =>
+          progress.waitFor(topic, entry.partition, BigInt(entry.high), projectionWaitMs),
+        ),
+      ),
     );
     if (caughtUp.includes(false)) {
       throw unavailable(
@@ -195,20 +202,27 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
 
       const { events, result, position } = await db.transaction().execute(async (trx) => {
         // Sorted, so two commands that share locks always take them in the same order.
-        for (const lockKey of [...new Set(command.lockKeys)].sort()) {
-          await sql`select ${lockId(lockKey)}`.execute(trx);
-        }
+        await timeStage('lock', async () => {
+          for (const lockKey of [...new Set(command.lockKeys)].sort()) {
+            await sql`select ${lockId(lockKey)}`.execute(trx);
+          }
+        });
         if (command.consistency === 'partition') await waitForHighWatermark(topic, key);
         await refuseHeldStream(trx, key);
-        const decision = await command.decide(trx);
+        const decision = await timeStage('decide', () => command.decide(trx));
         const stamped = decision.events.map((event) => stamp(event, stream, context));
-        const position = stamped.length > 0 ? await appendToLog(stream.topic, key, stamped) : undefined;
+        const position =
+          stamped.length > 0
+            ? await timeStage('append', () => appendToLog(stream.topic, key, stamped))
+            : undefined;
         return { events: stamped, result: decision.result, position };
       });
 
       // The events are durable now; a slow projector delays the answer but never fails the command.
       if (position && command.readYourWrites !== false)
-        await progress.waitFor(position.topic, position.partition, position.nextOffset, projectionWaitMs);
+        await timeStage('read_your_writes', () =>
+          progress.waitFor(position.topic, position.partition, position.nextOffset, projectionWaitMs),
+        );
       return { events, result };
     },
 

@@ -22,3 +22,12 @@ export const infrastructureConfig = z.object({
   TOPIC_PREFIX: z.string().default(''),
 });
 export type InfrastructureConfig = z.infer<typeof infrastructureConfig>;
+
+/**
+ * The `/metrics` listener of a service without an HTTP server of its own: off unless a port is set
+ * (`npm start` gives each service its own). The command API serves `/metrics` on its own port.
+ */
+export const metricsConfig = {
+  METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
+  METRICS_HOST: z.string().default('127.0.0.1'),
+};

@@ -2,6 +2,7 @@ import { UnknownEventTypeError, type DomainEvent, type EventCodec } from '@leadl
 import type { Kafka } from 'kafkajs';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from './db/schema';
+import { watchConsumerLag } from './metrics';
 import {
   parkedTableOf,
   parkingFailure,
@@ -137,6 +138,12 @@ export interface LogConsumerDeps {
   parkedPollMs?: number;
 }
 
+const consumerNames: Record<CheckpointTable, string> = {
+  projection_checkpoints: 'projector',
+  webhook_relay_checkpoints: 'webhook_relay',
+  ai_agent_checkpoints: 'ai_agent',
+};
+
 export interface RunningConsumer {
   stop(): Promise<void>;
 }
@@ -229,10 +236,23 @@ export async function startLogConsumer(deps: LogConsumerDeps): Promise<RunningCo
 
   const releasing = parking.startReleasing();
 
+  // Lag is read at scrape time: the partitions' ends from the broker, the checkpoints from Postgres.
+  const admin = kafka.admin();
+  await admin.connect();
+  const unwatchLag = watchConsumerLag({
+    db,
+    admin,
+    topics: deps.topics,
+    consumer: consumerNames[deps.checkpoints],
+    checkpoints: deps.checkpoints,
+  });
+
   return {
     async stop() {
+      unwatchLag();
       releasing.stop();
       await consumer.disconnect();
+      await admin.disconnect();
     },
   };
 }

@@ -5,3 +5,4 @@ export * from './clock';
 export * from './openapi-responses';
 export * from './fake-openai';
 export * from './documents';
+export * from './private-kafka';

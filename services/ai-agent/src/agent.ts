@@ -16,6 +16,7 @@ import {
   type DocumentStore,
   type NewId,
   type PositionedEvent,
+  watchQueue,
 } from '@leadline/runtime';
 import type { Kafka } from 'kafkajs';
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
@@ -86,6 +87,13 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
   const retryBaseMs = deps.retryBaseMs ?? 2_000;
   let stopped = false;
   const sleepers = new Set<() => void>();
+  const unwatchQueue = watchQueue('ai_turns', async () => {
+    const { rows } = await sql<{ depth: string; lateness: number | null }>`
+      select count(*)::text as depth,
+             extract(epoch from ${clock.now()}::timestamptz - min(due_at) filter (where due_at <= ${clock.now()}))::float8 as lateness
+      from ai_pending_turns`.execute(db);
+    return { depth: Number(rows[0]?.depth ?? 0), latenessSeconds: rows[0]?.lateness ?? 0 };
+  });
   const wake = () => {
     for (const sleeper of sleepers) sleeper();
   };
@@ -513,6 +521,7 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
     refreshContext,
     async stop() {
       stopped = true;
+      unwatchQueue();
       if (refresher) clearInterval(refresher);
       wake();
       await loop;

@@ -1,8 +1,14 @@
-import { documentStoreConfig, infrastructureConfig, outboundFetchConfig } from '@leadline/runtime';
+import {
+  documentStoreConfig,
+  infrastructureConfig,
+  metricsConfig,
+  outboundFetchConfig,
+} from '@leadline/runtime';
 import { telephonyConfig } from '@leadline/telephony';
 import { z } from 'zod';
 
 export const agentConfigSchema = infrastructureConfig.extend({
+  ...metricsConfig,
   ...telephonyConfig.shape,
   ...documentStoreConfig,
   ...outboundFetchConfig,

@@ -5,6 +5,7 @@ import {
   loadConfig,
   newUuid,
   systemClock,
+  serveServiceMetrics,
 } from '@leadline/runtime';
 import { twilioCredentials } from '@leadline/telephony';
 import { startAiAgent } from './agent';
@@ -44,8 +45,10 @@ const agent = await startAiAgent({
 console.warn(
   `ai-agent: running with the ${config.OPENAI_API_KEY ? `model ${config.OPENAI_MODEL}` : 'offline responder'}`,
 );
+const metrics = await serveServiceMetrics(config, agentDb);
 
 const shutdown = async () => {
+  await metrics?.close();
   await agent.stop();
   await agentDb.destroy();
   await services.close();

@@ -1,4 +1,5 @@
 import { MAX_REPLY_CHARS } from '@leadline/command-api';
+import { modelRequestSeconds } from '@leadline/runtime';
 import OpenAI from 'openai';
 import type {
   ChatCompletionContentPart,
@@ -86,10 +87,16 @@ export function createModelResponder(options: {
       ];
       let reply: string | null = null;
       for (let round = 0; round < MAX_TOOL_ROUNDS; round++) {
-        const completion = await client.chat.completions.create(
-          { model: options.model, messages, tools: toolDefinitions },
-          { signal },
-        );
+        const timer = modelRequestSeconds.startTimer();
+        const completion = await client.chat.completions
+          .create({ model: options.model, messages, tools: toolDefinitions }, { signal })
+          .then(
+            (answer) => (timer({ outcome: 'ok' }), answer),
+            (error: unknown) => {
+              timer({ outcome: 'error' });
+              throw error;
+            },
+          );
         const message = completion.choices[0]?.message;
         if (!message) break;
         const calls = (message.tool_calls ?? []).filter((call) => call.type === 'function');

@@ -40,6 +40,8 @@ const requestsAbout = (marker: string) =>
   fake.requests.filter((request) => JSON.stringify(request.messages).includes(marker));
 const lastUserText = (request: FakeChatRequest) =>
   JSON.stringify(request.messages.filter((m) => m.role === 'user').at(-1));
+/** A Prometheus scrape of this process (the agent runs beside the API here). */
+const scrape = async () => (await world.system.app.inject({ method: 'GET', url: '/metrics' })).body;
 const checklistOf = async (accountId: string, phone: string) =>
   (await world.partner.get(`/accounts/${accountId}/leads/${encodeURIComponent(phone)}/checklist`)).body;
 
@@ -69,6 +71,12 @@ describe('the model through Chat Completions with tools', () => {
     expect(String(requestsAbout('[invalid-email]')[0]!.messages[0]!.content)).toContain(
       '- Email (email, required) [MISSING]',
     );
+    // Both rounds with the model are timed, and the agent's queue of turns is measured.
+    const metrics = await scrape();
+    expect(metrics).toMatch(
+      /^leadline_ai_model_request_duration_seconds_count\{outcome="ok"\} ([2-9]|\d{2,})$/m,
+    );
+    expect(metrics).toMatch(/^leadline_queue_depth\{queue="ai_turns"\} \d+$/m);
   });
 
   it('matches a photo and a PDF to their requirements; their file_url serves the bytes', async () => {
@@ -180,6 +188,9 @@ describe('the model through Chat Completions with tools', () => {
     const conversations = (await partner.get(`/accounts/${account.id}/conversations?needs_handoff=true`))
       .body;
     expect(conversations.conversations.map((c: { phone: string }) => c.phone)).toEqual([phone]);
+    expect(await scrape()).toMatch(
+      /^leadline_ai_model_request_duration_seconds_count\{outcome="error"\} [1-9]/m,
+    );
   });
 
   it('writes an AI sequence step from its instructions, as a sequence message naming the step', async () => {

@@ -2,8 +2,13 @@ import fastifyRateLimit from '@fastify/rate-limit';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import {
+  collectProcessMetrics,
   DomainError,
+  httpRequestSeconds,
+  METRICS_CONTENT_TYPE,
   parkedCounts,
+  scrapeMetrics,
+  watchParkedRecords,
   type Clock,
   type CommandBus,
   type Database,
@@ -43,6 +48,7 @@ import { embedApiRoutes, EMBED_API_PREFIX } from './embed/api';
 import { dashboardRoutes } from './embed/dashboard';
 import { embedTokenRoutes } from './embed/routes';
 import { requestForLog } from './http/log';
+import { idempotencyKeys } from './http/idempotency';
 
 /** The dashboard's own API (under /embed) is not part of the partner contract. */
 const documentPartnerRoutes: typeof jsonSchemaTransform = (input) =>
@@ -128,6 +134,24 @@ export async function buildApp(deps: AppDeps) {
   await app.register(fastifySwaggerUi, { routePrefix: '/v1/docs' });
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
+  // Prometheus, without a partner key: labels are route templates and statuses, never tenant data.
+  collectProcessMetrics();
+  const unwatchParked = watchParkedRecords(deps.db);
+  app.addHook('onClose', async () => unwatchParked());
+  app.addHook('onResponse', async (request, reply) => {
+    httpRequestSeconds.observe(
+      {
+        method: request.method,
+        route: request.routeOptions.url ?? 'unmatched',
+        status_code: String(reply.statusCode),
+      },
+      reply.elapsedTime / 1000,
+    );
+  });
+  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) =>
+    reply.type(METRICS_CONTENT_TYPE).send(await scrapeMetrics()),
+  );
+
   app.get('/health/live', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/health/ready', { schema: { hide: true } }, async (request) => {
     try {
@@ -163,6 +187,8 @@ export async function buildApp(deps: AppDeps) {
             `Too many requests: at most ${context.max} a minute per partner key.`,
           ),
       });
+      // After authentication and the rate limit: keys are per partner, and a refused request holds none.
+      idempotencyKeys(v1, deps);
       await v1.register(accountRoutes, deps);
       await v1.register(leadRoutes, deps);
       await v1.register(requirementRoutes, deps);

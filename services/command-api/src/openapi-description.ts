@@ -26,6 +26,17 @@ counted per key across all its accounts). Every answer to a request with a valid
 ends). Past the limit the answer is 429 \`rate_limited\` with \`Retry-After\` in seconds. A 503 also
 carries \`Retry-After\`; retrying after it is safe, since nothing was written.
 
+**Idempotency**: every POST and PATCH accepts an \`Idempotency-Key\` header (1-255 printable ASCII
+characters; a UUID is a good choice), so a request retried after a timeout runs once. The first request's
+status and body are kept for 24 hours per partner and key; a retry with the same key, method, path and
+body (fields in any order) gets that answer again, byte for byte, with \`Idempotent-Replayed: true\`,
+and runs nothing (no second message is sent). The same key with another request is a 422
+\`idempotency_key_reused\`; a retry while the first request still runs is a 409
+\`idempotency_key_in_progress\` (retry shortly). A request refused before it ran (a 400 for its input,
+401, 429) keeps nothing, and 5xx answers are not kept: the key is released and a retry runs again. Keys
+are scoped to the partner (each partner's keys are its own). For a context file upload, the key matches
+on method and path; the file is not compared.
+
 **Slugs** are the lowercased name with every run of other characters as \`-\`, made unique within the
 partner by a numeric suffix (\`acme\`, \`acme-2\`); they never change.
 

@@ -62,6 +62,26 @@ describe('the contract every route follows', () => {
     }
   });
 
+  it('accepts Idempotency-Key on every POST and PATCH, with its 409 and 422 documented', () => {
+    const writes = operations().filter(({ method }) => method === 'post' || method === 'patch');
+    expect(writes.length).toBeGreaterThan(0);
+    for (const { path, method, operation } of writes) {
+      const where = `${method.toUpperCase()} ${path}`;
+      expect(operation.parameters, where).toContainEqual({ $ref: '#/components/parameters/Idempotency-Key' });
+      expect(operation.responses['409'].description, where).toContain('idempotency_key_in_progress');
+      expect(operation.responses['422'].description, where).toContain('idempotency_key_reused');
+    }
+    expect(document.components.parameters['Idempotency-Key']).toMatchObject({
+      in: 'header',
+      required: false,
+      schema: { type: 'string', maxLength: 255 },
+    });
+    for (const { operation } of operations().filter(({ method }) => method === 'get' || method === 'delete'))
+      expect(operation.parameters ?? []).not.toContainEqual({
+        $ref: '#/components/parameters/Idempotency-Key',
+      });
+  });
+
   it('answers errors as Problem details, with the rate-limit headers on every answer', () => {
     for (const { path, method, operation } of operations()) {
       for (const [status, response] of Object.entries(operation.responses) as [string, any][]) {

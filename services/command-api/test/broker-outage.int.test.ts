@@ -1,4 +1,4 @@
-import { testDocuments } from '@leadline/test-kit';
+import { eventually, startPrivateKafka, testDocuments, type PrivateKafka } from '@leadline/test-kit';
 import net from 'node:net';
 import {
   createCommandBus,
@@ -17,7 +17,7 @@ import type { Admin } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type App } from '../src/app';
 import { partnerClient, type PartnerClient } from './client';
-import { logSize } from './log';
+import { accountEvents, logSize } from './log';
 import { startSystem, type TestSystem } from './system';
 
 let system: TestSystem;
@@ -124,4 +124,125 @@ describe('with the event log unreachable', () => {
       expect((await partner.patch(`/accounts/${account}`, { name: 'Renamed' })).status).toBe(200);
     });
   }
+});
+
+describe('the broker killed under a write loop, then restarted', () => {
+  // A broker of this test's own: the shared one serves every other test running now.
+  let broker: PrivateKafka;
+  let own: TestSystem;
+  const LOOP_BOUND_MS = 1500;
+  const PROJECTION_WAIT_MS = 3000;
+
+  beforeAll(async () => {
+    broker = await startPrivateKafka();
+    own = await startSystem({
+      brokers: broker.brokers,
+      eventLogTimeoutMs: LOOP_BOUND_MS,
+      projectionWaitMs: 5000,
+    });
+  });
+  afterAll(async () => {
+    await own?.close();
+    await broker?.dispose();
+  });
+
+  it('answers every write 2xx or 503 with Retry-After within the bound, and loses no acknowledged write', async () => {
+    const writer = partnerClient(own.app, await own.createPartner('Loop CRM'));
+    // One account per writer: each write's time is its own, not a queue behind another's lock.
+    const accounts: string[] = [];
+    for (let i = 0; i < 4; i++)
+      accounts.push((await writer.post('/accounts', { name: `Loop ${i}` })).body.id);
+
+    interface Answer {
+      account: string;
+      phone: string;
+      status: number;
+      code?: string;
+      retryAfter?: string;
+      ms: number;
+      phase: 'before' | 'down' | 'after';
+    }
+    const answers: Answer[] = [];
+    let phase: Answer['phase'] = 'before';
+    let running = true;
+    let serial = 0;
+    const loops = accounts.map(async (account) => {
+      while (running) {
+        const phone = `+1512555${String(++serial).padStart(4, '0')}`;
+        const at = phase;
+        const started = Date.now();
+        const answer = await writer.post(`/accounts/${account}/leads`, { phone, name: `Lead ${serial}` });
+        answers.push({
+          account,
+          phone,
+          status: answer.status,
+          code: answer.body?.code,
+          retryAfter: answer.headers['retry-after'] as string | undefined,
+          ms: Date.now() - started,
+          phase: at,
+        });
+      }
+    });
+    const count = (predicate: (answer: Answer) => boolean) => answers.filter(predicate).length;
+    const waitFor = (predicate: (answer: Answer) => boolean, atLeast: number, message: string) =>
+      eventually(async () => (count(predicate) >= atLeast ? true : undefined), {
+        timeoutMs: 120_000,
+        message,
+      });
+
+    try {
+      await waitFor((a) => a.status === 201, 20, 'writes acknowledged before the outage');
+      phase = 'down';
+      await broker.kill();
+      await waitFor((a) => a.phase === 'down' && a.status === 503, 12, 'writes refused during the outage');
+      await broker.restart();
+      phase = 'after';
+      await waitFor(
+        (a) => a.phase === 'after' && a.status === 201,
+        20,
+        'writes acknowledged after the restart',
+      );
+    } finally {
+      running = false;
+      await Promise.all(loops);
+    }
+
+    // Every answer is a success or a 503 that invites a retry; the 503s came within the bound.
+    const unexpected = answers.filter((a) => a.status !== 201 && a.status !== 503);
+    expect(unexpected).toEqual([]);
+    for (const refused of answers.filter((a) => a.status === 503)) {
+      expect(['event_log_unavailable', 'projection_lagging']).toContain(refused.code);
+      expect(refused.retryAfter).toBeDefined();
+      // The log: at most two bounded calls to Kafka (its end, the append). The read models catching
+      // up after the restart: their own bound. Each plus the database's share.
+      const bound =
+        refused.code === 'event_log_unavailable' ? LOOP_BOUND_MS * 2 : PROJECTION_WAIT_MS + LOOP_BOUND_MS;
+      expect(refused.ms, `${refused.code} after ${refused.ms} ms`).toBeLessThan(bound + 3000);
+    }
+    expect(count((a) => a.phase === 'down' && a.status === 503)).toBeGreaterThanOrEqual(12);
+
+    // Nothing acknowledged is missing: every 201 is on the log, and readable once projected.
+    const acknowledged = answers.filter((a) => a.status === 201);
+    const logged = new Set(
+      (await accountEvents(own.services))
+        .filter((event) => event.type === 'lead.created')
+        .map((event) => `${event.account_id} ${(event.data as { phone: string }).phone}`),
+    );
+    const missing = acknowledged.filter(({ account, phone }) => !logged.has(`${account} ${phone}`));
+    expect(missing).toEqual([]);
+    const unreadable = async () => {
+      const left: Answer[] = [];
+      for (const write of acknowledged) {
+        const read = await writer.get(`/accounts/${write.account}/leads/${encodeURIComponent(write.phone)}`);
+        if (read.status !== 200) left.push(write);
+      }
+      return left;
+    };
+    await eventually(async () => ((await unreadable()).length === 0 ? true : undefined), {
+      timeoutMs: 60_000,
+      intervalMs: 500,
+      message: 'acknowledged writes readable',
+    }).catch(() => undefined);
+    expect(await unreadable()).toEqual([]);
+  });
 });

@@ -54,12 +54,20 @@ export async function startSystem(
     clock?: Clock;
     twilio?: FakeTwilio;
     gateway?: boolean;
+    /** Another broker than the shared one (a test-owned broker the test may stop). */
+    brokers?: string[];
+    eventLogTimeoutMs?: number;
   } = {},
 ): Promise<TestSystem> {
   const env = await createTestEnvironment();
   const clock = options.clock ?? systemClock;
+  if (options.brokers) env.config.KAFKA_BROKERS = options.brokers;
   const services = await connectCommandServices(
-    { ...env.config, PROJECTION_WAIT_MS: options.projectionWaitMs ?? 10_000 },
+    {
+      ...env.config,
+      PROJECTION_WAIT_MS: options.projectionWaitMs ?? 10_000,
+      EVENT_LOG_TIMEOUT_MS: options.eventLogTimeoutMs,
+    },
     'leadline-test',
     { clock },
   );

@@ -1,8 +1,14 @@
-import { connectInfrastructure, infrastructureConfig, loadConfig } from '@leadline/runtime';
+import {
+  connectInfrastructure,
+  infrastructureConfig,
+  loadConfig,
+  metricsConfig,
+  serveServiceMetrics,
+} from '@leadline/runtime';
 import { projections } from './projections';
 import { startProjector } from './projector';
 
-const config = loadConfig(infrastructureConfig);
+const config = loadConfig(infrastructureConfig.extend(metricsConfig));
 const infrastructure = await connectInfrastructure(config, 'leadline-projector', { maxConnections: 4 });
 const projector = await startProjector({
   ...infrastructure,
@@ -15,8 +21,10 @@ const projector = await startProjector({
   },
 });
 console.warn('projector: running');
+const metrics = await serveServiceMetrics(config, infrastructure.db);
 
 const shutdown = async () => {
+  await metrics?.close();
   await projector.stop();
   await infrastructure.close();
   process.exit(0);

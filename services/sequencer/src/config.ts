@@ -1,8 +1,9 @@
 import { sequenceConfig } from '@leadline/command-api';
-import { infrastructureConfig } from '@leadline/runtime';
+import { infrastructureConfig, metricsConfig } from '@leadline/runtime';
 import { z } from 'zod';
 
 export const sequencerConfigSchema = infrastructureConfig.extend({
+  ...metricsConfig,
   ...sequenceConfig,
   PROJECTION_WAIT_MS: z.coerce.number().int().positive().default(5000),
   /** How often due steps are looked for, in milliseconds. */

@@ -1,4 +1,11 @@
-import { connectCommandServices, createDb, loadConfig, newUuid, systemClock } from '@leadline/runtime';
+import {
+  connectCommandServices,
+  createDb,
+  loadConfig,
+  newUuid,
+  systemClock,
+  serveServiceMetrics,
+} from '@leadline/runtime';
 import { sequencerConfigSchema } from './config';
 import { startSequencer } from './sequencer';
 
@@ -15,8 +22,10 @@ const sequencer = await startSequencer({
   pollIntervalMs: config.SEQUENCER_POLL_MS,
 });
 console.warn(`sequencer: running (one delay hour = ${config.SEQUENCE_HOUR_SECONDS} s)`);
+const metrics = await serveServiceMetrics(config, claimsDb);
 
 const shutdown = async () => {
+  await metrics?.close();
   await sequencer.stop();
   await claimsDb.destroy();
   await services.close();

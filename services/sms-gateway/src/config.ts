@@ -1,8 +1,9 @@
-import { infrastructureConfig } from '@leadline/runtime';
+import { infrastructureConfig, metricsConfig } from '@leadline/runtime';
 import { telephonyConfig } from '@leadline/telephony';
 import { z } from 'zod';
 
 export const gatewayConfigSchema = infrastructureConfig.extend({
+  ...metricsConfig,
   ...telephonyConfig.shape,
   NODE_ENV: z.string().default('development'),
   PROJECTION_WAIT_MS: z.coerce.number().int().positive().default(5000),

@@ -10,10 +10,11 @@ import {
   type Database,
   type LogConsumerDeps,
   type PositionedEvent,
+  watchQueue,
 } from '@leadline/runtime';
 import { SmsRejectedError, type SmsSender } from '@leadline/telephony';
 import type { Kafka } from 'kafkajs';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { claimPending, enqueue, markSending, settle, unsettled, type OutboxRow } from './outbox';
 
 export interface GatewayDeps {
@@ -321,12 +322,21 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
     void dispatch().catch(onError);
     void reconcile().catch(onError);
   }, deps.pollIntervalMs ?? 1000);
+  const unwatchQueue = watchQueue('sms_outbox', async () => {
+    const now = clock.now();
+    const { rows } = await sql<{ depth: string; lateness: number | null }>`
+      select count(*)::text as depth,
+             extract(epoch from ${now}::timestamptz - min(created_at))::float8 as lateness
+      from sms_outbox where state = 'pending'`.execute(db);
+    return { depth: Number(rows[0]?.depth ?? 0), latenessSeconds: rows[0]?.lateness ?? 0 };
+  });
 
   return {
     dispatch,
     reconcile,
     async stop() {
       clearInterval(poll);
+      unwatchQueue();
       releasing.stop();
       await consumer.disconnect();
       await running?.catch(() => undefined);

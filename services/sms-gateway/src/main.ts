@@ -4,6 +4,7 @@ import {
   guardUnsafeSettings,
   loadConfig,
   systemClock,
+  serveServiceMetrics,
 } from '@leadline/runtime';
 import {
   createLocalSmsSender,
@@ -30,8 +31,10 @@ const gateway = await startSmsGateway({
   sendingTimeoutMs: config.SMS_SENDING_TIMEOUT_MINUTES * 60_000,
 });
 console.warn(`sms-gateway: running with the ${twilio ? 'Twilio' : 'local'} provider`);
+const metrics = await serveServiceMetrics(config, outboxDb);
 
 const shutdown = async () => {
+  await metrics?.close();
   await gateway.stop();
   await outboxDb.destroy();
   await services.close();

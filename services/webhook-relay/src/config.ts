@@ -1,5 +1,6 @@
 import {
   infrastructureConfig,
+  metricsConfig,
   outboundFetchConfig,
   webhookSecretConfig,
   withWebhookEncryptionKeys,
@@ -25,6 +26,7 @@ const retryDelays = z
 
 export const relayConfigSchema = infrastructureConfig
   .extend({
+    ...metricsConfig,
     /** A 2xx must arrive within this; otherwise the attempt failed. Spec §6: 10 seconds. */
     WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     /** Seconds after each failed attempt; one entry per retry. */

@@ -1,10 +1,11 @@
-import type {
-  Clock,
-  CommandBus,
-  Database,
-  SecretBinding,
-  SecretBox,
-  WebhookDeliveryStatus,
+import {
+  watchQueue,
+  type Clock,
+  type CommandBus,
+  type Database,
+  type SecretBinding,
+  type SecretBox,
+  type WebhookDeliveryStatus,
 } from '@leadline/runtime';
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type { SendResult, WebhookClient } from './http-client';
@@ -337,6 +338,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
 
   let running = false;
   let loop: Promise<void> | undefined;
+  let unwatchQueue: (() => void) | undefined;
   let wakeUp: (() => void) | undefined;
   let wakeRequested = false;
 
@@ -365,6 +367,15 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     start() {
       if (running) return;
       running = true;
+      unwatchQueue = watchQueue('webhook_deliveries', async () => {
+        const now = deps.clock.now();
+        const { rows } = await sql<{ depth: string; lateness: number | null }>`
+          select count(*)::text as depth,
+                 extract(epoch from ${now}::timestamptz
+                   - min(next_attempt_at) filter (where next_attempt_at <= ${now}))::float8 as lateness
+          from webhook_deliveries where status = 'pending'`.execute(deps.db);
+        return { depth: Number(rows[0]?.depth ?? 0), latenessSeconds: rows[0]?.lateness ?? 0 };
+      });
       loop = (async () => {
         while (running) {
           wakeRequested = false;
@@ -383,6 +394,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     },
     async stop() {
       running = false;
+      unwatchQueue?.();
       wakeUp?.();
       await loop;
     },

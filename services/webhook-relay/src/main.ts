@@ -12,6 +12,7 @@ import {
   newUuid,
   systemClock,
   webhookKeyRisks,
+  serveServiceMetrics,
 } from '@leadline/runtime';
 import { relayConfigSchema } from './config';
 import { createDispatcher } from './dispatcher';
@@ -80,8 +81,10 @@ const relay = await startRelay({
 });
 dispatcher.start();
 console.warn('webhook-relay: running');
+const metrics = await serveServiceMetrics(config, infrastructure.db);
 
 const shutdown = async () => {
+  await metrics?.close();
   await relay.stop();
   await dispatcher.stop();
   client.close();

@@ -254,6 +254,19 @@ export interface OperationalTables {
   sequencer_leases: { enrollment_id: string; step_order: number; lease_until: Timestamp };
   local_phone_numbers: { phone_number: string; account_id: string; allocated_at: Generated<Timestamp> };
   rate_limit_counters: { key: string; window_started_at: Timestamp; count: number };
+  /** Idempotency-Key answers of the partner API (see the 0011_idempotency_keys migration). */
+  idempotency_keys: {
+    partner_id: string;
+    key: string;
+    request_hash: string;
+    owner: string | null;
+    locked_until: Timestamp | null;
+    response_status: number | null;
+    response_headers: ColumnType<Record<string, string> | null, string | null, string | null>;
+    response_body: Buffer | null;
+    created_at: Timestamp;
+    expires_at: Timestamp;
+  };
   /** One number, one account (see the 0009_phone_number_reservations migration). */
   phone_number_reservations: {
     phone_number: string;

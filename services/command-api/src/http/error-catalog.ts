@@ -27,6 +27,7 @@ const every: AppliesTo = () => true;
 const withInput: AppliesTo = (operation) => operation.hasInput;
 const withBody: AppliesTo = (operation) => operation.hasBody;
 const writes: AppliesTo = (operation) => operation.method !== 'get';
+const postOrPatch: AppliesTo = (operation) => operation.method === 'post' || operation.method === 'patch';
 const pathParam =
   (name: string): AppliesTo =>
   (operation) =>
@@ -57,6 +58,21 @@ export const errorCatalog = {
     400,
     'Context files are `.txt` or `.md` files of UTF-8 text.',
     operations('uploadContextFile'),
+  ),
+  invalid_idempotency_key: entry(
+    400,
+    '`Idempotency-Key` is empty, over 255 characters or not printable ASCII.',
+    postOrPatch,
+  ),
+  idempotency_key_in_progress: entry(
+    409,
+    'A request with this `Idempotency-Key` is still running; retry once it has answered.',
+    postOrPatch,
+  ),
+  idempotency_key_reused: entry(
+    422,
+    'This `Idempotency-Key` was used with another method, path or body in the last 24 hours.',
+    postOrPatch,
   ),
   bad_request: entry(400, 'The body is not well-formed JSON, or is empty where one is required.', withBody),
   missing_api_key: entry(401, 'No `X-Partner-Key` header.', every),

@@ -23,7 +23,11 @@ interface Response {
 interface Document {
   paths?: Record<string, Record<string, Operation>>;
   webhooks?: unknown;
-  components?: { schemas?: Record<string, unknown>; headers?: Record<string, unknown> };
+  components?: {
+    schemas?: Record<string, unknown>;
+    headers?: Record<string, unknown>;
+    parameters?: Record<string, unknown>;
+  };
   [key: string]: unknown;
 }
 
@@ -51,6 +55,23 @@ const retryAfter = {
   required: true,
   schema: { type: 'integer', minimum: 0, maximum: 86_400, format: 'int32' },
 };
+
+const idempotencyKey = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the ' +
+    'same method, path and body, which runs nothing (see Idempotency in the API description).',
+  schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[ -~]+$' },
+  example: '5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11',
+};
+
+/** Every POST and PATCH accepts `Idempotency-Key`; a replayed answer says so. */
+function documentIdempotency(method: string, operation: Operation) {
+  if (method !== 'post' && method !== 'patch') return;
+  operation.parameters = [...(operation.parameters ?? []), ref('parameters', 'Idempotency-Key')];
+}
 
 /** A response's headers: the rate-limit trio on every answer, Retry-After where a retry is invited. */
 function headersFor(status: string) {
@@ -156,7 +177,9 @@ export const finishOpenApiDocument: typeof jsonSchemaTransformObject = (input) =
   const document = jsonSchemaTransformObject(input) as Document;
   for (const [path, item] of Object.entries(document.paths ?? {})) {
     for (const [method, operation] of Object.entries(item)) {
-      if (METHODS.has(method)) documentResponses(path, method, operation);
+      if (!METHODS.has(method)) continue;
+      documentResponses(path, method, operation);
+      documentIdempotency(method, operation);
     }
   }
   // The one server is the public API (OWASP API9: say which servers are internal).
@@ -167,6 +190,7 @@ export const finishOpenApiDocument: typeof jsonSchemaTransformObject = (input) =
   document.components = {
     ...document.components,
     headers: { ...rateLimitHeaders, 'Retry-After': retryAfter },
+    parameters: { ...document.components?.parameters, 'Idempotency-Key': idempotencyKey },
   };
   addIntegerFormats(document.components.schemas);
   addIntegerFormats(document.paths);

@@ -241,6 +241,29 @@ export const operationalMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0011_idempotency_keys': {
+    async up(db: Kysely<unknown>) {
+      // Idempotency-Key: what a partner's first request with a key answered, replayed to its retries.
+      // Per partner, not per key id, so a rotated key still finds the answers of the previous one.
+      await sql`
+        create table idempotency_keys (
+          partner_id text not null,
+          key text not null,
+          request_hash text not null,
+          -- The request that holds the key while it runs; null once its answer is stored.
+          owner text,
+          locked_until timestamptz,
+          response_status integer,
+          response_headers jsonb,
+          response_body bytea,
+          created_at timestamptz not null,
+          expires_at timestamptz not null,
+          primary key (partner_id, key)
+        );
+        create index idempotency_keys_expiry on idempotency_keys (expires_at);
+      `.execute(db);
+    },
+  },
   '0007_sequencer': {
     async up(db: Kysely<unknown>) {
       await sql`
