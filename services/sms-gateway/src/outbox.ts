@@ -1,8 +1,18 @@
 import type { EventOf } from '@leadline/events';
-import type { Database } from '@leadline/runtime';
+import { leaseUntil, type Database, type OutboxReport } from '@leadline/runtime';
 import { sql, type Kysely, type Selectable } from 'kysely';
 
 export type OutboxRow = Selectable<Database['sms_outbox']>;
+
+/**
+ * Sequence steps and AI replies follow the sending window of their sequence (the sequencer decides
+ * when they are due), so they never expire by age; manual messages and compliance replies do.
+ */
+export const expirable = (request: EventOf<'message.outbound_requested'>) =>
+  !request.data.sequence_step &&
+  request.data.source !== 'sequence' &&
+  request.data.source !== 'ai' &&
+  !(request.actor.kind === 'system' && request.actor.service === 'ai-agent');
 
 /**
  * One row per requested message, inserted when the request is consumed. The primary key is the
@@ -26,6 +36,8 @@ export async function enqueue(
         source: event.data.source,
         correlation_id: event.correlation_id,
         causation_id: event.id,
+        requested_at: event.occurred_at,
+        expirable: expirable(event),
       })),
     )
     .onConflict((oc) => oc.column('message_id').doNothing())
@@ -38,7 +50,7 @@ export async function enqueue(
  */
 export async function claimPending(db: Kysely<Database>, now: Date, leaseMs: number, limit: number) {
   const { rows } = await sql<OutboxRow>`
-    update sms_outbox set lease_until = ${new Date(now.getTime() + leaseMs)}, updated_at = ${now}
+    update sms_outbox set lease_until = ${leaseUntil(now, leaseMs)}, updated_at = ${now}
     where message_id in (
       select message_id from sms_outbox
       where state = 'pending' and (lease_until is null or lease_until < ${now})
@@ -48,6 +60,30 @@ export async function claimPending(db: Kysely<Database>, now: Date, leaseMs: num
     )
     returning *`.execute(db);
   return rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime());
+}
+
+/**
+ * Settles refused rows as failed, with the event that reports it, in the caller's (short) transaction;
+ * the event is appended only after this commits, so a message reported failed can never go out later.
+ * Returns the ids it settled (a row another instance already took is left alone).
+ */
+export async function settleRefused(
+  db: Kysely<Database>,
+  refused: readonly { messageId: string; report: OutboxReport }[],
+  now: Date,
+): Promise<Set<string>> {
+  const settled = new Set<string>();
+  for (const { messageId, report } of refused) {
+    const row = await db
+      .updateTable('sms_outbox')
+      .set({ state: 'failed', report: JSON.stringify(report), updated_at: now })
+      .where('message_id', '=', messageId)
+      .where('state', '=', 'pending')
+      .returning('message_id')
+      .executeTakeFirst();
+    if (row) settled.add(row.message_id);
+  }
+  return settled;
 }
 
 /**
@@ -65,29 +101,94 @@ export async function markSending(db: Kysely<Database>, messageId: string, now: 
   return result.numUpdatedRows === 1n;
 }
 
-export async function settle(
+/**
+ * Records what became of a send: the terminal state and the event that reports it (null when the log
+ * already has it). Only a row still `sending` is settled, so two instances never settle it twice.
+ */
+export async function settleSending(
   db: Kysely<Database>,
   messageId: string,
-  state: 'sent' | 'failed',
   now: Date,
-  providerMessageId: string | null = null,
-) {
+  report: OutboxReport | null,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('sms_outbox')
+    .set({
+      state: report?.type === 'message.failed' ? 'failed' : 'sent',
+      updated_at: now,
+      report: report && JSON.stringify(report),
+      reported_at: report ? null : now,
+      ...(report?.type === 'message.sent' && { provider_message_id: report.data.provider_message_id }),
+    })
+    .where('message_id', '=', messageId)
+    .where('state', '=', 'sending')
+    .executeTakeFirst();
+  return result.numUpdatedRows === 1n;
+}
+
+export async function markReported(db: Kysely<Database>, messageIds: readonly string[], now: Date) {
+  if (messageIds.length === 0) return;
   await db
     .updateTable('sms_outbox')
-    .set({ state, updated_at: now, ...(providerMessageId && { provider_message_id: providerMessageId }) })
-    .where('message_id', '=', messageId)
-    .where('state', 'in', ['pending', 'sending'])
+    .set({ reported_at: now })
+    .where('message_id', 'in', messageIds)
     .execute();
 }
 
-/** Rows marked sending longer ago than `graceMs`: the send was interrupted or its outcome is unknown. */
-export function unsettled(db: Kysely<Database>, now: Date, graceMs: number) {
-  return db
-    .selectFrom('sms_outbox')
-    .selectAll()
-    .where('state', '=', 'sending')
-    .where('sending_at', '<', new Date(now.getTime() - graceMs))
-    .orderBy('sending_at')
-    .limit(100)
-    .execute();
+/**
+ * Settles interrupted sends (rows `sending` for longer than `graceMs`) in one short transaction: the
+ * rows are claimed with SKIP LOCKED, so two gateways reconciling at once never settle one row twice;
+ * `settle` decides each row's fate from what the read models know (it reads, it calls nothing remote)
+ * and returns its report, or undefined to leave the row for later.
+ */
+export async function settleInterrupted(
+  db: Kysely<Database>,
+  now: Date,
+  graceMs: number,
+  settle: (trx: Kysely<Database>, row: OutboxRow) => Promise<{ report: OutboxReport | null } | undefined>,
+): Promise<OutboxRow[]> {
+  return db.transaction().execute(async (trx) => {
+    const rows = await trx
+      .selectFrom('sms_outbox')
+      .selectAll()
+      .where('state', '=', 'sending')
+      .where('sending_at', '<', new Date(now.getTime() - graceMs))
+      .orderBy('sending_at')
+      .limit(100)
+      .forUpdate()
+      .skipLocked()
+      .execute();
+    const settled: OutboxRow[] = [];
+    for (const row of rows) {
+      const decided = await settle(trx, row);
+      if (decided && (await settleSending(trx, row.message_id, now, decided.report)))
+        settled.push({ ...row, report: decided.report });
+    }
+    return settled;
+  });
+}
+
+/**
+ * Settled rows whose report is still owed after `graceMs` (the instance that settled them died before
+ * appending), leased so that one instance re-reports each.
+ */
+export async function claimUnreported(
+  db: Kysely<Database>,
+  now: Date,
+  graceMs: number,
+  leaseMs: number,
+): Promise<OutboxRow[]> {
+  const { rows } = await sql<OutboxRow>`
+    update sms_outbox set lease_until = ${leaseUntil(now, leaseMs)}
+    where message_id in (
+      select message_id from sms_outbox
+      where report is not null and reported_at is null
+        and updated_at < ${new Date(now.getTime() - graceMs)}
+        and (lease_until is null or lease_until < ${now})
+      order by updated_at
+      limit 100
+      for update skip locked
+    )
+    returning *`.execute(db);
+  return rows;
 }
