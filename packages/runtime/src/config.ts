@@ -24,7 +24,7 @@ export const infrastructureConfig = z.object({
   DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(0).optional(),
   DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).optional(),
   DATABASE_LOCK_TIMEOUT_MS: z.coerce.number().int().min(0).optional(),
-  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: z.coerce.number().int().min(0).optional(),
+  DATABASE_IDLE_TX_TIMEOUT_MS: z.coerce.number().int().min(0).optional(),
 });
 export type InfrastructureConfig = z.infer<typeof infrastructureConfig>;
 
@@ -33,5 +33,5 @@ export const databaseTimeouts = (config: Partial<InfrastructureConfig>) => ({
   connectMs: config.DATABASE_CONNECT_TIMEOUT_MS,
   statementMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
   lockMs: config.DATABASE_LOCK_TIMEOUT_MS,
-  idleInTransactionMs: config.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+  idleInTransactionMs: config.DATABASE_IDLE_TX_TIMEOUT_MS,
 });

@@ -104,8 +104,9 @@ interface AccountState {
 export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway> {
   const { kafka, db, codec, topics, commands, sender, clock } = deps;
   const concurrency = deps.concurrency ?? 4;
-  const batchSize = deps.batchSize ?? 100;
   const decisionBatch = deps.decisionBatch ?? 20;
+  // Enough accounts per claim to keep every worker busy until the next claim.
+  const batchSize = deps.batchSize ?? Math.max(100, 2 * concurrency * decisionBatch);
   const leaseMs = deps.leaseMs ?? 60_000;
   const graceMs = deps.sendingGraceMs ?? 60_000;
   const timeoutMs = deps.sendingTimeoutMs ?? 10 * 60_000;
@@ -280,7 +281,7 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
   }
 
   async function dispatchOnce(): Promise<number> {
-    const rows = await claimPending(db, clock.now(), leaseMs, batchSize);
+    const rows = await claimPending(db, clock.now(), leaseMs, batchSize, decisionBatch);
     const queue = [...groupBy(rows, (row) => row.account_id).values()];
     await Promise.all(
       Array.from({ length: Math.min(concurrency, queue.length) }, async () => {

@@ -45,21 +45,39 @@ export async function enqueue(
 }
 
 /**
- * Leases up to `limit` pending rows, oldest first, for `leaseMs`: another gateway instance skips
- * them (SKIP LOCKED while claiming, the lease after), and a crashed instance's lease runs out.
+ * Leases up to `limit` pending rows for `leaseMs`, at most `perAccount` of each account (its oldest),
+ * oldest accounts first: a backlog of one account cannot take the whole claim and leave the other
+ * workers idle. Another gateway instance skips them (SKIP LOCKED while claiming, the lease after), and
+ * a crashed instance's lease runs out.
  */
-export async function claimPending(db: Kysely<Database>, now: Date, leaseMs: number, limit: number) {
+export async function claimPending(
+  db: Kysely<Database>,
+  now: Date,
+  leaseMs: number,
+  limit: number,
+  perAccount: number,
+) {
+  const claimable = sql`state = 'pending' and (lease_until is null or lease_until < ${now})`;
   const { rows } = await sql<OutboxRow>`
     update sms_outbox set lease_until = ${leaseUntil(now, leaseMs)}, updated_at = ${now}
     where message_id in (
       select message_id from sms_outbox
-      where state = 'pending' and (lease_until is null or lease_until < ${now})
-      order by created_at, message_id
-      limit ${limit}
+      where ${claimable} and message_id in (
+        select message_id from (
+          select message_id, created_at,
+            row_number() over (partition by account_id order by created_at, message_id) as turn
+          from sms_outbox where ${claimable}
+        ) ranked
+        where turn <= ${perAccount}
+        order by created_at, message_id
+        limit ${limit}
+      )
       for update skip locked
     )
     returning *`.execute(db);
-  return rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime());
+  return rows.sort(
+    (a, b) => a.created_at.getTime() - b.created_at.getTime() || a.message_id.localeCompare(b.message_id),
+  );
 }
 
 /**
