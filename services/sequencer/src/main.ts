@@ -1,10 +1,17 @@
-import { connectCommandServices, createDb, loadConfig, newUuid, systemClock } from '@leadline/runtime';
+import {
+  connectCommandServices,
+  createDb,
+  databaseTimeouts,
+  loadConfig,
+  newUuid,
+  systemClock,
+} from '@leadline/runtime';
 import { sequencerConfigSchema } from './config';
 import { startSequencer } from './sequencer';
 
 const config = loadConfig(sequencerConfigSchema);
 const services = await connectCommandServices(config, 'leadline-sequencer');
-const claimsDb = createDb(config.DATABASE_URL, { maxConnections: 4 });
+const claimsDb = createDb(config.DATABASE_URL, { maxConnections: 4, timeouts: databaseTimeouts(config) });
 const sequencer = await startSequencer({
   ...services,
   db: claimsDb,
