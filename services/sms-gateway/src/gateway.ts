@@ -91,8 +91,8 @@ interface AccountState {
  *   4. record: the row is settled with the event that reports it, then `message.sent` /
  *      `message.failed` are appended (one append per account and decision batch; appending needs no
  *      lock, the next decision waits for the log anyway).
- * A decision covers at most `decisionBatch` rows of one account, which bounds how long an opt-out that
- * arrives while they go out can go unseen.
+ * A decision covers at most `decisionBatch` rows of one account; the claim of each row checks the
+ * number's opt-out again, and a number that opted out since is decided again (and refused).
  *
  * The one ambiguous window: the provider accepted the message but we did not record it (a crash, or an
  * error that leaves the outcome unknown, such as a timeout). Such a row stays `sending` and is never
@@ -230,11 +230,18 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
     return result;
   }
 
-  /** One send in the remote-call shape; the report it owes, or undefined when its fate is unknown. */
-  async function send(row: OutboxRow, from: string): Promise<OutboxReport | undefined> {
+  /**
+   * One send in the remote-call shape: the report it owes, undefined when its fate is unknown or another
+   * instance took it, `redecide` when the number opted out since the row was decided.
+   */
+  async function send(row: OutboxRow, from: string): Promise<OutboxReport | 'redecide' | undefined> {
     let recorded: OutboxReport | undefined;
+    let claim: Awaited<ReturnType<typeof markSending>> | undefined;
     await runRemoteCall<OutboxRow, AcceptedSms>('SMS provider', sendTimeoutMs, {
-      claim: async () => ((await markSending(db, row.message_id, clock.now())) ? row : undefined),
+      async claim() {
+        claim = await markSending(db, row.message_id, clock.now());
+        return claim === 'sending' ? row : undefined;
+      },
       call: () => sender.send({ messageId: row.message_id, from, to: row.phone, body: row.body }),
       async record(claimed, outcome) {
         if (outcome.ok) {
@@ -257,10 +264,10 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
         if (!(await settleSending(db, claimed.message_id, clock.now(), recorded))) recorded = undefined;
       },
     });
-    return recorded;
+    return claim === 'opted_out' ? 'redecide' : recorded;
   }
 
-  async function sendAll(rows: readonly OutboxRow[]) {
+  async function sendAll(rows: readonly OutboxRow[], redecided?: string): Promise<void> {
     for (let start = 0; start < rows.length; start += decisionBatch) {
       const chunk = rows.slice(start, start + decisionBatch);
       // Nothing is settled when the decision fails (the log or the read models are unavailable): the
@@ -268,15 +275,24 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
       const decided = await decide(chunk[0]!.account_id, chunk);
       await report(decided.refused);
       const sent: { row: OutboxRow; report: OutboxReport }[] = [];
+      let rest: OutboxRow[] | undefined;
       try {
         for (const row of decided.allowed) {
           const outcome = await send(row, decided.from);
+          if (outcome === 'redecide') {
+            // An opt-out arrived while this batch went out: decide again from this row on (once; a
+            // row still refused by the claim then waits for its lease to run out).
+            rest = row.message_id === redecided ? [] : rows.slice(rows.indexOf(row));
+            break;
+          }
           if (outcome) sent.push({ row, report: outcome });
         }
       } finally {
         // What was settled is reported even if a later send of the batch failed to record.
         await report(sent);
       }
+      // The rest of this account waits behind the row, in order.
+      if (rest) return rest.length > 0 ? sendAll(rest, rest[0]!.message_id) : undefined;
     }
   }
 

@@ -106,17 +106,32 @@ export async function settleRefused(
 
 /**
  * Committed before the provider is called: from here on the message may have left, so the row is
- * never sent again, only settled (sent or failed) by what we learn. False when the row was not
- * pending any more (another instance took it after our lease ran out).
+ * never sent again, only settled (sent or failed) by what we learn. `taken` when the row was not
+ * pending any more (another instance took it after our lease ran out); `opted_out` when the number
+ * opted out since the row was decided (the read models learned it meanwhile): the row stays pending,
+ * for a new decision to refuse.
  */
-export async function markSending(db: Kysely<Database>, messageId: string, now: Date): Promise<boolean> {
-  const result = await db
-    .updateTable('sms_outbox')
-    .set({ state: 'sending', sending_at: now, updated_at: now })
-    .where('message_id', '=', messageId)
-    .where('state', '=', 'pending')
-    .executeTakeFirst();
-  return result.numUpdatedRows === 1n;
+export async function markSending(
+  db: Kysely<Database>,
+  messageId: string,
+  now: Date,
+): Promise<'sending' | 'taken' | 'opted_out'> {
+  const { rows } = await sql<{ state: string }>`
+    with marked as (
+      update sms_outbox set state = 'sending', sending_at = ${now}, updated_at = ${now}
+      where message_id = ${messageId} and state = 'pending'
+        and (source = 'system' or not exists (
+          select 1 from conversations c
+          where c.account_id = sms_outbox.account_id and c.phone = sms_outbox.phone and c.opted_out
+        ))
+      returning state
+    )
+    select state from marked
+    union all
+    select 'opted_out' from sms_outbox
+    where message_id = ${messageId} and state = 'pending' and not exists (select 1 from marked)`.execute(db);
+  const state = rows[0]?.state;
+  return state === 'sending' ? 'sending' : state === 'opted_out' ? 'opted_out' : 'taken';
 }
 
 /**

@@ -429,4 +429,32 @@ describe('the SMS gateway', () => {
     ]);
     expect(await outboxState(interrupted.data.message_id)).toEqual({ state: 'failed' });
   });
+
+  it('sends nothing more to a number that opts out while its earlier message waits on Twilio', async () => {
+    await account('acc-optout-late', '+15125551011');
+    await gateway();
+    const release = twilio.holdAnswers();
+    const first = request('+15125552013', 'First');
+    const second = request('+15125552013', 'Second');
+    try {
+      // Both are decided together; the opt-out lands while the first is on the wire.
+      await append('acc-optout-late', [first, second]);
+      await eventually(async () => (sentTo('+15125552013').length === 1 ? true : undefined));
+      await append('acc-optout-late', [
+        {
+          type: 'lead.opted_out',
+          data: { phone: '+15125552013', lead_id: null, lead_name: null, keyword: 'STOP', message_id: 'm2' },
+        },
+      ]);
+    } finally {
+      release();
+    }
+    expect(await settled(first.data.message_id)).toBe('sent');
+    expect(await settled(second.data.message_id)).toBe('failed');
+    expect(sentTo('+15125552013').map((message) => message.body)).toEqual(['First']);
+    expect(await recorded(second.data.message_id)).toMatchObject({
+      status: 'failed',
+      error_code: 'lead_opted_out',
+    });
+  });
 });
