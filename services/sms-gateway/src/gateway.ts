@@ -26,6 +26,7 @@ import {
   settleRefused,
   settleSending,
   type OutboxRow,
+  type OwedSettlement,
 } from './outbox';
 
 export interface GatewayDeps {
@@ -40,7 +41,6 @@ export interface GatewayDeps {
   groupId: string;
   /** Accounts worked on at once; one account's messages always go out one by one, in order. */
   concurrency?: number;
-  batchSize?: number;
   /** Rows of one account decided at once (one lock, one wait for the read models). */
   decisionBatch?: number;
   /** Bound on one call to the provider; past it the send's outcome is unknown and reconcile settles it. */
@@ -104,9 +104,7 @@ interface AccountState {
 export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway> {
   const { kafka, db, codec, topics, commands, sender, clock } = deps;
   const concurrency = deps.concurrency ?? 4;
-  const decisionBatch = deps.decisionBatch ?? 20;
-  // Enough accounts per claim to keep every worker busy until the next claim.
-  const batchSize = deps.batchSize ?? Math.max(100, 2 * concurrency * decisionBatch);
+  const decisionBatch = deps.decisionBatch ?? 50;
   const leaseMs = deps.leaseMs ?? 60_000;
   const graceMs = deps.sendingGraceMs ?? 60_000;
   const timeoutMs = deps.sendingTimeoutMs ?? 10 * 60_000;
@@ -231,40 +229,50 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
   }
 
   /**
-   * One send in the remote-call shape: the report it owes, undefined when its fate is unknown or another
-   * instance took it, `redecide` when the number opted out since the row was decided.
+   * One send in the remote-call shape. Its claim also settles the send before (`owed`), so a backlog
+   * costs one commit per message; its own outcome is returned as owed, for the next claim or the end of the batch.
    */
-  async function send(row: OutboxRow, from: string): Promise<OutboxReport | 'redecide' | undefined> {
-    let recorded: OutboxReport | undefined;
-    let claim: Awaited<ReturnType<typeof markSending>> | undefined;
+  async function send(
+    row: OutboxRow,
+    from: string,
+    owed: OwedSettlement | undefined,
+  ): Promise<{ claim: 'sending' | 'taken' | 'opted_out'; settledOwed: boolean; owed?: OwedSettlement }> {
+    let claim: 'sending' | 'taken' | 'opted_out' = 'taken';
+    let settledOwed = false;
+    let outcome: OwedSettlement | undefined;
     await runRemoteCall<OutboxRow, AcceptedSms>('SMS provider', sendTimeoutMs, {
       async claim() {
-        claim = await markSending(db, row.message_id, clock.now());
+        ({ claim, settledPrevious: settledOwed } = await markSending(db, row.message_id, clock.now(), owed));
         return claim === 'sending' ? row : undefined;
       },
       call: () => sender.send({ messageId: row.message_id, from, to: row.phone, body: row.body }),
-      async record(claimed, outcome) {
-        if (outcome.ok) {
-          recorded = {
-            type: 'message.sent',
-            data: {
-              message_id: claimed.message_id,
-              phone: claimed.phone,
-              provider_message_id: outcome.value.providerMessageId,
-              status: outcome.value.status,
+      async record(claimed, result) {
+        if (result.ok) {
+          const { providerMessageId, status } = result.value;
+          outcome = {
+            messageId: claimed.message_id,
+            report: {
+              type: 'message.sent',
+              data: {
+                message_id: claimed.message_id,
+                phone: claimed.phone,
+                provider_message_id: providerMessageId,
+                status,
+              },
             },
           };
-        } else if (outcome.error instanceof SmsRejectedError) {
-          recorded = failure(claimed, 'provider_rejected', outcome.error.message, outcome.error.code);
+        } else if (result.error instanceof SmsRejectedError) {
+          outcome = {
+            messageId: claimed.message_id,
+            report: failure(claimed, 'provider_rejected', result.error.message, result.error.code),
+          };
         } else {
           // Maybe accepted, maybe not (a timeout, a reset connection): never resend; reconcile() settles it.
-          onError(outcome.error);
-          return;
+          onError(result.error);
         }
-        if (!(await settleSending(db, claimed.message_id, clock.now(), recorded))) recorded = undefined;
       },
     });
-    return claim === 'opted_out' ? 'redecide' : recorded;
+    return { claim, settledOwed, owed: outcome };
   }
 
   async function sendAll(rows: readonly OutboxRow[], redecided?: string): Promise<void> {
@@ -274,21 +282,30 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
       // leases run out and the rows are tried again, in order, so this account stops here.
       const decided = await decide(chunk[0]!.account_id, chunk);
       await report(decided.refused);
+      const byId = new Map(chunk.map((row) => [row.message_id, row]));
       const sent: { row: OutboxRow; report: OutboxReport }[] = [];
+      let owed: OwedSettlement | undefined;
+      const settledOwed = () => {
+        if (owed) sent.push({ row: byId.get(owed.messageId)!, report: owed.report });
+        owed = undefined;
+      };
       let rest: OutboxRow[] | undefined;
       try {
         for (const row of decided.allowed) {
-          const outcome = await send(row, decided.from);
-          if (outcome === 'redecide') {
+          const result = await send(row, decided.from, owed);
+          if (result.settledOwed) settledOwed();
+          owed = result.owed;
+          if (result.claim === 'opted_out') {
             // An opt-out arrived while this batch went out: decide again from this row on (once; a
             // row still refused by the claim then waits for its lease to run out).
             rest = row.message_id === redecided ? [] : rows.slice(rows.indexOf(row));
             break;
           }
-          if (outcome) sent.push({ row, report: outcome });
         }
       } finally {
-        // What was settled is reported even if a later send of the batch failed to record.
+        // The last outcome is settled on its own; what was settled is reported even if a later send of
+        // the batch failed to record.
+        if (owed && (await settleSending(db, owed.messageId, clock.now(), owed.report))) settledOwed();
         await report(sent);
       }
       // The rest of this account waits behind the row, in order.
@@ -296,15 +313,24 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
     }
   }
 
+  /**
+   * Every worker claims for itself as soon as it is free (no worker waits for another's batch); a claim
+   * never takes an account another worker holds, so each account's messages still go out in order.
+   */
   async function dispatchOnce(): Promise<number> {
-    const rows = await claimPending(db, clock.now(), leaseMs, batchSize, decisionBatch);
-    const queue = [...groupBy(rows, (row) => row.account_id).values()];
+    let total = 0;
     await Promise.all(
-      Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
-        for (let next = queue.shift(); next; next = queue.shift()) await sendAll(next).catch(onError);
+      Array.from({ length: concurrency }, async () => {
+        for (;;) {
+          const rows = await claimPending(db, clock.now(), leaseMs, decisionBatch, decisionBatch);
+          if (rows.length === 0) return;
+          total += rows.length;
+          for (const group of groupBy(rows, (row) => row.account_id).values())
+            await sendAll(group).catch(onError);
+        }
       }),
     );
-    return rows.length;
+    return total;
   }
 
   let running: Promise<number> | undefined;

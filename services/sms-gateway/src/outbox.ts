@@ -45,10 +45,11 @@ export async function enqueue(
 }
 
 /**
- * Leases up to `limit` pending rows for `leaseMs`, at most `perAccount` of each account (its oldest),
- * oldest accounts first: a backlog of one account cannot take the whole claim and leave the other
- * workers idle. Another gateway instance skips them (SKIP LOCKED while claiming, the lease after), and
- * a crashed instance's lease runs out.
+ * Leases up to `limit` pending rows for `leaseMs`: the oldest `perAccount` of each account that no
+ * instance is working on (no live lease on its pending or in-flight rows), oldest accounts first. So
+ * one account's messages are sent by one worker of one instance at a time, in order, and a backlog
+ * of one account cannot take the whole claim. Another instance skips the rows (SKIP LOCKED while
+ * claiming, the lease after), and a crashed instance's lease runs out.
  */
 export async function claimPending(
   db: Kysely<Database>,
@@ -57,18 +58,20 @@ export async function claimPending(
   limit: number,
   perAccount: number,
 ) {
-  const claimable = sql`state = 'pending' and (lease_until is null or lease_until < ${now})`;
   const { rows } = await sql<OutboxRow>`
     update sms_outbox set lease_until = ${leaseUntil(now, leaseMs)}, updated_at = ${now}
     where message_id in (
       select message_id from sms_outbox
-      where ${claimable} and message_id in (
+      where state = 'pending' and message_id in (
         select message_id from (
-          select message_id, created_at,
-            row_number() over (partition by account_id order by created_at, message_id) as turn
-          from sms_outbox where ${claimable}
+          select message_id, state, created_at,
+            row_number() over (
+              partition by account_id, state order by created_at, message_id
+            ) as turn,
+            bool_or(coalesce(lease_until >= ${now}, false)) over (partition by account_id) as busy
+          from sms_outbox where state in ('pending', 'sending')
         ) ranked
-        where turn <= ${perAccount}
+        where state = 'pending' and turn <= ${perAccount} and not busy
         order by created_at, message_id
         limit ${limit}
       )
@@ -104,35 +107,65 @@ export async function settleRefused(
   return settled;
 }
 
+/** A send's outcome not yet written: it is settled with the next claim, in the same statement. */
+export interface OwedSettlement {
+  messageId: string;
+  report: OutboxReport;
+}
+
 /**
  * Committed before the provider is called: from here on the message may have left, so the row is
  * never sent again, only settled (sent or failed) by what we learn. `taken` when the row was not
  * pending any more (another instance took it after our lease ran out); `opted_out` when the number
  * opted out since the row was decided (the read models learned it meanwhile): the row stays pending,
  * for a new decision to refuse.
+ *
+ * `previous`, the outcome of the send before, is settled in the same statement (one commit for both:
+ * each commit waits for the disk, and a backlog is sent one commit per message instead of two);
+ * `settledPrevious` says whether it still was `sending`.
  */
 export async function markSending(
   db: Kysely<Database>,
   messageId: string,
   now: Date,
-): Promise<'sending' | 'taken' | 'opted_out'> {
-  const { rows } = await sql<{ state: string }>`
-    with marked as (
+  previous?: OwedSettlement,
+): Promise<{ claim: 'sending' | 'taken' | 'opted_out'; settledPrevious: boolean }> {
+  const settle = previous
+    ? settleStatement(previous.messageId, now, previous.report)
+    : sql`select 1 where false`;
+  const { rows } = await sql<{ marked: number; pending: boolean; settled: number }>`
+    with settled as (${settle}),
+    marked as (
       update sms_outbox set state = 'sending', sending_at = ${now}, updated_at = ${now}
       where message_id = ${messageId} and state = 'pending'
         and (source = 'system' or not exists (
           select 1 from conversations c
           where c.account_id = sms_outbox.account_id and c.phone = sms_outbox.phone and c.opted_out
         ))
-      returning state
+      returning 1
     )
-    select state from marked
-    union all
-    select 'opted_out' from sms_outbox
-    where message_id = ${messageId} and state = 'pending' and not exists (select 1 from marked)`.execute(db);
-  const state = rows[0]?.state;
-  return state === 'sending' ? 'sending' : state === 'opted_out' ? 'opted_out' : 'taken';
+    select
+      (select count(*) from marked)::int as marked,
+      -- Every part of the statement sees the rows as they were before it: pending here and not marked
+      -- means the opt-out check stopped it.
+      exists (select 1 from sms_outbox where message_id = ${messageId} and state = 'pending') as pending,
+      (select count(*) from settled)::int as settled`.execute(db);
+  const { marked, pending, settled } = rows[0]!;
+  return {
+    claim: marked === 1 ? 'sending' : pending ? 'opted_out' : 'taken',
+    settledPrevious: settled === 1,
+  };
 }
+
+const settleStatement = (messageId: string, now: Date, report: OutboxReport | null) => sql`
+  update sms_outbox set
+    state = ${report?.type === 'message.failed' ? 'failed' : 'sent'},
+    updated_at = ${now},
+    report = ${report && JSON.stringify(report)}::jsonb,
+    reported_at = ${report ? null : now}::timestamptz,
+    provider_message_id = coalesce(${report?.type === 'message.sent' ? report.data.provider_message_id : null}::text, provider_message_id)
+  where message_id = ${messageId} and state = 'sending'
+  returning 1`;
 
 /**
  * Records what became of a send: the terminal state and the event that reports it (null when the log
@@ -144,19 +177,8 @@ export async function settleSending(
   now: Date,
   report: OutboxReport | null,
 ): Promise<boolean> {
-  const result = await db
-    .updateTable('sms_outbox')
-    .set({
-      state: report?.type === 'message.failed' ? 'failed' : 'sent',
-      updated_at: now,
-      report: report && JSON.stringify(report),
-      reported_at: report ? null : now,
-      ...(report?.type === 'message.sent' && { provider_message_id: report.data.provider_message_id }),
-    })
-    .where('message_id', '=', messageId)
-    .where('state', '=', 'sending')
-    .executeTakeFirst();
-  return result.numUpdatedRows === 1n;
+  const { rows } = await settleStatement(messageId, now, report).execute(db);
+  return rows.length === 1;
 }
 
 export async function markReported(db: Kysely<Database>, messageIds: readonly string[], now: Date) {
