@@ -242,7 +242,13 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
     let outcome: OwedSettlement | undefined;
     await runRemoteCall<OutboxRow, AcceptedSms>('SMS provider', sendTimeoutMs, {
       async claim() {
-        ({ claim, settledPrevious: settledOwed } = await markSending(db, row.message_id, clock.now(), owed));
+        ({ claim, settledPrevious: settledOwed } = await markSending(
+          db,
+          row.message_id,
+          clock.now(),
+          leaseMs,
+          owed,
+        ));
         return claim === 'sending' ? row : undefined;
       },
       call: () => sender.send({ messageId: row.message_id, from, to: row.phone, body: row.body }),

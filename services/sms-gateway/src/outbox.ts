@@ -122,12 +122,14 @@ export interface OwedSettlement {
  *
  * `previous`, the outcome of the send before, is settled in the same statement (one commit for both:
  * each commit waits for the disk, and a backlog is sent one commit per message instead of two);
- * `settledPrevious` says whether it still was `sending`.
+ * `settledPrevious` says whether it still was `sending`. The row's lease is renewed: while it is in
+ * flight its account stays with this worker, however long the batch before it took.
  */
 export async function markSending(
   db: Kysely<Database>,
   messageId: string,
   now: Date,
+  leaseMs: number,
   previous?: OwedSettlement,
 ): Promise<{ claim: 'sending' | 'taken' | 'opted_out'; settledPrevious: boolean }> {
   const settle = previous
@@ -136,7 +138,8 @@ export async function markSending(
   const { rows } = await sql<{ marked: number; pending: boolean; settled: number }>`
     with settled as (${settle}),
     marked as (
-      update sms_outbox set state = 'sending', sending_at = ${now}, updated_at = ${now}
+      update sms_outbox
+      set state = 'sending', sending_at = ${now}, updated_at = ${now}, lease_until = ${leaseUntil(now, leaseMs)}
       where message_id = ${messageId} and state = 'pending'
         and (source = 'system' or not exists (
           select 1 from conversations c
