@@ -20,7 +20,8 @@ const GATEWAY_CONCURRENCY = 4;
  * backlog of requests through the local provider, beside a raw floor doing what recording each send
  * minimally costs (one acks=all event and one row update) with the same number of workers.
  */
-export async function benchMessaging(): Promise<string> {
+export async function benchMessaging(rows: string[] = []): Promise<string> {
+  const runs = (row: 'inbound' | 'gateway') => rows.length === 0 || rows.includes(row);
   const system = await startBenchSystem();
   const { env, services, headers } = system;
   const base = system.baseUrl;
@@ -37,133 +38,147 @@ export async function benchMessaging(): Promise<string> {
   const form = { 'content-type': 'application/x-www-form-urlencoded' };
   const leadPhone = (i: number) => `+1512556${String(i % 200).padStart(4, '0')}`;
 
-  const inbound = await measureAtRate(
-    `inbound webhook → readable (${INBOUND_PER_SECOND}/s)`,
-    INBOUND,
-    INBOUND_PER_SECOND,
-    async (i) => {
-      const account = accounts[i % ACCOUNTS]!;
-      const body = new URLSearchParams({
-        MessageSid: `SM${i}`,
-        From: leadPhone(i),
-        To: account.phone_number,
-        Body: `Hello ${i}`,
-        NumMedia: '0',
-      });
-      const posted = await fetch(`${base}/twilio/sms`, { method: 'POST', headers: form, body });
-      if (posted.status !== 200) throw new Error(`inbound answered ${posted.status}`);
-      await posted.arrayBuffer();
-      const read = await fetch(
-        `${base}/v1/accounts/${account.id}/conversations/${encodeURIComponent(leadPhone(i))}/messages?limit=1`,
-        { headers },
-      );
-      const { messages } = (await read.json()) as { messages: { body: string }[] };
-      if (messages[0]?.body !== `Hello ${i}`)
-        throw new Error('inbound message not readable after the webhook answered');
-    },
-  );
-
+  const table: Parameters<typeof comparisonTable>[0] = [];
   const pool = new pg.Pool({ connectionString: env.config.DATABASE_URL, max: 20 });
-  await pool.query(
-    'create table bench_inbound (sid text primary key, phone text, body text, at timestamptz default now())',
-  );
-  const bare = Fastify();
-  await bare.register(fastifyFormbody);
-  bare.post('/sms', async (request, reply) => {
-    const { MessageSid, From, Body } = request.body as Record<string, string>;
-    await pool.query(
-      'insert into bench_inbound (sid, phone, body) values ($1, $2, $3) on conflict do nothing',
-      [MessageSid, From, Body],
-    );
-    return reply.type('text/xml').send('<Response></Response>');
-  });
-  bare.get('/messages/:phone', async (request) => {
-    const { rows } = await pool.query(
-      'select * from bench_inbound where phone = $1 order by at desc limit 1',
-      [(request.params as { phone: string }).phone],
-    );
-    return rows;
-  });
-  const bareBase = await bare.listen({ port: 0, host: '127.0.0.1' });
-  const rawInbound = await measureAtRate(
-    `bare fastify form insert + select (${INBOUND_PER_SECOND}/s)`,
-    INBOUND,
-    INBOUND_PER_SECOND,
-    async (i) => {
-      const body = new URLSearchParams({ MessageSid: `SM${i}`, From: leadPhone(i), Body: `Hello ${i}` });
-      await (await fetch(`${bareBase}/sms`, { method: 'POST', headers: form, body })).arrayBuffer();
-      await (await fetch(`${bareBase}/messages/${encodeURIComponent(leadPhone(i))}`)).arrayBuffer();
-    },
-  );
-
-  // The gateway drains a backlog: requests for every account appended at once, sent through the local provider.
-  const gateway = await startSmsGateway({
-    ...services,
-    db: gatewayDb,
-    sender: createLocalSmsSender(),
-    clock: systemClock,
-    groupId: `${env.config.TOPIC_PREFIX}leadline.sms-gateway`,
-    concurrency: GATEWAY_CONCURRENCY,
-    pollIntervalMs: 60_000,
-  });
-  const t0 = performance.now();
-  for (const account of accounts) {
-    const events: NewEvent[] = Array.from({ length: SENDS / ACCOUNTS }, (_, i) => ({
-      type: 'message.outbound_requested',
-      data: {
-        message_id: newUuid(),
-        phone: leadPhone(i),
-        body: `Step ${i}`,
-        source: 'sequence',
-        sender_name: null,
-      },
-    }));
-    await services.commands.append({
-      stream: { topic: 'account', accountId: account.id },
-      context: { partnerId: 'bench', actor: { kind: 'system', service: 'bench' }, correlationId: newUuid() },
-      events,
-    });
-  }
-  const sends = await drained('sms gateway sends (local provider)', t0, async () => {
-    const { rows } = await pool.query("select count(*)::int as n from sms_outbox where state = 'sent'");
-    return rows[0].n as number;
-  });
-
-  const producer = createEventProducer(services.kafka);
-  await producer.connect();
-  const rawTopic = `${env.config.TOPIC_PREFIX}bench-raw`;
-  await services.admin.createTopics({
-    waitForLeaders: true,
-    topics: [{ topic: rawTopic, numPartitions: 8 }],
-  });
-  await pool.query('create table bench_outbox (id int primary key, state text)');
-  await pool.query(`insert into bench_outbox select g, 'pending' from generate_series(0, ${SENDS - 1}) g`);
-  const r0 = performance.now();
-  let next = 0;
-  const completions: number[] = [];
-  await Promise.all(
-    Array.from({ length: GATEWAY_CONCURRENCY }, async () => {
-      for (let i = next++; i < SENDS; i = next++) {
-        await producer.send({
-          topic: rawTopic,
-          acks: -1,
-          messages: [{ key: `k${i % ACCOUNTS}`, value: `sent ${i}` }],
+  if (runs('inbound')) {
+    const inbound = await measureAtRate(
+      `inbound webhook → readable (${INBOUND_PER_SECOND}/s)`,
+      INBOUND,
+      INBOUND_PER_SECOND,
+      async (i) => {
+        const account = accounts[i % ACCOUNTS]!;
+        const body = new URLSearchParams({
+          MessageSid: `SM${i}`,
+          From: leadPhone(i),
+          To: account.phone_number,
+          Body: `Hello ${i}`,
+          NumMedia: '0',
         });
-        await pool.query("update bench_outbox set state = 'sent' where id = $1", [i]);
-        completions.push(performance.now() - r0);
-      }
-    }),
-  );
-  const rawSends: Measurement = {
-    name: 'kafkajs send + one update, same workers',
-    count: SENDS,
-    seconds: Math.max(...completions) / 1000,
-    samples: completions,
-  };
+        const posted = await fetch(`${base}/twilio/sms`, { method: 'POST', headers: form, body });
+        if (posted.status !== 200) throw new Error(`inbound answered ${posted.status}`);
+        await posted.arrayBuffer();
+        const read = await fetch(
+          `${base}/v1/accounts/${account.id}/conversations/${encodeURIComponent(leadPhone(i))}/messages?limit=1`,
+          { headers },
+        );
+        const { messages } = (await read.json()) as { messages: { body: string }[] };
+        if (messages[0]?.body !== `Hello ${i}`)
+          throw new Error('inbound message not readable after the webhook answered');
+      },
+    );
 
-  await bare.close();
-  await producer.disconnect();
-  await gateway.stop();
+    await pool.query(
+      'create table bench_inbound (sid text primary key, phone text, body text, at timestamptz default now())',
+    );
+    const bare = Fastify();
+    await bare.register(fastifyFormbody);
+    bare.post('/sms', async (request, reply) => {
+      const { MessageSid, From, Body } = request.body as Record<string, string>;
+      await pool.query(
+        'insert into bench_inbound (sid, phone, body) values ($1, $2, $3) on conflict do nothing',
+        [MessageSid, From, Body],
+      );
+      return reply.type('text/xml').send('<Response></Response>');
+    });
+    bare.get('/messages/:phone', async (request) => {
+      const { rows } = await pool.query(
+        'select * from bench_inbound where phone = $1 order by at desc limit 1',
+        [(request.params as { phone: string }).phone],
+      );
+      return rows;
+    });
+    const bareBase = await bare.listen({ port: 0, host: '127.0.0.1' });
+    const rawInbound = await measureAtRate(
+      `bare fastify form insert + select (${INBOUND_PER_SECOND}/s)`,
+      INBOUND,
+      INBOUND_PER_SECOND,
+      async (i) => {
+        const body = new URLSearchParams({ MessageSid: `SM${i}`, From: leadPhone(i), Body: `Hello ${i}` });
+        await (await fetch(`${bareBase}/sms`, { method: 'POST', headers: form, body })).arrayBuffer();
+        await (await fetch(`${bareBase}/messages/${encodeURIComponent(leadPhone(i))}`)).arrayBuffer();
+      },
+    );
+
+    table.push({ subject: inbound, baseline: rawInbound });
+    await bare.close();
+  }
+  if (runs('gateway')) table.push(...(await gatewayRows()));
+
+  async function gatewayRows() {
+    // The gateway drains a backlog: requests for every account appended at once, sent through the local provider.
+    const gateway = await startSmsGateway({
+      ...services,
+      db: gatewayDb,
+      sender: createLocalSmsSender(),
+      clock: systemClock,
+      groupId: `${env.config.TOPIC_PREFIX}leadline.sms-gateway`,
+      concurrency: GATEWAY_CONCURRENCY,
+      pollIntervalMs: 60_000,
+    });
+    const t0 = performance.now();
+    for (const account of accounts) {
+      const events: NewEvent[] = Array.from({ length: SENDS / ACCOUNTS }, (_, i) => ({
+        type: 'message.outbound_requested',
+        data: {
+          message_id: newUuid(),
+          phone: leadPhone(i),
+          body: `Step ${i}`,
+          source: 'sequence',
+          sender_name: null,
+        },
+      }));
+      await services.commands.append({
+        stream: { topic: 'account', accountId: account.id },
+        context: {
+          partnerId: 'bench',
+          actor: { kind: 'system', service: 'bench' },
+          correlationId: newUuid(),
+        },
+        events,
+      });
+    }
+    const sends = await drained('sms gateway sends (local provider)', t0, async () => {
+      const { rows } = await pool.query("select count(*)::int as n from sms_outbox where state = 'sent'");
+      return rows[0].n as number;
+    });
+
+    const producer = createEventProducer(services.kafka);
+    await producer.connect();
+    const rawTopic = `${env.config.TOPIC_PREFIX}bench-raw`;
+    await services.admin.createTopics({
+      waitForLeaders: true,
+      topics: [{ topic: rawTopic, numPartitions: 8 }],
+    });
+    await pool.query('create table bench_outbox (id int primary key, state text)');
+    await pool.query(`insert into bench_outbox select g, 'pending' from generate_series(0, ${SENDS - 1}) g`);
+    const r0 = performance.now();
+    let next = 0;
+    const completions: number[] = [];
+    await Promise.all(
+      Array.from({ length: GATEWAY_CONCURRENCY }, async () => {
+        for (let i = next++; i < SENDS; i = next++) {
+          await producer.send({
+            topic: rawTopic,
+            acks: -1,
+            messages: [{ key: `k${i % ACCOUNTS}`, value: `sent ${i}` }],
+          });
+          await pool.query("update bench_outbox set state = 'sent' where id = $1", [i]);
+          completions.push(performance.now() - r0);
+        }
+      }),
+    );
+    const rawSends: Measurement = {
+      name: 'kafkajs send + one update, same workers',
+      count: SENDS,
+      seconds: Math.max(...completions) / 1000,
+      samples: completions,
+    };
+
+    await producer.disconnect();
+    await gateway.stop();
+    return [{ subject: sends, baseline: rawSends }];
+  }
+
   await pool.end();
   await gatewayDb.destroy();
   await system.close();
@@ -171,10 +186,7 @@ export async function benchMessaging(): Promise<string> {
   return [
     `Messaging (${ACCOUNTS} accounts; ${INBOUND} inbound at ${INBOUND_PER_SECOND}/s; a backlog of ${SENDS} sends, ${GATEWAY_CONCURRENCY} gateway workers; latency of a send = time until it is recorded since the backlog was appended)`,
     '',
-    comparisonTable([
-      { subject: inbound, baseline: rawInbound },
-      { subject: sends, baseline: rawSends },
-    ]),
+    comparisonTable(table),
   ].join('\n');
 }
 

@@ -7,8 +7,11 @@ import { benchMessaging } from './messaging.bench';
 import { benchSequences } from './sequences.bench';
 import { benchWebhooks } from './webhooks.bench';
 
-/** `npm run bench`: every scenario, each with its raw baselines measured in the same run. */
-const scenarios: Record<string, () => Promise<string>> = {
+/**
+ * `npm run bench [scenario[:row]…]`: every scenario, each with its raw baselines measured in the same
+ * run; `messaging:gateway` runs only that row of a scenario (the machine is shared, rows take minutes).
+ */
+const scenarios: Record<string, (rows: string[]) => Promise<string>> = {
   accounts: benchAccounts,
   'account-creation': benchAccountCreation,
   embed: benchEmbed,
@@ -21,7 +24,9 @@ const scenarios: Record<string, () => Promise<string>> = {
 
 const only = process.argv.slice(2);
 for (const [name, run] of Object.entries(scenarios)) {
-  if (only.length > 0 && !only.includes(name)) continue;
-  console.log(`\n${await run()}\n`);
+  const picked = only.filter((arg) => arg === name || arg.startsWith(`${name}:`));
+  if (only.length > 0 && picked.length === 0) continue;
+  const rows = picked.includes(name) ? [] : picked.map((arg) => arg.slice(name.length + 1));
+  console.log(`\n${await run(rows)}\n`);
 }
 process.exit(0);

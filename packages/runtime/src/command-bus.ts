@@ -56,6 +56,8 @@ export interface Facts {
   stream: EventStream;
   context: CommandContext;
   events: NewEvent[];
+  /** False for a caller that never reads its own writes back (see `Command.readYourWrites`). */
+  readYourWrites?: boolean;
 }
 
 export interface CommandBus {
@@ -226,11 +228,12 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
       return { events, result };
     },
 
-    async append({ stream, context, events }) {
+    async append({ stream, context, events, readYourWrites }) {
       const stamped = events.map((event) => stamp(event, stream, context));
       if (stamped.length === 0) return stamped;
       const position = await appendToLog(stream.topic, keyOf(stream, context), stamped);
-      await progress.waitFor(position.topic, position.partition, position.nextOffset, projectionWaitMs);
+      if (readYourWrites !== false)
+        await progress.waitFor(position.topic, position.partition, position.nextOffset, projectionWaitMs);
       return stamped;
     },
   };

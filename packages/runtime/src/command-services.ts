@@ -1,6 +1,6 @@
 import { newUuid, systemClock, type Clock } from './clock';
 import { createCommandBus, type CommandBus } from './command-bus';
-import type { InfrastructureConfig } from './config';
+import { databaseTimeouts, type InfrastructureConfig } from './config';
 import { createDb, createPool } from './db/database';
 import { connectInfrastructure, type Infrastructure } from './infrastructure';
 import { createEventProducer } from './kafka';
@@ -16,16 +16,24 @@ export interface CommandServices extends Infrastructure {
 export async function connectCommandServices(
   config: InfrastructureConfig & { PROJECTION_WAIT_MS?: number; EVENT_LOG_TIMEOUT_MS?: number },
   clientId: string,
-  options: { clock?: Clock } = {},
+  options: {
+    clock?: Clock;
+    /** Commands deciding at once; each holds a connection from its lock to its append. 10 by default. */
+    commandConnections?: number;
+  } = {},
 ): Promise<CommandServices> {
   const infrastructure = await connectInfrastructure(config, clientId);
   const producer = createEventProducer(infrastructure.kafka);
   await producer.connect();
-  const listenerPool = createPool(config.DATABASE_URL, { maxConnections: 2 });
+  const timeouts = databaseTimeouts(config);
+  const listenerPool = createPool(config.DATABASE_URL, { maxConnections: 2, timeouts });
   const progress = await createProjectionProgress(listenerPool);
   // Commands hold a connection while they wait for their stream's lock; their own pool keeps a burst
   // of writes to one account from starving the reads and the projector.
-  const commandDb = createDb(config.DATABASE_URL, { maxConnections: 10 });
+  const commandDb = createDb(config.DATABASE_URL, {
+    maxConnections: options.commandConnections ?? 10,
+    timeouts,
+  });
   const commands = createCommandBus({
     ...infrastructure,
     db: commandDb,

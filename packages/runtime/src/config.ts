@@ -20,6 +20,11 @@ export const infrastructureConfig = z.object({
   SCHEMA_REGISTRY_URL: z.url().default('http://127.0.0.1:8081/apis/ccompat/v7'),
   /** Isolates an environment's topics and consumer groups on a shared broker (tests use it). */
   TOPIC_PREFIX: z.string().default(''),
+  /** Bounds on every database connection; unset means `defaultDbTimeouts`, 0 turns one off. */
+  DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(0).optional(),
+  DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).optional(),
+  DATABASE_LOCK_TIMEOUT_MS: z.coerce.number().int().min(0).optional(),
+  DATABASE_IDLE_TX_TIMEOUT_MS: z.coerce.number().int().min(0).optional(),
 });
 export type InfrastructureConfig = z.infer<typeof infrastructureConfig>;
 
@@ -31,3 +36,10 @@ export const metricsConfig = {
   METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   METRICS_HOST: z.string().default('127.0.0.1'),
 };
+/** The connection bounds a process configured, for `createDb` / `createPool`. */
+export const databaseTimeouts = (config: Partial<InfrastructureConfig>) => ({
+  connectMs: config.DATABASE_CONNECT_TIMEOUT_MS,
+  statementMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+  lockMs: config.DATABASE_LOCK_TIMEOUT_MS,
+  idleInTransactionMs: config.DATABASE_IDLE_TX_TIMEOUT_MS,
+});

@@ -18,3 +18,4 @@ export * from './net/safe-fetch';
 export * from './documents/links';
 export * from './documents/store';
 export * from './metrics';
+export * from './remote-call';

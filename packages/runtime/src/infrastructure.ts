@@ -7,7 +7,7 @@ import {
 } from '@leadline/events';
 import type { Admin, Kafka } from 'kafkajs';
 import type { Kysely } from 'kysely';
-import type { InfrastructureConfig } from './config';
+import { databaseTimeouts, type InfrastructureConfig } from './config';
 import { createDb } from './db/database';
 import { migrate } from './db/migrate';
 import type { Database } from './db/schema';
@@ -38,7 +38,10 @@ export async function connectInfrastructure(
   const topics = topicNames(config.TOPIC_PREFIX);
   await ensureTopics(admin, topics);
   const codec = await createEventCodec(createSchemaRegistry(config.SCHEMA_REGISTRY_URL), topics);
-  const db = createDb(config.DATABASE_URL, { maxConnections: options.maxConnections ?? 10 });
+  const db = createDb(config.DATABASE_URL, {
+    maxConnections: options.maxConnections ?? 10,
+    timeouts: databaseTimeouts(config),
+  });
   return {
     kafka,
     admin,

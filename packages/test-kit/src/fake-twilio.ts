@@ -28,6 +28,16 @@ export interface FakeTwilio {
   releasedNumbers: FakeTwilioNumber[];
   /** Numbers Twilio refuses to send to, with its error 21211 (invalid 'To'). */
   invalidRecipients: Set<string>;
+  /**
+   * How long each message request waits between being accepted (it is in `messages` from then on, as
+   * a message Twilio took goes out even when its answer is lost) and the answer: a slow provider.
+   */
+  messageDelayMs: number;
+  /**
+   * Accepts message requests but answers none until the returned function is called (a provider that
+   * hangs); answers held so far go out then.
+   */
+  holdAnswers(): () => void;
   /** Adds a number to the account as if it had been bought in Twilio's console. */
   addNumber(phoneNumber: string): FakeTwilioNumber;
   close(): Promise<void>;
@@ -77,6 +87,7 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
   const numbers: FakeTwilioNumber[] = [];
   const releasedNumbers: FakeTwilioNumber[] = [];
   const invalidRecipients = new Set<string>();
+  let held: Promise<void> | undefined;
   let nextNumber = 1000;
   const base = `/2010-04-01/Accounts/${accountSid}`;
   const expectedAuth = `Basic ${Buffer.from(`${accountSid}:${authToken}`).toString('base64')}`;
@@ -132,6 +143,8 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
           statusCallback: form.get('StatusCallback') ?? undefined,
         };
         messages.push(message);
+        if (fake.messageDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, fake.messageDelayMs));
+        await held;
         return json(response, 201, {
           account_sid: accountSid,
           api_version: '2010-04-01',
@@ -226,7 +239,7 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  return {
+  const fake: FakeTwilio = {
     baseUrl: `http://127.0.0.1:${port}`,
     accountSid,
     authToken,
@@ -234,7 +247,21 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
     numbers,
     releasedNumbers,
     invalidRecipients,
+    messageDelayMs: 0,
+    holdAnswers() {
+      let release!: () => void;
+      held = new Promise((resolve) => (release = resolve));
+      return () => {
+        held = undefined;
+        release();
+      };
+    },
     addNumber: (phoneNumber) => addNumber(phoneNumber, { smsUrl: undefined, smsMethod: undefined }),
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
+  return fake;
 }

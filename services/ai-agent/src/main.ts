@@ -1,6 +1,7 @@
 import {
   connectCommandServices,
   createDb,
+  databaseTimeouts,
   createDocumentStore,
   loadConfig,
   newUuid,
@@ -15,7 +16,7 @@ import { offlineResponder } from './offline';
 
 const config = loadConfig(agentConfigSchema);
 const services = await connectCommandServices(config, 'leadline-ai-agent');
-const agentDb = createDb(config.DATABASE_URL, { maxConnections: 10 });
+const agentDb = createDb(config.DATABASE_URL, { maxConnections: 10, timeouts: databaseTimeouts(config) });
 const twilio = twilioCredentials(config);
 // The model whenever a key is configured; the deterministic offline responder otherwise.
 const responder = config.OPENAI_API_KEY

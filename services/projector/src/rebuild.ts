@@ -65,7 +65,12 @@ export async function rebuild(
   const log = deps.log ?? (() => undefined);
   const side = `read_model_rebuild_${Date.now()}`;
   await migrate(deps.databaseUrl, side);
-  const sideDb = createDb(deps.databaseUrl, { readModelSchema: side, maxConnections: 4 });
+  // Catching up from offset 0 applies big batches into tables with no reader waiting on them.
+  const sideDb = createDb(deps.databaseUrl, {
+    readModelSchema: side,
+    maxConnections: 4,
+    timeouts: { statementMs: 0 },
+  });
   const groupId = `${deps.groupPrefix}projector-${side}`;
   const admin = deps.kafka.admin();
   await admin.connect();

@@ -5,13 +5,14 @@ import {
   newUuid,
   systemClock,
   serveServiceMetrics,
+  databaseTimeouts,
 } from '@leadline/runtime';
 import { sequencerConfigSchema } from './config';
 import { startSequencer } from './sequencer';
 
 const config = loadConfig(sequencerConfigSchema);
 const services = await connectCommandServices(config, 'leadline-sequencer');
-const claimsDb = createDb(config.DATABASE_URL, { maxConnections: 4 });
+const claimsDb = createDb(config.DATABASE_URL, { maxConnections: 4, timeouts: databaseTimeouts(config) });
 const sequencer = await startSequencer({
   ...services,
   db: claimsDb,

@@ -13,5 +13,16 @@ export const gatewayConfigSchema = infrastructureConfig.extend({
   SMS_GATEWAY_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   /** How long an interrupted send waits for Twilio's status callback before it counts as failed. */
   SMS_SENDING_TIMEOUT_MINUTES: z.coerce.number().int().positive().default(10),
+  /**
+   * A manual message or compliance reply older than this when its turn comes is failed (`expired`),
+   * never sent: a backlog after an outage must not go out at night. Sequence and AI sends follow their
+   * sending window instead.
+   */
+  /**
+   * Bound on one call to the provider: past it the send's outcome is unknown (never retried) and the
+   * row is left to reconciliation, which looks at sends older than twice this.
+   */
+  SMS_SEND_TIMEOUT_SECONDS: z.coerce.number().int().positive().default(30),
+  SMS_MAX_QUEUE_AGE_MINUTES: z.coerce.number().int().positive().default(60),
 });
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;

@@ -1,4 +1,4 @@
-import { type EventCodec, type EventOf, type NewEvent, type TopicNames } from '@leadline/events';
+import { type EventCodec, type EventOf, type TopicNames } from '@leadline/events';
 import {
   decodeRecord,
   parkingHandler,
@@ -9,13 +9,26 @@ import {
   type CommandContext,
   type Database,
   type LogConsumerDeps,
+  type OutboxReport,
   type PositionedEvent,
   watchQueue,
+  runRemoteCall,
 } from '@leadline/runtime';
-import { SmsRejectedError, type SmsSender } from '@leadline/telephony';
+import { SmsRejectedError, type AcceptedSms, type SmsSender } from '@leadline/telephony';
 import type { Kafka } from 'kafkajs';
 import { sql, type Kysely } from 'kysely';
-import { claimPending, enqueue, markSending, settle, unsettled, type OutboxRow } from './outbox';
+import {
+  claimPending,
+  claimUnreported,
+  enqueue,
+  markReported,
+  markSending,
+  settleInterrupted,
+  settleRefused,
+  settleSending,
+  type OutboxRow,
+  type OwedSettlement,
+} from './outbox';
 
 export interface GatewayDeps {
   kafka: Kafka;
@@ -29,7 +42,12 @@ export interface GatewayDeps {
   groupId: string;
   /** Accounts worked on at once; one account's messages always go out one by one, in order. */
   concurrency?: number;
-  batchSize?: number;
+  /** Rows of one account decided at once (one lock, one wait for the read models). */
+  decisionBatch?: number;
+  /** Bound on one call to the provider; past it the send's outcome is unknown and reconcile settles it. */
+  sendTimeoutMs?: number;
+  /** A manual or compliance message older than this when its turn comes fails as `expired`. */
+  maxQueueAgeMs?: number;
   leaseMs?: number;
   /** How long a send may take before its row counts as interrupted (well above the client's timeout). */
   sendingGraceMs?: number;
@@ -49,28 +67,50 @@ export interface RunningGateway {
   stop(): Promise<void>;
 }
 
-type Outcome = { state: 'sent'; providerMessageId: string } | { state: 'failed' } | { state: 'unknown' };
+function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) groups.set(key(item), [...(groups.get(key(item)) ?? []), item]);
+  return groups;
+}
+
+/** What the gateway knows of the account when it decides whether a row may be sent. */
+interface AccountState {
+  status: string;
+  phone_number: string;
+}
 
 /**
  * The only code that sends SMS. It consumes `message.outbound_requested` into its outbox (one row per
- * message id, so a redelivered request is never sent twice), then sends each row through the
- * decide-and-append path of the row's account: under the account's lock and against caught-up read
- * models it refuses opted-out numbers (except the compliance replies) and deactivated accounts, marks
- * the row `sending` (committed), calls the provider and appends `message.sent` or `message.failed`.
+ * message id, so a redelivered request is never sent twice) and sends each row in the runtime's
+ * remote-call shape, so no transaction and no lock is open while the provider is called:
+ *   1. decide, in a short transaction on the account's decide-and-append path (its lock, read models
+ *      caught up): a refused row (opted-out number except the compliance replies, deactivated account,
+ *      a manual message that waited longer than `maxQueueAgeMs`) is settled failed and committed, and
+ *      only then reported with `message.failed`;
+ *   2. claim: the row is marked `sending` (committed), so it is never sent again;
+ *   3. call the provider, bounded by `sendTimeoutMs`, with nothing open in the database;
+ *   4. record: the row is settled with the event that reports it, then `message.sent` /
+ *      `message.failed` are appended (one append per account and decision batch; appending needs no
+ *      lock, the next decision waits for the log anyway).
+ * A decision covers at most `decisionBatch` rows of one account; the claim of each row checks the
+ * number's opt-out again, and a number that opted out since is decided again (and refused).
  *
  * The one ambiguous window: the provider accepted the message but we did not record it (a crash, or an
  * error that leaves the outcome unknown, such as a timeout). Such a row stays `sending` and is never
  * sent again; `reconcile` settles it from the status callback, whose URL carries our message id:
  * once the callback is projected the row is recorded as sent; with no callback within
- * `sendingTimeoutMs` it is recorded as failed (`send_unconfirmed`).
+ * `sendingTimeoutMs` it is recorded as failed (`send_unconfirmed`). A row settled but not yet reported
+ * (a crash between the two) is reported by `reconcile` too.
  */
 export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway> {
   const { kafka, db, codec, topics, commands, sender, clock } = deps;
   const concurrency = deps.concurrency ?? 4;
-  const batchSize = deps.batchSize ?? 100;
+  const decisionBatch = deps.decisionBatch ?? 50;
   const leaseMs = deps.leaseMs ?? 60_000;
   const graceMs = deps.sendingGraceMs ?? 60_000;
   const timeoutMs = deps.sendingTimeoutMs ?? 10 * 60_000;
+  const sendTimeoutMs = deps.sendTimeoutMs ?? 30_000;
+  const maxQueueAgeMs = deps.maxQueueAgeMs ?? 60 * 60_000;
   const onError = deps.onError ?? ((error) => console.error('sms-gateway:', error));
 
   const contextOf = (row: OutboxRow): CommandContext => ({
@@ -80,119 +120,224 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
     causationId: row.causation_id,
   });
 
+  const failure = (
+    row: OutboxRow,
+    reason: EventOf<'message.failed'>['data']['reason'],
+    message: string,
+    errorCode: string | null = null,
+  ): OutboxReport => ({
+    type: 'message.failed',
+    data: {
+      message_id: row.message_id,
+      phone: row.phone,
+      reason,
+      error_code: errorCode,
+      error_message: message,
+    },
+  });
+
+  /** Why `row` may not be sent now, as the event that reports it; undefined when it may go out. */
   function refusal(
     row: OutboxRow,
-    account: { status: string } | undefined,
+    account: AccountState | undefined,
     optedOut: boolean,
-  ): NewEvent | undefined {
-    const failed = (reason: EventOf<'message.failed'>['data']['reason'], message: string): NewEvent => ({
-      type: 'message.failed',
-      data: {
-        message_id: row.message_id,
-        phone: row.phone,
-        reason,
-        error_code: null,
-        error_message: message,
-      },
-    });
+  ): OutboxReport | undefined {
     if (!account || account.status !== 'active')
-      return failed('account_deactivated', 'The account is deactivated.');
+      return failure(row, 'account_deactivated', 'The account is deactivated.');
     // Compliance replies (the STOP confirmation itself) are the only messages an opted-out number gets.
-    if (optedOut && row.source !== 'system') return failed('lead_opted_out', 'The number opted out.');
+    if (optedOut && row.source !== 'system') return failure(row, 'lead_opted_out', 'The number opted out.');
+    // A backlog (after an outage) must not go out hours late, at night; sequence and AI sends follow
+    // their sending window instead.
+    const requestedAt = row.requested_at ?? row.created_at;
+    if (row.expirable && clock.now().getTime() - requestedAt.getTime() > maxQueueAgeMs)
+      return failure(
+        row,
+        'expired',
+        `The message waited longer than ${maxQueueAgeMs / 60_000} minutes to be sent.`,
+      );
     return undefined;
   }
 
-  async function send(row: OutboxRow): Promise<Outcome> {
-    const { result } = await commands.execute<Outcome>({
-      stream: { topic: 'account', accountId: row.account_id },
-      context: contextOf(row),
-      lockKeys: [`account:${row.account_id}`],
+  /** Appends what settled rows owe the log, one append per account, then notes them reported. */
+  async function report(rows: readonly { row: OutboxRow; report: OutboxReport }[], readYourWrites = false) {
+    const byAccount = groupBy(rows, ({ row }) => row.account_id);
+    for (const settled of byAccount.values()) {
+      const first = settled[0]!.row;
+      await commands.append({
+        stream: { topic: 'account', accountId: first.account_id },
+        context: contextOf(first),
+        events: settled.map(({ report }) => report),
+        readYourWrites,
+      });
+      await markReported(
+        db,
+        settled.map(({ row }) => row.message_id),
+        clock.now(),
+      );
+    }
+  }
+
+  /**
+   * The short decision: under the account's lock, against caught-up read models, refused rows are
+   * settled in the same transaction; the rows that may go out are returned with the account's number.
+   */
+  async function decide(accountId: string, rows: readonly OutboxRow[]) {
+    const { result } = await commands.execute({
+      stream: { topic: 'account', accountId },
+      context: contextOf(rows[0]!),
+      lockKeys: [`account:${accountId}`],
       consistency: 'partition',
       async decide(trx) {
         const account = await trx
           .selectFrom('accounts')
           .select(['status', 'phone_number'])
-          .where('id', '=', row.account_id)
+          .where('id', '=', accountId)
           .executeTakeFirst();
-        const conversation = await trx
-          .selectFrom('conversations')
-          .select('opted_out')
-          .where('account_id', '=', row.account_id)
-          .where('phone', '=', row.phone)
-          .executeTakeFirst();
-        const refused = refusal(row, account, conversation?.opted_out ?? false);
-        if (refused) return { events: [refused], result: { state: 'failed' } };
-        if (!(await markSending(db, row.message_id, clock.now())))
-          return { events: [], result: { state: 'unknown' } };
-        try {
-          const accepted = await sender.send({
-            messageId: row.message_id,
-            from: account!.phone_number,
-            to: row.phone,
-            body: row.body,
-          });
-          return {
-            events: [
-              {
-                type: 'message.sent',
-                data: {
-                  message_id: row.message_id,
-                  phone: row.phone,
-                  provider_message_id: accepted.providerMessageId,
-                  status: accepted.status,
-                },
-              },
-            ],
-            result: { state: 'sent', providerMessageId: accepted.providerMessageId },
-          };
-        } catch (error) {
-          if (!(error instanceof SmsRejectedError)) {
-            // Maybe accepted, maybe not: never resend; reconcile() settles it.
-            onError(error);
-            return { events: [], result: { state: 'unknown' } };
-          }
-          const failed: NewEvent = {
-            type: 'message.failed',
-            data: {
-              message_id: row.message_id,
-              phone: row.phone,
-              reason: 'provider_rejected',
-              error_code: error.code,
-              error_message: error.message,
-            },
-          };
-          return { events: [failed], result: { state: 'failed' } };
+        const optedOut = new Set(
+          (
+            await trx
+              .selectFrom('conversations')
+              .select('phone')
+              .where('account_id', '=', accountId)
+              .where('phone', 'in', [...new Set(rows.map((row) => row.phone))])
+              .where('opted_out', '=', true)
+              .execute()
+          ).map((conversation) => conversation.phone),
+        );
+        const refused: { row: OutboxRow; report: OutboxReport }[] = [];
+        const allowed: OutboxRow[] = [];
+        for (const row of rows) {
+          const reason = refusal(row, account, optedOut.has(row.phone));
+          if (reason) refused.push({ row, report: reason });
+          else allowed.push(row);
         }
+        const settled = await settleRefused(
+          trx,
+          refused.map(({ row, report }) => ({ messageId: row.message_id, report })),
+          clock.now(),
+        );
+        return {
+          events: [],
+          result: {
+            from: account?.phone_number ?? '',
+            allowed,
+            refused: refused.filter(({ row }) => settled.has(row.message_id)),
+          },
+        };
       },
     });
     return result;
   }
 
-  async function sendAll(rows: readonly OutboxRow[]) {
-    for (const row of rows) {
-      const outcome = await send(row).catch((error: unknown) => {
-        // Nothing was appended (the log or the read models were unavailable); the lease runs out
-        // and the row is tried again, unless it was already marked sending.
-        onError(error);
-        return { state: 'unknown' } as Outcome;
-      });
-      if (outcome.state === 'sent')
-        await settle(db, row.message_id, 'sent', clock.now(), outcome.providerMessageId);
-      if (outcome.state === 'failed') await settle(db, row.message_id, 'failed', clock.now());
+  /**
+   * One send in the remote-call shape. Its claim also settles the send before (`owed`), so a backlog
+   * costs one commit per message; its own outcome is returned as owed, for the next claim or the end of the batch.
+   */
+  async function send(
+    row: OutboxRow,
+    from: string,
+    owed: OwedSettlement | undefined,
+  ): Promise<{ claim: 'sending' | 'taken' | 'opted_out'; settledOwed: boolean; owed?: OwedSettlement }> {
+    let claim: 'sending' | 'taken' | 'opted_out' = 'taken';
+    let settledOwed = false;
+    let outcome: OwedSettlement | undefined;
+    await runRemoteCall<OutboxRow, AcceptedSms>('SMS provider', sendTimeoutMs, {
+      async claim() {
+        ({ claim, settledPrevious: settledOwed } = await markSending(
+          db,
+          row.message_id,
+          clock.now(),
+          leaseMs,
+          owed,
+        ));
+        return claim === 'sending' ? row : undefined;
+      },
+      call: () => sender.send({ messageId: row.message_id, from, to: row.phone, body: row.body }),
+      async record(claimed, result) {
+        if (result.ok) {
+          const { providerMessageId, status } = result.value;
+          outcome = {
+            messageId: claimed.message_id,
+            report: {
+              type: 'message.sent',
+              data: {
+                message_id: claimed.message_id,
+                phone: claimed.phone,
+                provider_message_id: providerMessageId,
+                status,
+              },
+            },
+          };
+        } else if (result.error instanceof SmsRejectedError) {
+          outcome = {
+            messageId: claimed.message_id,
+            report: failure(claimed, 'provider_rejected', result.error.message, result.error.code),
+          };
+        } else {
+          // Maybe accepted, maybe not (a timeout, a reset connection): never resend; reconcile() settles it.
+          onError(result.error);
+        }
+      },
+    });
+    return { claim, settledOwed, owed: outcome };
+  }
+
+  async function sendAll(rows: readonly OutboxRow[], redecided?: string): Promise<void> {
+    for (let start = 0; start < rows.length; start += decisionBatch) {
+      const chunk = rows.slice(start, start + decisionBatch);
+      // Nothing is settled when the decision fails (the log or the read models are unavailable): the
+      // leases run out and the rows are tried again, in order, so this account stops here.
+      const decided = await decide(chunk[0]!.account_id, chunk);
+      await report(decided.refused);
+      const byId = new Map(chunk.map((row) => [row.message_id, row]));
+      const sent: { row: OutboxRow; report: OutboxReport }[] = [];
+      let owed: OwedSettlement | undefined;
+      const settledOwed = () => {
+        if (owed) sent.push({ row: byId.get(owed.messageId)!, report: owed.report });
+        owed = undefined;
+      };
+      let rest: OutboxRow[] | undefined;
+      try {
+        for (const row of decided.allowed) {
+          const result = await send(row, decided.from, owed);
+          if (result.settledOwed) settledOwed();
+          owed = result.owed;
+          if (result.claim === 'opted_out') {
+            // An opt-out arrived while this batch went out: decide again from this row on (once; a
+            // row still refused by the claim then waits for its lease to run out).
+            rest = row.message_id === redecided ? [] : rows.slice(rows.indexOf(row));
+            break;
+          }
+        }
+      } finally {
+        // The last outcome is settled on its own; what was settled is reported even if a later send of
+        // the batch failed to record.
+        if (owed && (await settleSending(db, owed.messageId, clock.now(), owed.report))) settledOwed();
+        await report(sent);
+      }
+      // The rest of this account waits behind the row, in order.
+      if (rest) return rest.length > 0 ? sendAll(rest, rest[0]!.message_id) : undefined;
     }
   }
 
+  /**
+   * Every worker claims for itself as soon as it is free (no worker waits for another's batch); a claim
+   * never takes an account another worker holds, so each account's messages still go out in order.
+   */
   async function dispatchOnce(): Promise<number> {
-    const rows = await claimPending(db, clock.now(), leaseMs, batchSize);
-    const byAccount = new Map<string, OutboxRow[]>();
-    for (const row of rows) byAccount.set(row.account_id, [...(byAccount.get(row.account_id) ?? []), row]);
-    const queue = [...byAccount.values()];
+    let total = 0;
     await Promise.all(
-      Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
-        for (let next = queue.shift(); next; next = queue.shift()) await sendAll(next);
+      Array.from({ length: concurrency }, async () => {
+        for (;;) {
+          const rows = await claimPending(db, clock.now(), leaseMs, decisionBatch, decisionBatch);
+          if (rows.length === 0) return;
+          total += rows.length;
+          for (const group of groupBy(rows, (row) => row.account_id).values())
+            await sendAll(group).catch(onError);
+        }
       }),
     );
-    return rows.length;
+    return total;
   }
 
   let running: Promise<number> | undefined;
@@ -214,58 +359,57 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
     return running;
   }
 
+  /**
+   * Settles interrupted sends from what the read models learned (status callbacks), then reports what
+   * was settled but never reported. Safe with several gateways: each row is settled by one of them.
+   */
   async function reconcile(): Promise<number> {
     const now = clock.now();
-    let settled = 0;
-    for (const row of await unsettled(db, now, graceMs)) {
-      const message = await db
+    const settled = await settleInterrupted(db, now, graceMs, async (trx, row) => {
+      const message = await trx
         .selectFrom('messages')
         .select(['sent', 'status', 'provider_message_id'])
         .where('id', '=', row.message_id)
         .executeTakeFirst();
-      if (message?.sent) {
-        await settle(db, row.message_id, 'sent', now, message.provider_message_id);
-      } else if (message?.provider_message_id) {
+      // The log has the outcome already (a gateway from before reports were kept).
+      if (message?.sent) return { report: null };
+      if (message?.provider_message_id) {
         // A status callback named this message: the provider has it.
         const status = message.status === 'received' ? 'queued' : message.status;
-        await commands.append({
-          stream: { topic: 'account', accountId: row.account_id },
-          context: contextOf(row),
-          events: [
-            {
-              type: 'message.sent',
-              data: {
-                message_id: row.message_id,
-                phone: row.phone,
-                provider_message_id: message.provider_message_id,
-                status,
-              },
+        return {
+          report: {
+            type: 'message.sent',
+            data: {
+              message_id: row.message_id,
+              phone: row.phone,
+              provider_message_id: message.provider_message_id,
+              status,
             },
-          ],
-        });
-        await settle(db, row.message_id, 'sent', now, message.provider_message_id);
-      } else if (row.sending_at && now.getTime() - row.sending_at.getTime() > timeoutMs) {
-        await commands.append({
-          stream: { topic: 'account', accountId: row.account_id },
-          context: contextOf(row),
-          events: [
-            {
-              type: 'message.failed',
-              data: {
-                message_id: row.message_id,
-                phone: row.phone,
-                reason: 'send_unconfirmed',
-                error_code: null,
-                error_message: 'The send was interrupted and the provider never confirmed the message.',
-              },
-            },
-          ],
-        });
-        await settle(db, row.message_id, 'failed', now);
-      } else continue;
-      settled++;
-    }
-    return settled;
+          },
+        };
+      }
+      if (row.sending_at && now.getTime() - row.sending_at.getTime() > timeoutMs) {
+        return {
+          report: failure(
+            row,
+            'send_unconfirmed',
+            'The send was interrupted and the provider never confirmed the message.',
+          ),
+        };
+      }
+      return undefined;
+    });
+    // Rare, and its callers want the settled messages readable when it returns.
+    await report(
+      settled.flatMap((row) => (row.report ? [{ row, report: row.report }] : [])),
+      true,
+    );
+    const owed = await claimUnreported(db, now, graceMs, leaseMs);
+    await report(
+      owed.flatMap((row) => (row.report ? [{ row, report: row.report }] : [])),
+      true,
+    );
+    return settled.length;
   }
 
   const consumer = kafka.consumer({

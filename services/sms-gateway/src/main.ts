@@ -1,6 +1,7 @@
 import {
   connectCommandServices,
   createDb,
+  databaseTimeouts,
   guardUnsafeSettings,
   loadConfig,
   systemClock,
@@ -17,8 +18,16 @@ import { startSmsGateway } from './gateway';
 
 const config = loadConfig(gatewayConfigSchema);
 guardUnsafeSettings('sms-gateway', config.NODE_ENV, twilioRisks(config));
-const services = await connectCommandServices(config, 'leadline-sms-gateway');
-const outboxDb = createDb(config.DATABASE_URL, { maxConnections: 4 });
+// Each worker holds at most one connection of each pool at a time (its decision's transaction on the
+// command pool, its outbox updates on the outbox pool); the consumer, the parking release and
+// reconcile use the rest.
+const services = await connectCommandServices(config, 'leadline-sms-gateway', {
+  commandConnections: config.SMS_GATEWAY_CONCURRENCY + 1,
+});
+const outboxDb = createDb(config.DATABASE_URL, {
+  maxConnections: config.SMS_GATEWAY_CONCURRENCY + 3,
+  timeouts: databaseTimeouts(config),
+});
 // Twilio whenever its credentials are configured; the local sender (marks everything delivered) otherwise.
 const twilio = twilioCredentials(config);
 const gateway = await startSmsGateway({
@@ -29,6 +38,9 @@ const gateway = await startSmsGateway({
   groupId: `${config.TOPIC_PREFIX}leadline.sms-gateway`,
   concurrency: config.SMS_GATEWAY_CONCURRENCY,
   sendingTimeoutMs: config.SMS_SENDING_TIMEOUT_MINUTES * 60_000,
+  maxQueueAgeMs: config.SMS_MAX_QUEUE_AGE_MINUTES * 60_000,
+  sendTimeoutMs: config.SMS_SEND_TIMEOUT_SECONDS * 1000,
+  sendingGraceMs: config.SMS_SEND_TIMEOUT_SECONDS * 2000,
 });
 console.warn(`sms-gateway: running with the ${twilio ? 'Twilio' : 'local'} provider`);
 const metrics = await serveServiceMetrics(config, outboxDb);

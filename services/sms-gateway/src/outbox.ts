@@ -1,8 +1,18 @@
 import type { EventOf } from '@leadline/events';
-import type { Database } from '@leadline/runtime';
+import { leaseUntil, type Database, type OutboxReport } from '@leadline/runtime';
 import { sql, type Kysely, type Selectable } from 'kysely';
 
 export type OutboxRow = Selectable<Database['sms_outbox']>;
+
+/**
+ * Sequence steps and AI replies follow the sending window of their sequence (the sequencer decides
+ * when they are due), so they never expire by age; manual messages and compliance replies do.
+ */
+export const expirable = (request: EventOf<'message.outbound_requested'>) =>
+  !request.data.sequence_step &&
+  request.data.source !== 'sequence' &&
+  request.data.source !== 'ai' &&
+  !(request.actor.kind === 'system' && request.actor.service === 'ai-agent');
 
 /**
  * One row per requested message, inserted when the request is consumed. The primary key is the
@@ -26,6 +36,8 @@ export async function enqueue(
         source: event.data.source,
         correlation_id: event.correlation_id,
         causation_id: event.id,
+        requested_at: event.occurred_at,
+        expirable: expirable(event),
       })),
     )
     .onConflict((oc) => oc.column('message_id').doNothing())
@@ -33,61 +45,208 @@ export async function enqueue(
 }
 
 /**
- * Leases up to `limit` pending rows, oldest first, for `leaseMs`: another gateway instance skips
- * them (SKIP LOCKED while claiming, the lease after), and a crashed instance's lease runs out.
+ * Leases up to `limit` pending rows for `leaseMs`: the oldest `perAccount` of each account that no
+ * instance is working on (no live lease on its pending or in-flight rows), oldest accounts first. So
+ * one account's messages are sent by one worker of one instance at a time, in order, and a backlog
+ * of one account cannot take the whole claim. Another instance skips the rows (SKIP LOCKED while
+ * claiming, the lease after), and a crashed instance's lease runs out.
  */
-export async function claimPending(db: Kysely<Database>, now: Date, leaseMs: number, limit: number) {
+export async function claimPending(
+  db: Kysely<Database>,
+  now: Date,
+  leaseMs: number,
+  limit: number,
+  perAccount: number,
+) {
   const { rows } = await sql<OutboxRow>`
-    update sms_outbox set lease_until = ${new Date(now.getTime() + leaseMs)}, updated_at = ${now}
+    update sms_outbox set lease_until = ${leaseUntil(now, leaseMs)}, updated_at = ${now}
     where message_id in (
       select message_id from sms_outbox
-      where state = 'pending' and (lease_until is null or lease_until < ${now})
-      order by created_at, message_id
-      limit ${limit}
+      where state = 'pending' and message_id in (
+        select message_id from (
+          select message_id, state, created_at,
+            row_number() over (
+              partition by account_id, state order by created_at, message_id
+            ) as turn,
+            bool_or(coalesce(lease_until >= ${now}, false)) over (partition by account_id) as busy
+          from sms_outbox where state in ('pending', 'sending')
+        ) ranked
+        where state = 'pending' and turn <= ${perAccount} and not busy
+        order by created_at, message_id
+        limit ${limit}
+      )
       for update skip locked
     )
     returning *`.execute(db);
-  return rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime());
+  return rows.sort(
+    (a, b) => a.created_at.getTime() - b.created_at.getTime() || a.message_id.localeCompare(b.message_id),
+  );
+}
+
+/**
+ * Settles refused rows as failed, with the event that reports it, in the caller's (short) transaction;
+ * the event is appended only after this commits, so a message reported failed can never go out later.
+ * Returns the ids it settled (a row another instance already took is left alone).
+ */
+export async function settleRefused(
+  db: Kysely<Database>,
+  refused: readonly { messageId: string; report: OutboxReport }[],
+  now: Date,
+): Promise<Set<string>> {
+  const settled = new Set<string>();
+  for (const { messageId, report } of refused) {
+    const row = await db
+      .updateTable('sms_outbox')
+      .set({ state: 'failed', report: JSON.stringify(report), updated_at: now })
+      .where('message_id', '=', messageId)
+      .where('state', '=', 'pending')
+      .returning('message_id')
+      .executeTakeFirst();
+    if (row) settled.add(row.message_id);
+  }
+  return settled;
+}
+
+/** A send's outcome not yet written: it is settled with the next claim, in the same statement. */
+export interface OwedSettlement {
+  messageId: string;
+  report: OutboxReport;
 }
 
 /**
  * Committed before the provider is called: from here on the message may have left, so the row is
- * never sent again, only settled (sent or failed) by what we learn. False when the row was not
- * pending any more (another instance took it after our lease ran out).
+ * never sent again, only settled (sent or failed) by what we learn. `taken` when the row was not
+ * pending any more (another instance took it after our lease ran out); `opted_out` when the number
+ * opted out since the row was decided (the read models learned it meanwhile): the row stays pending,
+ * for a new decision to refuse.
+ *
+ * `previous`, the outcome of the send before, is settled in the same statement (one commit for both:
+ * each commit waits for the disk, and a backlog is sent one commit per message instead of two);
+ * `settledPrevious` says whether it still was `sending`. The row's lease is renewed: while it is in
+ * flight its account stays with this worker, however long the batch before it took.
  */
-export async function markSending(db: Kysely<Database>, messageId: string, now: Date): Promise<boolean> {
-  const result = await db
-    .updateTable('sms_outbox')
-    .set({ state: 'sending', sending_at: now, updated_at: now })
-    .where('message_id', '=', messageId)
-    .where('state', '=', 'pending')
-    .executeTakeFirst();
-  return result.numUpdatedRows === 1n;
-}
-
-export async function settle(
+export async function markSending(
   db: Kysely<Database>,
   messageId: string,
-  state: 'sent' | 'failed',
   now: Date,
-  providerMessageId: string | null = null,
-) {
+  leaseMs: number,
+  previous?: OwedSettlement,
+): Promise<{ claim: 'sending' | 'taken' | 'opted_out'; settledPrevious: boolean }> {
+  const settle = previous
+    ? settleStatement(previous.messageId, now, previous.report)
+    : sql`select 1 where false`;
+  const { rows } = await sql<{ marked: number; pending: boolean; settled: number }>`
+    with settled as (${settle}),
+    marked as (
+      update sms_outbox
+      set state = 'sending', sending_at = ${now}, updated_at = ${now}, lease_until = ${leaseUntil(now, leaseMs)}
+      where message_id = ${messageId} and state = 'pending'
+        and (source = 'system' or not exists (
+          select 1 from conversations c
+          where c.account_id = sms_outbox.account_id and c.phone = sms_outbox.phone and c.opted_out
+        ))
+      returning 1
+    )
+    select
+      (select count(*) from marked)::int as marked,
+      -- Every part of the statement sees the rows as they were before it: pending here and not marked
+      -- means the opt-out check stopped it.
+      exists (select 1 from sms_outbox where message_id = ${messageId} and state = 'pending') as pending,
+      (select count(*) from settled)::int as settled`.execute(db);
+  const { marked, pending, settled } = rows[0]!;
+  return {
+    claim: marked === 1 ? 'sending' : pending ? 'opted_out' : 'taken',
+    settledPrevious: settled === 1,
+  };
+}
+
+const settleStatement = (messageId: string, now: Date, report: OutboxReport | null) => sql`
+  update sms_outbox set
+    state = ${report?.type === 'message.failed' ? 'failed' : 'sent'},
+    updated_at = ${now},
+    report = ${report && JSON.stringify(report)}::jsonb,
+    reported_at = ${report ? null : now}::timestamptz,
+    provider_message_id = coalesce(${report?.type === 'message.sent' ? report.data.provider_message_id : null}::text, provider_message_id)
+  where message_id = ${messageId} and state = 'sending'
+  returning 1`;
+
+/**
+ * Records what became of a send: the terminal state and the event that reports it (null when the log
+ * already has it). Only a row still `sending` is settled, so two instances never settle it twice.
+ */
+export async function settleSending(
+  db: Kysely<Database>,
+  messageId: string,
+  now: Date,
+  report: OutboxReport | null,
+): Promise<boolean> {
+  const { rows } = await settleStatement(messageId, now, report).execute(db);
+  return rows.length === 1;
+}
+
+export async function markReported(db: Kysely<Database>, messageIds: readonly string[], now: Date) {
+  if (messageIds.length === 0) return;
   await db
     .updateTable('sms_outbox')
-    .set({ state, updated_at: now, ...(providerMessageId && { provider_message_id: providerMessageId }) })
-    .where('message_id', '=', messageId)
-    .where('state', 'in', ['pending', 'sending'])
+    .set({ reported_at: now })
+    .where('message_id', 'in', messageIds)
     .execute();
 }
 
-/** Rows marked sending longer ago than `graceMs`: the send was interrupted or its outcome is unknown. */
-export function unsettled(db: Kysely<Database>, now: Date, graceMs: number) {
-  return db
-    .selectFrom('sms_outbox')
-    .selectAll()
-    .where('state', '=', 'sending')
-    .where('sending_at', '<', new Date(now.getTime() - graceMs))
-    .orderBy('sending_at')
-    .limit(100)
-    .execute();
+/**
+ * Settles interrupted sends (rows `sending` for longer than `graceMs`) in one short transaction: the
+ * rows are claimed with SKIP LOCKED, so two gateways reconciling at once never settle one row twice;
+ * `settle` decides each row's fate from what the read models know (it reads, it calls nothing remote)
+ * and returns its report, or undefined to leave the row for later.
+ */
+export async function settleInterrupted(
+  db: Kysely<Database>,
+  now: Date,
+  graceMs: number,
+  settle: (trx: Kysely<Database>, row: OutboxRow) => Promise<{ report: OutboxReport | null } | undefined>,
+): Promise<OutboxRow[]> {
+  return db.transaction().execute(async (trx) => {
+    const rows = await trx
+      .selectFrom('sms_outbox')
+      .selectAll()
+      .where('state', '=', 'sending')
+      .where('sending_at', '<', new Date(now.getTime() - graceMs))
+      .orderBy('sending_at')
+      .limit(100)
+      .forUpdate()
+      .skipLocked()
+      .execute();
+    const settled: OutboxRow[] = [];
+    for (const row of rows) {
+      const decided = await settle(trx, row);
+      if (decided && (await settleSending(trx, row.message_id, now, decided.report)))
+        settled.push({ ...row, report: decided.report });
+    }
+    return settled;
+  });
+}
+
+/**
+ * Settled rows whose report is still owed after `graceMs` (the instance that settled them died before
+ * appending), leased so that one instance re-reports each.
+ */
+export async function claimUnreported(
+  db: Kysely<Database>,
+  now: Date,
+  graceMs: number,
+  leaseMs: number,
+): Promise<OutboxRow[]> {
+  const { rows } = await sql<OutboxRow>`
+    update sms_outbox set lease_until = ${leaseUntil(now, leaseMs)}
+    where message_id in (
+      select message_id from sms_outbox
+      where report is not null and reported_at is null
+        and updated_at < ${new Date(now.getTime() - graceMs)}
+        and (lease_until is null or lease_until < ${now})
+      order by updated_at
+      limit 100
+      for update skip locked
+    )
+    returning *`.execute(db);
+  return rows;
 }

@@ -5,6 +5,7 @@ import {
   createDb,
   newUuid,
   listParked,
+  type CommandBus,
   skipParked,
   type CommandServices,
 } from '@leadline/runtime';
@@ -128,6 +129,12 @@ const settled = (messageId: string) =>
   });
 const messageRow = (messageId: string) =>
   services.db.selectFrom('messages').selectAll().where('id', '=', messageId).executeTakeFirstOrThrow();
+/** The message as the API shows it, once the gateway's report of it has been projected. */
+const recorded = (messageId: string) =>
+  eventually(async () => {
+    const row = await messageRow(messageId);
+    return row.sent || row.status === 'failed' ? row : undefined;
+  });
 const sentTo = (phone: string) => twilio.messages.filter((message) => message.to === phone);
 
 describe('the SMS gateway', () => {
@@ -138,7 +145,7 @@ describe('the SMS gateway', () => {
     await append('acc-redeliver', [twice]);
     await append('acc-redeliver', [twice]);
     expect(await settled(twice.data.message_id)).toBe('sent');
-    expect(await messageRow(twice.data.message_id)).toMatchObject({ status: 'queued', sent: true });
+    expect(await recorded(twice.data.message_id)).toMatchObject({ status: 'queued', sent: true });
 
     const replay = await gateway();
     await eventually(async () =>
@@ -172,7 +179,7 @@ describe('the SMS gateway', () => {
     expect(sentTo('+15125552002').map((message) => message.body)).toEqual([
       'Gateway Co: You are unsubscribed.',
     ]);
-    expect(await messageRow(manual.data.message_id)).toMatchObject({
+    expect(await recorded(manual.data.message_id)).toMatchObject({
       status: 'failed',
       error_code: 'lead_opted_out',
     });
@@ -191,7 +198,7 @@ describe('the SMS gateway', () => {
     const refused = request('+15125552004', 'Hello');
     await append('acc-invalid', [refused]);
     expect(await settled(refused.data.message_id)).toBe('failed');
-    expect(await messageRow(refused.data.message_id)).toMatchObject({
+    expect(await recorded(refused.data.message_id)).toMatchObject({
       status: 'failed',
       error_code: 'twilio_21211',
     });
@@ -319,5 +326,135 @@ describe('the SMS gateway', () => {
     await eventually(async () => ((await listParked(gatewayDb)).length === 0 ? true : undefined));
     await instance.dispatch();
     expect(await settled(waiting.data.message_id)).toBe('sent');
+  });
+
+  it('fails a manual message that waited longer than the queue allows as expired, never sending it; a sequence step still goes out', async () => {
+    await account('acc-expired', '+15125551008');
+    const stale = request('+15125552009', 'Sent hours late');
+    const step = {
+      type: 'message.outbound_requested',
+      data: {
+        message_id: newUuid(),
+        phone: '+15125552010',
+        body: 'Step 1',
+        source: 'sequence',
+        sender_name: null,
+      },
+    } as const;
+    await append('acc-expired', [stale, step]);
+    // The gateway was down for an hour and a bit; it comes back to a backlog.
+    clock.advance(61 * 60_000);
+    await gateway({ maxQueueAgeMs: 60 * 60_000 });
+    expect(await settled(stale.data.message_id)).toBe('failed');
+    expect(await settled(step.data.message_id)).toBe('sent');
+    expect(sentTo('+15125552009')).toHaveLength(0);
+    expect(sentTo('+15125552010')).toHaveLength(1);
+    expect(await recorded(stale.data.message_id)).toMatchObject({ status: 'failed', error_code: 'expired' });
+  });
+
+  it("lets the account's other writers decide while a send waits on Twilio", async () => {
+    await account('acc-busy', '+15125551009');
+    await gateway();
+    const release = twilio.holdAnswers();
+    try {
+      const slow = request('+15125552011', 'Twilio is slow today');
+      await append('acc-busy', [slow]);
+      await eventually(async () => (sentTo('+15125552011').length === 1 ? true : undefined));
+      // A writer of the same account (an import, a manual message) takes the account's lock and decides.
+      const { events } = await services.commands.execute({
+        stream: { topic: 'account', accountId: 'acc-busy' },
+        context,
+        lockKeys: ['account:acc-busy'],
+        consistency: 'partition',
+        decide: async () => ({
+          events: [
+            {
+              type: 'lead.opted_out',
+              data: {
+                phone: '+15125552099',
+                lead_id: null,
+                lead_name: null,
+                keyword: 'STOP',
+                message_id: 'm1',
+              },
+            },
+          ],
+          result: undefined,
+        }),
+      });
+      expect(events).toHaveLength(1);
+      // It answered while Twilio still held the send.
+      expect(await outboxState(slow.data.message_id)).toEqual({ state: 'sending' });
+    } finally {
+      release();
+    }
+  });
+
+  it('settles an interrupted send once when two gateways reconcile it at the same time', async () => {
+    await account('acc-twice', '+15125551010');
+    const appended: string[] = [];
+    const counting: CommandBus = {
+      execute: (command) => services.commands.execute(command),
+      append: async (facts) => {
+        appended.push(
+          ...facts.events.map(
+            (event) => `${event.type}:${(event.data as { message_id?: string }).message_id}`,
+          ),
+        );
+        return services.commands.append(facts);
+      },
+    };
+    const lost: SmsSender = {
+      async send() {
+        throw new Error('connection reset');
+      },
+    };
+    const one = await gateway({ sender: lost, commands: counting });
+    const interrupted = request('+15125552012', 'Fate unknown');
+    await append('acc-twice', [interrupted]);
+    await eventually(async () =>
+      (await outboxState(interrupted.data.message_id))?.state === 'sending' ? true : undefined,
+    );
+    const other = await gateway({ commands: counting });
+    clock.advance(11 * 60_000);
+    const counts = await Promise.all([
+      one.reconcile(),
+      other.reconcile(),
+      one.reconcile(),
+      other.reconcile(),
+    ]);
+    expect(counts.reduce((a, b) => a + b, 0)).toBe(1);
+    expect(appended.filter((entry) => entry.endsWith(interrupted.data.message_id))).toEqual([
+      `message.failed:${interrupted.data.message_id}`,
+    ]);
+    expect(await outboxState(interrupted.data.message_id)).toEqual({ state: 'failed' });
+  });
+
+  it('sends nothing more to a number that opts out while its earlier message waits on Twilio', async () => {
+    await account('acc-optout-late', '+15125551011');
+    await gateway();
+    const release = twilio.holdAnswers();
+    const first = request('+15125552013', 'First');
+    const second = request('+15125552013', 'Second');
+    try {
+      // Both are decided together; the opt-out lands while the first is on the wire.
+      await append('acc-optout-late', [first, second]);
+      await eventually(async () => (sentTo('+15125552013').length === 1 ? true : undefined));
+      await append('acc-optout-late', [
+        {
+          type: 'lead.opted_out',
+          data: { phone: '+15125552013', lead_id: null, lead_name: null, keyword: 'STOP', message_id: 'm2' },
+        },
+      ]);
+    } finally {
+      release();
+    }
+    expect(await settled(first.data.message_id)).toBe('sent');
+    expect(await settled(second.data.message_id)).toBe('failed');
+    expect(sentTo('+15125552013').map((message) => message.body)).toEqual(['First']);
+    expect(await recorded(second.data.message_id)).toMatchObject({
+      status: 'failed',
+      error_code: 'lead_opted_out',
+    });
   });
 });

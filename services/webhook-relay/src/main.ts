@@ -5,6 +5,7 @@ import {
   documentLinkKey,
   createEventProducer,
   createPool,
+  databaseTimeouts,
   createProjectionProgress,
   createSecretBox,
   guardUnsafeSettings,
@@ -38,7 +39,10 @@ const infrastructure = await connectInfrastructure(config, 'leadline-webhook-rel
 });
 const producer = createEventProducer(infrastructure.kafka);
 await producer.connect();
-const listenerPool = createPool(config.DATABASE_URL, { maxConnections: 2 });
+const listenerPool = createPool(config.DATABASE_URL, {
+  maxConnections: 2,
+  timeouts: databaseTimeouts(config),
+});
 const progress = await createProjectionProgress(listenerPool);
 const commands = createCommandBus({
   ...infrastructure,

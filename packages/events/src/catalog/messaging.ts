@@ -63,6 +63,8 @@ export const messageFailureReasons = [
   'provider_rejected',
   'provider_error',
   'send_unconfirmed',
+  /** A manual or compliance message that waited in the queue longer than the gateway allows. */
+  'expired',
 ] as const;
 
 /** The message was not sent (refused by the gateway or the provider) or its fate is unknown. */

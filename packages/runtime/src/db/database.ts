@@ -7,20 +7,56 @@ export const READ_MODEL_SCHEMA = 'read_model';
 // int8 columns (offsets, counts) come back as strings by default; counts fit in a JS number.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => value);
 
+/**
+ * Bounds on every connection, so a stuck peer (a lost lock holder, a forgotten transaction, a network
+ * partition) fails the one operation that met it instead of hanging a pool. 0 turns a bound off.
+ */
+export interface DbTimeouts {
+  /** Waiting for a new connection (and for a free one in the pool). */
+  connectMs: number;
+  /** One statement; long ones (migrations, `rebuild`) get 0 instead. */
+  statementMs: number;
+  /** Waiting for any lock, the account's advisory lock included. */
+  lockMs: number;
+  /**
+   * A transaction left open with nothing running: the server ends the session and its locks. Above
+   * PROJECTION_WAIT_MS + EVENT_LOG_TIMEOUT_MS, the longest a command's transaction waits on purpose.
+   */
+  idleInTransactionMs: number;
+}
+
+export const defaultDbTimeouts: DbTimeouts = {
+  connectMs: 5_000,
+  statementMs: 30_000,
+  lockMs: 15_000,
+  idleInTransactionMs: 60_000,
+};
+
 export interface DbOptions {
   /** The read-model schema to resolve unqualified table names in; `rebuild` points this elsewhere. */
   readModelSchema?: string;
   maxConnections?: number;
+  timeouts?: Partial<DbTimeouts>;
 }
 
 export function createPool(url: string, options: DbOptions = {}): pg.Pool {
   const schema = options.readModelSchema ?? READ_MODEL_SCHEMA;
+  const timeouts = { ...defaultDbTimeouts };
+  for (const [name, value] of Object.entries(options.timeouts ?? {}))
+    if (value !== undefined) timeouts[name as keyof DbTimeouts] = value;
   const pool = new pg.Pool({
     connectionString: url,
     max: options.maxConnections ?? 20,
+    connectionTimeoutMillis: timeouts.connectMs,
     // Unqualified names resolve to the read models first, then to operational tables in public. A
-    // schema swap by `rebuild` is then picked up by the next query without reconnecting.
-    options: `-c search_path=${schema},public`,
+    // schema swap by `rebuild` is then picked up by the next query without reconnecting. The timeouts
+    // are session settings, so they hold for every statement, whoever runs it.
+    options: [
+      `-c search_path=${schema},public`,
+      `-c statement_timeout=${timeouts.statementMs}`,
+      `-c lock_timeout=${timeouts.lockMs}`,
+      `-c idle_in_transaction_session_timeout=${timeouts.idleInTransactionMs}`,
+    ].join(' '),
   });
   // An idle connection the server closed (a restart, a failover) is dropped from the pool and
   // replaced on next use; without a listener it would take the whole process down.

@@ -29,7 +29,15 @@ export async function ensureDatabase(url: string): Promise<void> {
 
 async function migrateSchema(url: string, schema: string, migrations: Record<string, Migration>) {
   const db = new Kysely<unknown>({
-    dialect: new PostgresDialect({ pool: createPool(url, { readModelSchema: schema, maxConnections: 1 }) }),
+    dialect: new PostgresDialect({
+      pool: createPool(url, {
+        readModelSchema: schema,
+        maxConnections: 1,
+        // A migration may rewrite a big table, and a process starting beside one that migrates waits on
+        // the migration lock for as long as that takes: neither is a stuck peer.
+        timeouts: { statementMs: 0, lockMs: 0 },
+      }),
+    }),
   });
   try {
     await sql`create schema if not exists ${sql.id(schema)}`.execute(db);

@@ -1,4 +1,5 @@
 import type { ColumnType, Generated } from 'kysely';
+import type { EventOf } from '@leadline/events';
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 type Json<T = Record<string, unknown>> = ColumnType<T, string, string>;
@@ -240,6 +241,11 @@ export interface ReadModelTables {
  * the log, which analytics teams replay), the local telephony provider's own number pool and the SMS
  * gateway's outbox.
  */
+/** The event a settled outbox row owes the log. */
+export type OutboxReport =
+  | { type: 'message.sent'; data: EventOf<'message.sent'>['data'] }
+  | { type: 'message.failed'; data: EventOf<'message.failed'>['data'] };
+
 export interface OperationalTables {
   partner_api_keys: {
     id: string;
@@ -297,6 +303,14 @@ export interface OperationalTables {
     provider_message_id: string | null;
     created_at: ColumnType<Date, Date | string | undefined, Date | string>;
     updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+    /** When the request was made (its event's time); null for rows queued before it was kept. */
+    requested_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+    /** A manual or compliance message, failed as expired when it waited too long. */
+    expirable: ColumnType<boolean, boolean | undefined, boolean>;
+    /** The `message.sent` / `message.failed` that reports the row's terminal state. */
+    report: ColumnType<OutboxReport | null, string | undefined, string | null>;
+    /** When `report` was appended to the log; null while it is owed. */
+    reported_at: Timestamp | null;
   };
   /** Embed tokens, stored only as SHA-256 hashes (see the 0010_embed_tokens migration). */
   embed_tokens: {

@@ -219,6 +219,25 @@ export const operationalMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0011_sms_outbox_reports': {
+    async up(db: Kysely<unknown>) {
+      // The gateway settles a row (commits its terminal state and the event that reports it) before it
+      // appends that event, so a message reported failed is never sent later; \`reported_at\` stays
+      // null until the event is on the log, and a crash in between is re-reported. \`requested_at\` and
+      // \`expirable\` let a manual request that waited too long expire; rows queued before this
+      // migration keep going out as before.
+      await sql`
+        alter table sms_outbox
+          add column requested_at timestamptz,
+          add column expirable boolean not null default false,
+          add column report jsonb,
+          add column reported_at timestamptz;
+        update sms_outbox set reported_at = updated_at where state in ('sent', 'failed');
+        create index sms_outbox_unreported on sms_outbox (updated_at)
+          where report is not null and reported_at is null;
+      `.execute(db);
+    },
+  },
   '0010_embed_tokens': {
     async up(db: Kysely<unknown>) {
       // Embed tokens are credentials, so they stay off the log like partner keys: only their hash is
