@@ -151,7 +151,7 @@ export interface paths {
         put?: never;
         /**
          * Import up to 1,000 leads
-         * @description Decided together and appended as one batch. Invalid leads are reported in `errors` (`{index, phone, code, message}`) while the valid ones are imported; duplicates, including duplicates inside the request, count as updated or skipped. More than 1,000 is a 400 that imports nothing.
+         * @description Decided together and appended as one batch. Invalid leads are reported in `errors` (`{index, phone, code, message}`) while the valid ones are imported; duplicates, including duplicates inside the request, count as updated or skipped. More than 1,000 is a 400 that imports nothing. The body may be up to 24 MB (every field of 1,000 leads at its longest).
          */
         post: operations["importLeads"];
         delete?: never;
@@ -1825,7 +1825,8 @@ export interface components {
              *     | `webhook_inactive` | 409 | The webhook is disabled; activate it before sending a test event. |
              *     | `uri_too_long` | 414 | A path parameter is too long. |
              *     | `file_too_large` | 413 | Context files are at most 100 KB. |
-             *     | `payload_too_large` | 413 | The body is over 2 MB. |
+             *     | `payload_too_large` | 413 | The body is over 2 MB (24 MB for a bulk lead import). |
+             *     | `event_batch_too_large` | 413 | The events the request produces are over what one request may append (30 MB); nothing was written, split the request. |
              *     | `unsupported_media_type` | 415 | The body is not `application/json`. |
              *     | `rate_limited` | 429 | Over the rate limit of the partner key; retry after `Retry-After` seconds. |
              *     | `too_many_failed_authentications` | 429 | Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds. |
@@ -1839,7 +1840,7 @@ export interface components {
              *     | `not_ready` | 503 | The service is not ready (readiness probe only). |
              * @enum {string}
              */
-            code: "validation_failed" | "invalid_phone" | "multipart_required" | "file_required" | "unsupported_file_type" | "bad_request" | "missing_api_key" | "invalid_api_key" | "invalid_signature" | "account_not_found" | "lead_not_found" | "requirement_not_found" | "sequence_not_found" | "context_file_not_found" | "context_url_not_found" | "document_not_found" | "webhook_not_found" | "delivery_not_found" | "message_not_found" | "phone_number_not_found" | "partner_not_found" | "api_key_not_found" | "ambiguous_api_key" | "too_many_active_keys" | "missing_embed_token" | "invalid_embed_token" | "embed_role_forbidden" | "asset_not_found" | "route_not_found" | "phone_number_in_use" | "phone_number_not_owned" | "account_active" | "phone_number_released" | "sequence_limit_reached" | "invalid_sending_window" | "sequence_inactive" | "context_file_limit_reached" | "context_url_limit_reached" | "context_url_unreachable" | "team_member_exists" | "external_id_in_use" | "requirement_exists" | "requirement_limit_reached" | "account_deactivated" | "lead_opted_out" | "webhook_limit_reached" | "delivery_pending" | "webhook_inactive" | "uri_too_long" | "file_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_failed_authentications" | "internal_error" | "projection_lagging" | "event_log_unavailable" | "telephony_unavailable" | "account_held" | "live_updates_unavailable" | "dashboard_not_built" | "not_ready";
+            code: "validation_failed" | "invalid_phone" | "multipart_required" | "file_required" | "unsupported_file_type" | "bad_request" | "missing_api_key" | "invalid_api_key" | "invalid_signature" | "account_not_found" | "lead_not_found" | "requirement_not_found" | "sequence_not_found" | "context_file_not_found" | "context_url_not_found" | "document_not_found" | "webhook_not_found" | "delivery_not_found" | "message_not_found" | "phone_number_not_found" | "partner_not_found" | "api_key_not_found" | "ambiguous_api_key" | "too_many_active_keys" | "missing_embed_token" | "invalid_embed_token" | "embed_role_forbidden" | "asset_not_found" | "route_not_found" | "phone_number_in_use" | "phone_number_not_owned" | "account_active" | "phone_number_released" | "sequence_limit_reached" | "invalid_sending_window" | "sequence_inactive" | "context_file_limit_reached" | "context_url_limit_reached" | "context_url_unreachable" | "team_member_exists" | "external_id_in_use" | "requirement_exists" | "requirement_limit_reached" | "account_deactivated" | "lead_opted_out" | "webhook_limit_reached" | "delivery_pending" | "webhook_inactive" | "uri_too_long" | "file_too_large" | "payload_too_large" | "event_batch_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_failed_authentications" | "internal_error" | "projection_lagging" | "event_log_unavailable" | "telephony_unavailable" | "account_held" | "live_updates_unavailable" | "dashboard_not_built" | "not_ready";
             /** @description The path of the request that failed. */
             instance: string;
             /** @description For `validation_failed`: one entry per invalid field. */
@@ -2439,7 +2440,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `payload_too_large`: The body is over 2 MB. */
+            /** @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import). */
             413: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2844,7 +2845,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `payload_too_large`: The body is over 2 MB. */
+            /** @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import). */
             413: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3152,7 +3153,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `payload_too_large`: The body is over 2 MB. */
+            /** @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import). */
             413: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3545,7 +3546,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `payload_too_large`: The body is over 2 MB. */
+            /** @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import). */
             413: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3703,7 +3704,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `payload_too_large`: The body is over 2 MB. */
+            /**
+             * @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import).
+             *
+             *     `event_batch_too_large`: The events the request produces are over what one request may append (30 MB); nothing was written, split the request.
+             */
             413: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4124,7 +4129,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `payload_too_large`: The body is over 2 MB. */
+            /** @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import). */
             413: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4518,7 +4523,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `payload_too_large`: The body is over 2 MB. */
+            /** @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import). */
             413: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4826,7 +4831,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `payload_too_large`: The body is over 2 MB. */
+            /** @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import). */
             413: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5098,7 +5103,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `payload_too_large`: The body is over 2 MB. */
+            /** @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import). */
             413: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5507,7 +5512,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `payload_too_large`: The body is over 2 MB. */
+            /** @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import). */
             413: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5689,7 +5694,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `payload_too_large`: The body is over 2 MB. */
+            /** @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import). */
             413: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6101,7 +6106,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `payload_too_large`: The body is over 2 MB. */
+            /** @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import). */
             413: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6555,7 +6560,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `payload_too_large`: The body is over 2 MB. */
+            /** @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import). */
             413: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6823,7 +6828,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `payload_too_large`: The body is over 2 MB. */
+            /** @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import). */
             413: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7383,7 +7388,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `payload_too_large`: The body is over 2 MB. */
+            /** @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import). */
             413: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7781,7 +7786,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `payload_too_large`: The body is over 2 MB. */
+            /** @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import). */
             413: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -8464,7 +8469,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `payload_too_large`: The body is over 2 MB. */
+            /** @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import). */
             413: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];

@@ -16,7 +16,7 @@ export interface CommandServices extends Infrastructure {
 export async function connectCommandServices(
   config: InfrastructureConfig & { PROJECTION_WAIT_MS?: number; EVENT_LOG_TIMEOUT_MS?: number },
   clientId: string,
-  options: { clock?: Clock } = {},
+  options: { clock?: Clock; appendMaxBytes?: number } = {},
 ): Promise<CommandServices> {
   const infrastructure = await connectInfrastructure(config, clientId);
   const producer = createEventProducer(infrastructure.kafka);
@@ -35,6 +35,7 @@ export async function connectCommandServices(
     newId: newUuid,
     projectionWaitMs: config.PROJECTION_WAIT_MS ?? 5000,
     eventLogTimeoutMs: config.EVENT_LOG_TIMEOUT_MS ?? 3000,
+    ...(options.appendMaxBytes !== undefined && { appendMaxBytes: options.appendMaxBytes }),
   });
   return {
     ...infrastructure,

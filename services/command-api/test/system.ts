@@ -54,6 +54,8 @@ export async function startSystem(
     clock?: Clock;
     twilio?: FakeTwilio;
     gateway?: boolean;
+    /** Lowers the most one command may append, to reach the limit with a small request. */
+    appendMaxBytes?: number;
   } = {},
 ): Promise<TestSystem> {
   const env = await createTestEnvironment();
@@ -61,7 +63,7 @@ export async function startSystem(
   const services = await connectCommandServices(
     { ...env.config, PROJECTION_WAIT_MS: options.projectionWaitMs ?? 10_000 },
     'leadline-test',
-    { clock },
+    { clock, ...(options.appendMaxBytes !== undefined && { appendMaxBytes: options.appendMaxBytes }) },
   );
   const projectorGroupId = `${env.config.TOPIC_PREFIX}leadline.projector`;
   // The projector is its own process in production; here it gets its own connections likewise.
