@@ -73,6 +73,61 @@ describe('where the log consumer continues', () => {
     }
   });
 
+  it("from PostgreSQL's checkpoint when PostgreSQL goes back under a running consumer (a restore)", async () => {
+    const topic = system.services.topics.account;
+    const count = (await system.services.admin.fetchTopicOffsets(topic)).length;
+    const partition = partitionForKey(topic, 'acc-restored', count);
+    const projector = await runProjector();
+    try {
+      for (const index of [1, 2]) await append('acc-restored', `Restored ${index}`);
+      // account.created of an existing id keeps the first name: the account reads `Restored 1`.
+      await eventually(async () => {
+        const { db } = system.services;
+        const checkpoint = await db
+          .selectFrom('projection_checkpoints')
+          .select('next_offset')
+          .where('topic', '=', topic)
+          .where('partition', '=', partition)
+          .executeTakeFirst();
+        const high = (await system.services.admin.fetchTopicOffsets(topic)).find(
+          (entry) => entry.partition === partition,
+        )!.high;
+        return checkpoint?.next_offset === high && (await accountNamed('Restored 1')) ? true : undefined;
+      });
+      // PostgreSQL is restored from a backup taken before those records were applied; the consumer,
+      // still running, has already fetched past them.
+      const { db } = system.services;
+      const before = await db
+        .selectFrom('projection_checkpoints')
+        .select('next_offset')
+        .where('topic', '=', topic)
+        .where('partition', '=', partition)
+        .executeTakeFirstOrThrow();
+      await db.transaction().execute(async (trx) => {
+        await trx.deleteFrom('accounts').where('id', '=', 'acc-restored').execute();
+        await trx
+          .updateTable('projection_checkpoints')
+          .set({ next_offset: String(BigInt(before.next_offset) - 2n) })
+          .where('topic', '=', topic)
+          .where('partition', '=', partition)
+          .execute();
+      });
+      await append('acc-restored', 'Restored 3');
+      // The records the restore took away are applied again, not skipped: the account is back as it
+      // was (skipping them would have created it from the last record, as `Restored 3`).
+      await eventually(async () => ((await accountNamed('Restored 1')) ? true : undefined));
+      const checkpoint = await db
+        .selectFrom('projection_checkpoints')
+        .select('next_offset')
+        .where('topic', '=', topic)
+        .where('partition', '=', partition)
+        .executeTakeFirstOrThrow();
+      expect(BigInt(checkpoint.next_offset)).toBe(BigInt(before.next_offset) + 1n);
+    } finally {
+      await projector.stop();
+    }
+  });
+
   it('stops with a clear error when records it never applied are no longer in the log', async () => {
     const topic = system.services.topics.account;
     const count = (await system.services.admin.fetchTopicOffsets(topic)).length;
