@@ -102,12 +102,10 @@ async function swapIn(
     },
   });
   const crashed = () => crash;
-  let stopped = false;
-  const stopProjector = async () => {
-    if (stopped) return;
-    stopped = true;
-    await projector.stop();
-  };
+  // One stop, awaited by whoever asks again: a stop given up on at the swap's bound is still awaited
+  // before the schema's connections are closed.
+  let stopping: Promise<void> | undefined;
+  const stopProjector = () => (stopping ??= projector.stop());
   try {
     const highWatermarks: Offsets = new Map();
     for (const topic of Object.values(deps.topics)) {
