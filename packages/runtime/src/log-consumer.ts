@@ -28,6 +28,12 @@ export interface PositionedEvent {
   failure?: string;
   /** A parked or held record applied again by a retry, below the checkpoint. */
   replayed?: boolean;
+  /**
+   * On a fetched batch's first record: the offset the fetch started at. Kafka answers a fetch from that
+   * offset, so the offsets between it and this record hold no record to apply (transaction markers,
+   * records compacted away): their absence is not a gap.
+   */
+  fetchedFrom?: string;
 }
 
 /** Tables of per-partition checkpoints, one per consumer that keeps its own (same shape). */
@@ -110,7 +116,7 @@ export async function freshRecords(
   // would leave the ones between never applied (the consumer's position is ahead of PostgreSQL: a
   // restore, a failover, read models swapped back). Nothing is applied; the consumer seeks back.
   const firstNew = records.find((record) => !record.replayed);
-  if (firstNew && BigInt(firstNew.offset) > from) {
+  if (firstNew && BigInt(firstNew.fetchedFrom ?? firstNew.offset) > from) {
     throw new CheckpointBehindError(topic, partition, from, BigInt(firstNew.offset));
   }
   const live = records.filter((record) => record.replayed || BigInt(record.offset) >= from);
@@ -226,6 +232,9 @@ export async function startLogConsumer(deps: LogConsumerDeps): Promise<RunningCo
       if (!isRunning() || isStale() || batch.messages.length === 0) return;
       const key = keyOf(batch.topic, batch.partition);
       const records = await decodeAll(codec, batch.messages);
+      // kafkajs keeps the offset a batch was fetched from (not in its typings).
+      const fetchedFrom = (batch as typeof batch & { fetchedOffset?: string }).fetchedOffset;
+      if (fetchedFrom !== undefined && records[0]) records[0] = { ...records[0], fetchedFrom };
       try {
         await handle(batch.topic, batch.partition, records);
       } catch (error) {

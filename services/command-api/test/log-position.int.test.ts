@@ -1,5 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { projections, startProjector } from '@leadline/projector';
-import type { NewEvent } from '@leadline/events';
+import type { DomainEvent, NewEvent } from '@leadline/events';
 import { createDb, partitionForKey } from '@leadline/runtime';
 import { eventually } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -125,6 +126,65 @@ describe('where the log consumer continues', () => {
       expect(BigInt(checkpoint.next_offset)).toBe(BigInt(before.next_offset) + 1n);
     } finally {
       await projector.stop();
+    }
+  });
+
+  it('past offsets that hold no record to apply (a transaction marker), without calling them a gap', async () => {
+    const { kafka, codec, topics } = system.services;
+    // Another producer of the topic (a connector, a migration tool) writing in a transaction: Kafka
+    // puts a commit marker after its records, an offset no consumer ever sees.
+    const producer = kafka.producer({
+      transactionalId: `${system.env.config.TOPIC_PREFIX}importer`,
+      idempotent: true,
+      maxInFlightRequests: 1,
+    });
+    await producer.connect();
+    const crashes: Error[] = [];
+    const projector = await runProjector((error) => crashes.push(error));
+    try {
+      const [event] = await append('acc-tx-probe', 'Tx probe');
+      const transaction = await producer.transaction();
+      await transaction.send({
+        topic: topics.account,
+        messages: [
+          {
+            key: 'acc-tx',
+            value: await codec.encode({
+              ...event!,
+              id: randomUUID(),
+              account_id: 'acc-tx',
+              data: created('Tx 1').data,
+            } as DomainEvent),
+          },
+        ],
+      });
+      await transaction.commit();
+      await eventually(async () => ((await accountNamed('Tx 1')) ? true : undefined));
+      // The next record comes after the marker: the consumer carries on from its checkpoint.
+      await append('acc-tx', 'Tx 1 again');
+      await append('acc-tx-2', 'Tx 2');
+      const partition = partitionForKey(
+        topics.account,
+        'acc-tx',
+        (await system.services.admin.fetchTopicOffsets(topics.account)).length,
+      );
+      await eventually(async () => {
+        const high = (await system.services.admin.fetchTopicOffsets(topics.account)).find(
+          (entry) => entry.partition === partition,
+        )!.high;
+        const checkpoint = await system.services.db
+          .selectFrom('projection_checkpoints')
+          .select('next_offset')
+          .where('topic', '=', topics.account)
+          .where('partition', '=', partition)
+          .executeTakeFirst();
+        return checkpoint?.next_offset === high ? true : undefined;
+      });
+      await eventually(async () => ((await accountNamed('Tx 2')) ? true : undefined));
+      expect(crashes).toEqual([]);
+    } finally {
+      await projector.stop();
+      await producer.disconnect();
     }
   });
 
