@@ -13,7 +13,7 @@ import type { Admin, Producer } from 'kafkajs';
 import type { Clock, NewId } from './clock';
 import type { Database } from './db/schema';
 import { DomainError, unavailable } from './errors';
-import { partitionForKey } from './kafka';
+import { APPEND_MAX_BYTES, LOG_COMPRESSION, partitionForKey } from './kafka';
 import { timeStage } from './metrics';
 import { refuseHeldStream } from './parking';
 import type { ProjectionProgress } from './projection-progress';
@@ -86,6 +86,28 @@ export interface CommandBusDeps {
    * locks, its connection) ends. 3 s by default.
    */
   eventLogTimeoutMs?: number;
+  /** The most one command may append, encoded (see `APPEND_MAX_BYTES`); lowered only by tests. */
+  appendMaxBytes?: number;
+}
+
+/** Bytes per extra millisecond allowed for an append: 250 ms more per MB, for compressing and sending. */
+const PER_EXTRA_MS_BYTES = 4096;
+
+/**
+ * The size of the records as Kafka frames them before compression: key, value and headers, plus each
+ * record's own framing (lengths, offset and timestamp deltas; at most about 30 bytes).
+ */
+export function encodedSize(
+  messages: readonly { key: string; value: Buffer; headers: Record<string, string> }[],
+): number {
+  let bytes = 0;
+  for (const { key, value, headers } of messages) {
+    bytes += 32 + Buffer.byteLength(key) + value.length;
+    for (const [name, header] of Object.entries(headers)) {
+      bytes += 10 + Buffer.byteLength(name) + Buffer.byteLength(header);
+    }
+  }
+  return bytes;
 }
 
 const lockId = (key: string) => sql`pg_advisory_xact_lock(hashtextextended(${key}, 0))`;
@@ -102,15 +124,18 @@ const lockId = (key: string) => sql`pg_advisory_xact_lock(hashtextextended(${key
 export function createCommandBus(deps: CommandBusDeps): CommandBus {
   const { db, producer, admin, codec, topics, progress, clock, newId, projectionWaitMs } = deps;
   const eventLogTimeoutMs = deps.eventLogTimeoutMs ?? 3000;
+  const appendMaxBytes = deps.appendMaxBytes ?? APPEND_MAX_BYTES;
 
-  /** A call to Kafka, bounded: a broker that is down or silent is a 503 within the bound, never a hang. */
-  async function fromEventLog<T>(what: string, call: () => Promise<T>): Promise<T> {
+  /**
+   * A call to Kafka, bounded: a broker that is down or silent is a 503 within the bound, never a hang.
+   * `extraMs` is for work that grows with the payload (compressing and sending a bulk import), which a
+   * fixed bound would refuse on every retry alike.
+   */
+  async function fromEventLog<T>(what: string, call: () => Promise<T>, extraMs = 0): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
+    const boundMs = eventLogTimeoutMs + extraMs;
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`no answer within ${eventLogTimeoutMs} ms`)),
-        eventLogTimeoutMs,
-      );
+      timer = setTimeout(() => reject(new Error(`no answer within ${boundMs} ms`)), boundMs);
     });
     try {
       return await Promise.race([call(), deadline]);
@@ -183,9 +208,22 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
         headers: { 'event-type': event.type },
       })),
     );
+    const bytes = encodedSize(messages);
+    // Refused whole, before anything is sent: the broker would refuse the batch on every retry.
+    if (bytes > appendMaxBytes) {
+      throw new DomainError(
+        413,
+        'event_batch_too_large',
+        `The request produces ${events.length} events of ${bytes} bytes, more than the ${appendMaxBytes} bytes one request may append; nothing was written. Split it into smaller requests.`,
+      );
+    }
     // Past the bound the send may still land later (as with any timeout): the 503 tells the client to
     // retry, and every write path deduplicates or re-decides against what the log then holds.
-    const [metadata] = await fromEventLog('appending', () => producer.send({ topic, acks: -1, messages }));
+    const [metadata] = await fromEventLog(
+      'appending',
+      () => producer.send({ topic, acks: -1, compression: LOG_COMPRESSION, messages }),
+      Math.floor(bytes / PER_EXTRA_MS_BYTES),
+    );
     if (metadata?.baseOffset === undefined) {
       throw unavailable('event_log_unavailable', 'The event log acknowledged no offset; retry shortly.');
     }

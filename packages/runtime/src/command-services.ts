@@ -20,6 +20,8 @@ export async function connectCommandServices(
     clock?: Clock;
     /** Commands deciding at once; each holds a connection from its lock to its append. 10 by default. */
     commandConnections?: number;
+    /** Lowers the most one command may append (tests reach the limit with a small request). */
+    appendMaxBytes?: number;
   } = {},
 ): Promise<CommandServices> {
   const infrastructure = await connectInfrastructure(config, clientId);
@@ -43,6 +45,7 @@ export async function connectCommandServices(
     newId: newUuid,
     projectionWaitMs: config.PROJECTION_WAIT_MS ?? 5000,
     eventLogTimeoutMs: config.EVENT_LOG_TIMEOUT_MS ?? 3000,
+    ...(options.appendMaxBytes !== undefined && { appendMaxBytes: options.appendMaxBytes }),
   });
   return {
     ...infrastructure,

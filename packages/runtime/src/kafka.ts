@@ -1,4 +1,4 @@
-import { Kafka, logLevel, Partitioners, type Admin, type Producer } from 'kafkajs';
+import kafkajs, { Kafka, logLevel, Partitioners, type Admin, type Producer } from 'kafkajs';
 import { topicPartitions, type TopicNames } from '@leadline/events';
 
 export function createKafka(brokers: string[], clientId: string): Kafka {
@@ -23,19 +23,85 @@ export function createEventProducer(kafka: Kafka): Producer {
   });
 }
 
-/** Creates the log's topics if missing (broker auto-creation is off). Retention is infinite. */
+// kafkajs is CommonJS: Node's ESM loader finds only its first few named exports, these among the rest.
+const { CompressionTypes, ConfigResourceTypes, ConfigSource } = kafkajs;
+
+/**
+ * The largest record batch a topic of the log accepts (its `max.message.bytes`), compressed. Kafka's
+ * default (1 MB) refuses a bulk import of 1,000 ordinary leads; this fits the events of the largest
+ * request the API accepts even if they did not compress at all.
+ */
+export const LOG_MAX_MESSAGE_BYTES = 32 * 1024 * 1024;
+
+/**
+ * The most one command may append, measured encoded and before compression. Compression only shrinks
+ * a batch, so anything under this fits `LOG_MAX_MESSAGE_BYTES` with room for the batch's own framing;
+ * a command over it is refused (413 `event_batch_too_large`) before anything is written.
+ */
+export const APPEND_MAX_BYTES = 30 * 1024 * 1024;
+
+/**
+ * Every record batch is compressed: events are JSON, so a batch shrinks several times. GZIP is built
+ * into kafkajs; the other codecs need native plugins.
+ */
+export const LOG_COMPRESSION = CompressionTypes.GZIP;
+
+const topicConfig = {
+  'retention.ms': '-1',
+  'max.message.bytes': String(LOG_MAX_MESSAGE_BYTES),
+} as const;
+
+/**
+ * Creates the log's topics if missing (broker auto-creation is off): retention is infinite and record
+ * batches up to `LOG_MAX_MESSAGE_BYTES` are accepted. A topic created by an earlier version, with a
+ * smaller limit, is raised to it (its other settings kept).
+ */
 export async function ensureTopics(admin: Admin, topics: TopicNames): Promise<void> {
   const existing = new Set(await admin.listTopics());
-  const missing = (Object.keys(topics) as (keyof TopicNames)[]).filter((kind) => !existing.has(topics[kind]));
-  if (missing.length === 0) return;
-  await admin.createTopics({
-    waitForLeaders: true,
-    topics: missing.map((kind) => ({
-      topic: topics[kind],
-      numPartitions: topicPartitions[kind],
-      replicationFactor: 1,
-      configEntries: [{ name: 'retention.ms', value: '-1' }],
-    })),
+  const kinds = Object.keys(topics) as (keyof TopicNames)[];
+  const missing = kinds.filter((kind) => !existing.has(topics[kind]));
+  if (missing.length > 0) {
+    await admin.createTopics({
+      waitForLeaders: true,
+      topics: missing.map((kind) => ({
+        topic: topics[kind],
+        numPartitions: topicPartitions[kind],
+        replicationFactor: 1,
+        configEntries: Object.entries(topicConfig).map(([name, value]) => ({ name, value })),
+      })),
+    });
+  }
+  const present = kinds.filter((kind) => existing.has(topics[kind])).map((kind) => topics[kind]);
+  if (present.length > 0) await raiseMessageLimit(admin, present);
+}
+
+async function raiseMessageLimit(admin: Admin, topics: string[]): Promise<void> {
+  const { resources } = await admin.describeConfigs({
+    includeSynonyms: false,
+    resources: topics.map((name) => ({ type: ConfigResourceTypes.TOPIC, name })),
+  });
+  const tooSmall = resources.filter((resource) => {
+    const entry = resource.configEntries.find((config) => config.configName === 'max.message.bytes');
+    return Number(entry?.configValue ?? 0) < LOG_MAX_MESSAGE_BYTES;
+  });
+  if (tooSmall.length === 0) return;
+  // AlterConfigs replaces a topic's whole configuration: the settings made on the topic are sent back.
+  await admin.alterConfigs({
+    validateOnly: false,
+    resources: tooSmall.map((resource) => {
+      const kept = resource.configEntries.filter(
+        (config) =>
+          config.configSource === ConfigSource.TOPIC_CONFIG && config.configName !== 'max.message.bytes',
+      );
+      return {
+        type: ConfigResourceTypes.TOPIC,
+        name: resource.resourceName,
+        configEntries: [
+          ...kept.map((config) => ({ name: config.configName, value: config.configValue })),
+          { name: 'max.message.bytes', value: String(LOG_MAX_MESSAGE_BYTES) },
+        ],
+      };
+    }),
   });
 }
 

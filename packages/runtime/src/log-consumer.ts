@@ -29,6 +29,12 @@ export interface PositionedEvent {
   failure?: string;
   /** A parked or held record applied again by a retry, below the checkpoint. */
   replayed?: boolean;
+  /**
+   * On a fetched batch's first record: the offset the fetch started at. Kafka answers a fetch from that
+   * offset, so the offsets between it and this record hold no record to apply (transaction markers,
+   * records compacted away): their absence is not a gap.
+   */
+  fetchedFrom?: string;
 }
 
 /** Tables of per-partition checkpoints, one per consumer that keeps its own (same shape). */
@@ -60,6 +66,26 @@ function decodeAll(
   );
 }
 
+/** The log lacks records between a consumer's checkpoint and what it can fetch: it stops on this. */
+export class LogGapError extends Error {
+  override name = 'LogGapError';
+}
+
+/** A batch starts past the partition's checkpoint: the consumer must continue from the checkpoint. */
+export class CheckpointBehindError extends Error {
+  override name = 'CheckpointBehindError';
+  constructor(
+    readonly topic: string,
+    readonly partition: number,
+    readonly checkpoint: bigint,
+    readonly firstOffset: bigint,
+  ) {
+    super(
+      `${topic}[${partition}]: the batch starts at offset ${firstOffset}, past the checkpoint ${checkpoint}`,
+    );
+  }
+}
+
 /**
  * The records of a batch not yet handled, with the partition's checkpoint row locked for the rest of
  * the transaction. Records below the checkpoint were handled by an earlier delivery of the batch, so
@@ -87,6 +113,13 @@ export async function freshRecords(
     .forUpdate()
     .executeTakeFirstOrThrow();
   const from = BigInt(checkpoint.next_offset);
+  // Under the checkpoint's lock, so no other delivery can move it meanwhile: records that start past it
+  // would leave the ones between never applied (the consumer's position is ahead of PostgreSQL: a
+  // restore, a failover, read models swapped back). Nothing is applied; the consumer seeks back.
+  const firstNew = records.find((record) => !record.replayed);
+  if (firstNew && BigInt(firstNew.fetchedFrom ?? firstNew.offset) > from) {
+    throw new CheckpointBehindError(topic, partition, from, BigInt(firstNew.offset));
+  }
   const live = records.filter((record) => record.replayed || BigInt(record.offset) >= from);
   // Under the checkpoint's lock: parks what cannot be applied and holds back what waits behind it.
   return sortOutRecords(trx, parkedTableOf(table), topic, partition, live, now);
@@ -114,11 +147,6 @@ export async function advanceCheckpoint(
     .returning('next_offset')
     .executeTakeFirstOrThrow();
   return next_offset;
-}
-
-/** The log lacks records between a consumer's checkpoint and what it can fetch: it stops on this. */
-export class LogGapError extends Error {
-  override name = 'LogGapError';
 }
 
 export interface LogConsumerDeps {
@@ -167,10 +195,12 @@ export async function startLogConsumer(deps: LogConsumerDeps): Promise<RunningCo
   await consumer.connect();
   await consumer.subscribe({ topics: deps.topics, fromBeginning: true });
 
-  // Where each assigned partition must continue: the Postgres checkpoint, not Kafka's committed
-  // offset (only a hint, and ahead of Postgres after a restore or a failover). Read on every
-  // assignment, and checked against every batch, so a fetch that raced the seek cannot skip records.
-  const expected = new Map<string, bigint>();
+  // Where each assigned partition must continue: the Postgres checkpoint, not Kafka's committed offset
+  // (only a hint, and ahead of Postgres after a restore or a failover) nor the consumer's own position.
+  // kafkajs does not wait for event listeners, so the seek on assignment may land after the first
+  // fetch; what makes skipping impossible is that every batch is checked against the checkpoint, read
+  // under its lock in the transaction that applies the batch (`freshRecords`), and a batch that starts
+  // past it is applied not at all: the consumer seeks back to the checkpoint.
   const seekedTo = new Map<string, bigint>();
   const keyOf = (topic: string, partition: number) => `${topic}:${partition}`;
   const checkpointOf = async (topic: string, partition: number) => {
@@ -183,7 +213,6 @@ export async function startLogConsumer(deps: LogConsumerDeps): Promise<RunningCo
     return BigInt(row?.next_offset ?? '0');
   };
   consumer.on(consumer.events.GROUP_JOIN, async ({ payload }) => {
-    expected.clear();
     seekedTo.clear();
     for (const [topic, partitions] of Object.entries(payload.memberAssignment)) {
       for (const partition of partitions) {
@@ -209,25 +238,28 @@ export async function startLogConsumer(deps: LogConsumerDeps): Promise<RunningCo
     eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
       if (!isRunning() || isStale() || batch.messages.length === 0) return;
       const key = keyOf(batch.topic, batch.partition);
-      const from = expected.get(key) ?? (await checkpointOf(batch.topic, batch.partition));
-      const first = BigInt(batch.firstOffset() ?? '0');
-      if (first > from) {
-        // A gap between what was applied and what was fetched. Seek back once; if the log itself no
-        // longer holds those records (deleted, or a different topic behind the same name), stop
-        // with a clear error rather than skip them silently.
+      const records = await decodeAll(codec, batch.messages);
+      // kafkajs keeps the offset a batch was fetched from (not in its typings).
+      const fetchedFrom = (batch as typeof batch & { fetchedOffset?: string }).fetchedOffset;
+      if (fetchedFrom !== undefined && records[0]) records[0] = { ...records[0], fetchedFrom };
+      try {
+        await handle(batch.topic, batch.partition, records);
+      } catch (error) {
+        if (!(error instanceof CheckpointBehindError)) throw error;
+        const from = error.checkpoint;
+        // Seek back once; if the log itself no longer holds those records (deleted, or a different
+        // topic behind the same name), stop with a clear error rather than skip them silently.
         if (seekedTo.get(key) === from) {
           throw new LogGapError(
-            `${groupId}: ${batch.topic}[${batch.partition}] continues at offset ${first} but offsets ${from} to ${first - 1n} were never applied and are no longer in the log`,
+            `${groupId}: ${batch.topic}[${batch.partition}] continues at offset ${error.firstOffset} but offsets ${from} to ${error.firstOffset - 1n} were never applied and are no longer in the log`,
           );
         }
         seekedTo.set(key, from);
         consumer.seek({ topic: batch.topic, partition: batch.partition, offset: from.toString() });
         return;
       }
-      const records = await decodeAll(codec, batch.messages);
+      // Reported once the records are parked, not for a batch that was refused.
       reportDecodeFailures(batch.topic, batch.partition, records);
-      await handle(batch.topic, batch.partition, records);
-      expected.set(key, BigInt(batch.lastOffset()) + 1n);
       seekedTo.delete(key);
       resolveOffset(batch.lastOffset());
       await heartbeat();
@@ -290,14 +322,16 @@ export function parkingHandler(deps: ParkingHandlerDeps) {
       await deps.handleBatch(topic, partition, records);
       return;
     } catch (error) {
-      // Postgres or the network failing is retried by the consumer as a whole, never parked.
-      if (isTransientFailure(error)) throw error;
+      // Postgres or the network failing is retried by the consumer as a whole, never parked; a batch
+      // past the checkpoint is fetched again from it.
+      if (isTransientFailure(error) || error instanceof CheckpointBehindError) throw error;
     }
     for (const record of records) {
       try {
         await deps.handleBatch(topic, partition, [record]);
       } catch (error) {
-        if (isTransientFailure(error) || record.failure) throw error;
+        if (isTransientFailure(error) || error instanceof CheckpointBehindError || record.failure)
+          throw error;
         const failure = parkingFailure(error);
         await deps.handleBatch(topic, partition, [{ ...record, failure }]);
         onParked({

@@ -1,5 +1,5 @@
 import { checklistProgress, decideSendMessage, type ConversationState } from '@leadline/command-api';
-import type { EventData, NewEvent } from '@leadline/events';
+import { leadName, type EventData, type NewEvent } from '@leadline/events';
 import type { TurnProposal } from './turn';
 
 export interface AiTurnState extends ConversationState {
@@ -55,7 +55,7 @@ export function decideAiTurn(turn: AiTurn, state: AiTurnState, now: Date): NewEv
   const { phone } = turn;
   const step = turn.sequence_step;
   const lead = state.lead;
-  const leadRef = { phone, lead_id: lead?.lead_id ?? null, lead_name: lead?.name ?? null };
+  const leadRef = { phone, lead_id: lead?.lead_id ?? null, lead_name: leadName(lead) };
   const events: NewEvent[] = [];
   const completed = (
     outcome: EventData<'ai.turn_completed'>['outcome'],
@@ -153,7 +153,7 @@ export function decideAiTurn(turn: AiTurn, state: AiTurnState, now: Date): NewEv
         data: {
           lead_id: lead.lead_id,
           phone,
-          lead_name: lead.name,
+          lead_name: leadName(lead),
           requirement_id: requirement.id,
           requirement_name: requirement.name,
           requirement_type: requirement.type,
@@ -177,7 +177,7 @@ export function decideAiTurn(turn: AiTurn, state: AiTurnState, now: Date): NewEv
         data: {
           lead_id: lead.lead_id,
           phone,
-          lead_name: lead.name,
+          lead_name: leadName(lead),
           checklist_progress: progress.progress,
           completed_items: progress.completed_count,
           total_items: progress.total_count,

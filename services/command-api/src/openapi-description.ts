@@ -10,7 +10,7 @@ key in \`X-Partner-Key\`; the key covers all of the partner's sub-accounts (acco
 Problem schema lists every code with its status and meaning, and each operation lists the statuses it
 can answer with the codes behind each. In short: 400 bad input (with \`errors[]\`, one entry per field),
 401 missing or invalid key, 404 unknown resource (another partner's resources are 404 too), 409 conflict,
-413 body over 2 MB, 415 not JSON, 429 rate limited, 500 our fault, 503 the event log or its read models
+413 body over 2 MB (24 MB for a bulk import), 415 not JSON, 429 rate limited, 500 our fault, 503 the event log or its read models
 are briefly unavailable (nothing was written). Branch on \`code\`, not on \`detail\`.
 
 **Request bodies** refuse unknown fields: a misspelt or read-only field is a 400 \`validation_failed\`

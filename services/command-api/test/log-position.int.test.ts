@@ -1,5 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { projections, startProjector } from '@leadline/projector';
-import type { NewEvent } from '@leadline/events';
+import type { DomainEvent, NewEvent } from '@leadline/events';
 import { createDb, partitionForKey } from '@leadline/runtime';
 import { eventually } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -70,6 +71,120 @@ describe('where the log consumer continues', () => {
         await eventually(async () => ((await accountNamed(`Ahead ${index}`)) ? true : undefined));
     } finally {
       await projector.stop();
+    }
+  });
+
+  it("from PostgreSQL's checkpoint when PostgreSQL goes back under a running consumer (a restore)", async () => {
+    const topic = system.services.topics.account;
+    const count = (await system.services.admin.fetchTopicOffsets(topic)).length;
+    const partition = partitionForKey(topic, 'acc-restored', count);
+    const projector = await runProjector();
+    try {
+      for (const index of [1, 2]) await append('acc-restored', `Restored ${index}`);
+      // account.created of an existing id keeps the first name: the account reads `Restored 1`.
+      await eventually(async () => {
+        const { db } = system.services;
+        const checkpoint = await db
+          .selectFrom('projection_checkpoints')
+          .select('next_offset')
+          .where('topic', '=', topic)
+          .where('partition', '=', partition)
+          .executeTakeFirst();
+        const high = (await system.services.admin.fetchTopicOffsets(topic)).find(
+          (entry) => entry.partition === partition,
+        )!.high;
+        return checkpoint?.next_offset === high && (await accountNamed('Restored 1')) ? true : undefined;
+      });
+      // PostgreSQL is restored from a backup taken before those records were applied; the consumer,
+      // still running, has already fetched past them.
+      const { db } = system.services;
+      const before = await db
+        .selectFrom('projection_checkpoints')
+        .select('next_offset')
+        .where('topic', '=', topic)
+        .where('partition', '=', partition)
+        .executeTakeFirstOrThrow();
+      await db.transaction().execute(async (trx) => {
+        await trx.deleteFrom('accounts').where('id', '=', 'acc-restored').execute();
+        await trx
+          .updateTable('projection_checkpoints')
+          .set({ next_offset: String(BigInt(before.next_offset) - 2n) })
+          .where('topic', '=', topic)
+          .where('partition', '=', partition)
+          .execute();
+      });
+      await append('acc-restored', 'Restored 3');
+      // The records the restore took away are applied again, not skipped: the account is back as it
+      // was (skipping them would have created it from the last record, as `Restored 3`).
+      await eventually(async () => ((await accountNamed('Restored 1')) ? true : undefined));
+      const checkpoint = await db
+        .selectFrom('projection_checkpoints')
+        .select('next_offset')
+        .where('topic', '=', topic)
+        .where('partition', '=', partition)
+        .executeTakeFirstOrThrow();
+      expect(BigInt(checkpoint.next_offset)).toBe(BigInt(before.next_offset) + 1n);
+    } finally {
+      await projector.stop();
+    }
+  });
+
+  it('past offsets that hold no record to apply (a transaction marker), without calling them a gap', async () => {
+    const { kafka, codec, topics } = system.services;
+    // Another producer of the topic (a connector, a migration tool) writing in a transaction: Kafka
+    // puts a commit marker after its records, an offset no consumer ever sees.
+    const producer = kafka.producer({
+      transactionalId: `${system.env.config.TOPIC_PREFIX}importer`,
+      idempotent: true,
+      maxInFlightRequests: 1,
+    });
+    await producer.connect();
+    const crashes: Error[] = [];
+    const projector = await runProjector((error) => crashes.push(error));
+    try {
+      const [event] = await append('acc-tx-probe', 'Tx probe');
+      const transaction = await producer.transaction();
+      await transaction.send({
+        topic: topics.account,
+        messages: [
+          {
+            key: 'acc-tx',
+            value: await codec.encode({
+              ...event!,
+              id: randomUUID(),
+              account_id: 'acc-tx',
+              data: created('Tx 1').data,
+            } as DomainEvent),
+          },
+        ],
+      });
+      await transaction.commit();
+      await eventually(async () => ((await accountNamed('Tx 1')) ? true : undefined));
+      // The next record comes after the marker: the consumer carries on from its checkpoint.
+      await append('acc-tx', 'Tx 1 again');
+      await append('acc-tx-2', 'Tx 2');
+      const partition = partitionForKey(
+        topics.account,
+        'acc-tx',
+        (await system.services.admin.fetchTopicOffsets(topics.account)).length,
+      );
+      await eventually(async () => {
+        const high = (await system.services.admin.fetchTopicOffsets(topics.account)).find(
+          (entry) => entry.partition === partition,
+        )!.high;
+        const checkpoint = await system.services.db
+          .selectFrom('projection_checkpoints')
+          .select('next_offset')
+          .where('topic', '=', topics.account)
+          .where('partition', '=', partition)
+          .executeTakeFirst();
+        return checkpoint?.next_offset === high ? true : undefined;
+      });
+      await eventually(async () => ((await accountNamed('Tx 2')) ? true : undefined));
+      expect(crashes).toEqual([]);
+    } finally {
+      await projector.stop();
+      await producer.disconnect();
     }
   });
 

@@ -57,6 +57,8 @@ export async function startSystem(
     /** Another broker than the shared one (a test-owned broker the test may stop). */
     brokers?: string[];
     eventLogTimeoutMs?: number;
+    /** Lowers the most one command may append, to reach the limit with a small request. */
+    appendMaxBytes?: number;
   } = {},
 ): Promise<TestSystem> {
   const env = await createTestEnvironment();
@@ -69,7 +71,7 @@ export async function startSystem(
       EVENT_LOG_TIMEOUT_MS: options.eventLogTimeoutMs,
     },
     'leadline-test',
-    { clock },
+    { clock, ...(options.appendMaxBytes !== undefined && { appendMaxBytes: options.appendMaxBytes }) },
   );
   const projectorGroupId = `${env.config.TOPIC_PREFIX}leadline.projector`;
   // The projector is its own process in production; here it gets its own connections likewise.

@@ -6,6 +6,7 @@ import {
   type PartitionProgress,
   type PositionedEvent,
 } from '@leadline/runtime';
+import type { DomainEvent } from '@leadline/events';
 import { sql, type Kysely } from 'kysely';
 import type { Projection } from './projection';
 
@@ -14,6 +15,31 @@ import type { Projection } from './projection';
  * swaps the schemas, so no batch straddles the swap.
  */
 export const APPLY_LOCK = sql`hashtextextended('leadline.projector.apply', 0)`;
+
+/**
+ * A batch cut into maximal runs of consecutive events that the same projections handle, in log order.
+ * Applying the runs one after the other keeps log order across projections (a checklist item collected
+ * and then the lead deleted leaves nothing, whatever the batch boundaries), while a bulk import, one
+ * long run, is still one multi-row statement per projection.
+ */
+export function segmentsInLogOrder(
+  projections: readonly Projection[],
+  events: readonly DomainEvent[],
+): { projections: Projection[]; events: DomainEvent[] }[] {
+  const segments: { projections: Projection[]; events: DomainEvent[] }[] = [];
+  for (const event of events) {
+    const handling = projections.filter((projection) => projection.handles.has(event.type));
+    if (handling.length === 0) continue;
+    const last = segments.at(-1);
+    const same =
+      last &&
+      last.projections.length === handling.length &&
+      last.projections.every((projection, index) => projection === handling[index]);
+    if (same) last.events.push(event);
+    else segments.push({ projections: handling, events: [event] });
+  }
+  return segments;
+}
 
 /**
  * Applies one partition's batch in one transaction, together with the partition's checkpoint; the
@@ -37,9 +63,8 @@ export async function applyBatch(
     if (fresh.length === 0) return 0;
 
     const events = fresh.flatMap((record) => (record.event ? [record.event] : []));
-    for (const projection of projections) {
-      const handled = events.filter((event) => projection.handles.has(event.type));
-      if (handled.length > 0) await projection.apply(trx, handled);
+    for (const segment of segmentsInLogOrder(projections, events)) {
+      for (const projection of segment.projections) await projection.apply(trx, segment.events);
     }
 
     const nextOffset = await advanceCheckpoint(

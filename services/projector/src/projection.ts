@@ -3,8 +3,9 @@ import type { Database } from '@leadline/runtime';
 import type { Transaction } from 'kysely';
 
 /**
- * One read model's reaction to the log. `apply` receives, in log order, every event of a batch whose
- * type it handles, inside the batch's transaction, so it can write them with multi-row statements.
+ * One read model's reaction to the log. `apply` receives, in log order, a run of consecutive events of a
+ * batch that it handles (see `segmentsInLogOrder`), inside the batch's transaction, so it can write them
+ * with multi-row statements.
  * The projector applies each record exactly once per read-model schema (the checkpoint guard), and
  * handlers are written to be idempotent as well, since delivery is at-least-once.
  */

@@ -9,8 +9,8 @@ import { sequencesProjection } from './sequences/projection';
 import { webhooksProjection } from './webhooks/projection';
 
 /**
- * Every read model, applied in this order within each batch: accounts first, since others keep
- * per-account totals on the account row.
+ * Every read model. A batch is applied in log order, run by run; a run that several projections handle
+ * goes to them in this order: accounts first, since others keep per-account totals on the account row.
  */
 export const projections: readonly Projection[] = [
   accountsProjection,

@@ -1,23 +1,45 @@
-import { eventCatalog } from '@leadline/events';
+import type { DomainEvent } from '@leadline/events';
 import { describe, expect, it } from 'vitest';
+import { segmentsInLogOrder } from './apply-batch';
 import { projections } from './projections';
 
-describe('the projections', () => {
-  it('handle each event type in exactly one projection, so applying a batch projection by projection keeps log order', () => {
-    // Each projection applies its events in log order (runs of one type). Projections meet only on
-    // the account row (created first, by the first projection) and on counters they increment,
-    // which commute: with one projection per type, no event is applied out of order with respect to
-    // any other event that touches the same rows.
-    // The one exception is the sequences projection: it also follows lead, message and opt-out events,
-    // but writes only its own tables (and the account's `active_sequences`, counted from them), rows no
-    // other projection reads or writes, so its order relative to the others does not matter.
-    for (const definition of eventCatalog) {
-      const owners = projections
-        .filter((projection) => projection.handles.has(definition.type))
-        .map((projection) => projection.name)
-        .filter((name) => name !== 'sequences');
-      expect(owners.length, definition.type).toBeLessThanOrEqual(1);
-    }
+const event = (type: string, n: number) => ({ type, data: { n } }) as unknown as DomainEvent;
+const names = (segments: ReturnType<typeof segmentsInLogOrder>) =>
+  segments.map((segment) => ({
+    projections: segment.projections.map((projection) => projection.name),
+    events: segment.events.map((entry) => `${entry.type}#${(entry.data as { n: number }).n}`),
+  }));
+
+describe('applying a batch', () => {
+  it('goes in log order across projections: an item collected, then the lead deleted', () => {
+    const batch = [
+      event('lead.created', 1),
+      event('checklist.item_collected', 2),
+      event('lead.updated', 3),
+      event('lead.deleted', 4),
+      event('checklist.item_collected', 5),
+    ];
+    expect(names(segmentsInLogOrder(projections, batch))).toEqual([
+      { projections: ['leads'], events: ['lead.created#1'] },
+      { projections: ['checklist'], events: ['checklist.item_collected#2'] },
+      { projections: ['leads'], events: ['lead.updated#3'] },
+      { projections: ['leads', 'sequences'], events: ['lead.deleted#4'] },
+      { projections: ['checklist'], events: ['checklist.item_collected#5'] },
+    ]);
+  });
+
+  it('keeps a bulk import one run, so each projection writes it with one statement', () => {
+    const batch = Array.from({ length: 1000 }, (_, n) => event('lead.created', n));
+    const segments = segmentsInLogOrder(projections, batch);
+    expect(segments).toHaveLength(1);
+    expect(segments[0]!.events).toHaveLength(1000);
+  });
+
+  it('skips events no projection handles, and gives accounts its runs first', () => {
+    const batch = [event('no.such_type', 1), event('account.created', 2)];
+    expect(names(segmentsInLogOrder(projections, batch))).toEqual([
+      { projections: ['accounts'], events: ['account.created#2'] },
+    ]);
     expect(projections[0]!.name).toBe('accounts');
   });
 });

@@ -1,33 +1,33 @@
-import type {
-  DomainEvent,
-  EventOf,
-  EventType,
-  WebhookEnvelope,
-  WebhookEventData,
-  WebhookEventType,
+import {
+  leadName,
+  type DomainEvent,
+  type EventOf,
+  type EventType,
+  type LeadNameFields,
+  type WebhookEnvelope,
+  type WebhookEventData,
+  type WebhookEventType,
 } from '@leadline/events';
 import type { DocumentLinks } from '@leadline/runtime';
 
-/** The name fields of a lead, as the relay keeps them to fill `lead_name`. */
-export interface LeadNameFields {
-  name: string | null;
-  first_name: string | null;
-  last_name: string | null;
-}
+export { leadName, type LeadNameFields };
 
 export interface LeadNames {
   get(accountId: string, phone: string): LeadNameFields | undefined;
 }
 
-/** `lead_name`: the lead's `name`, else first and last name joined, else null. */
-export function leadName(fields: LeadNameFields | undefined): string | null {
-  if (!fields) return null;
-  if (fields.name?.trim()) return fields.name.trim();
-  const joined = [fields.first_name, fields.last_name]
-    .map((part) => part?.trim())
-    .filter(Boolean)
-    .join(' ');
-  return joined || null;
+/**
+ * `lead_name` of a webhook about a lead: the relay's own record of the lead's names, kept in log order,
+ * so it is the name as of the event. Events written before every producer applied the fallback carry
+ * only the lead's `name` (null for a lead known by first and last name), so the event's own value is
+ * used only when the relay knows no better.
+ */
+function nameOf(
+  event: { account_id: string | null; data: { phone: string; lead_name?: string | null } },
+  leads: LeadNames,
+) {
+  const known = event.account_id === null ? undefined : leads.get(event.account_id, event.data.phone);
+  return leadName(known) ?? event.data.lead_name ?? null;
 }
 
 type Mapped = { [T in WebhookEventType]: { type: T; data: WebhookEventData<T> } }[WebhookEventType];
@@ -62,68 +62,86 @@ export const webhookMappings: { [T in EventType]?: Mapper<T> } = {
       },
     };
   },
-  'conversation.started': ({ data }) => ({
-    type: 'conversation.started',
-    data: {
-      phone: data.phone,
-      lead_name: data.lead_name,
-      message_body: data.message_body,
-      message_direction: data.direction,
-      // `system` (a STOP/HELP compliance reply) always answers an inbound message, so it never starts
-      // a conversation; null keeps the payload within its documented sources all the same.
-      message_source: data.message_source === 'system' ? null : data.message_source,
-    },
-  }),
-  'conversation.reply_received': ({ data }) => ({
-    type: 'conversation.reply_received',
-    data: {
-      phone: data.phone,
-      lead_name: data.lead_name,
-      message_body: data.message_body,
-      message_direction: data.message_direction,
-    },
-  }),
-  'conversation.handoff_requested': ({ data }) => ({
-    type: 'conversation.handoff_requested',
-    data: { phone: data.phone, lead_name: data.lead_name, reason: data.reason },
-  }),
-  'lead.status_changed': (event, leads) => ({
-    type: 'lead.status_changed',
-    data: {
-      phone: event.data.phone,
-      lead_name: leadName(leads.get(event.account_id, event.data.phone)),
-      previous_status: event.data.previous_status,
-      new_status: event.data.new_status,
-    },
-  }),
-  'sequence.completed': ({ data }) => ({
-    type: 'sequence.completed',
-    data: {
-      phone: data.phone,
-      lead_name: data.lead_name,
-      sequence_id: data.sequence_id,
-      sequence_name: data.sequence_name,
-      total_steps: data.total_steps,
-    },
-  }),
-  'sequence.reply_received': ({ data }) => ({
-    type: 'sequence.reply_received',
-    data: {
-      phone: data.phone,
-      lead_name: data.lead_name,
-      sequence_id: data.sequence_id,
-      sequence_name: data.sequence_name,
-      current_step: data.current_step,
-      message_body: data.message_body,
-    },
-  }),
-  'checklist.item_collected': (event, _leads, links) => {
+  'conversation.started': (event, leads) => {
+    const { data } = event;
+    return {
+      type: 'conversation.started',
+      data: {
+        phone: data.phone,
+        lead_name: nameOf(event, leads),
+        message_body: data.message_body,
+        message_direction: data.direction,
+        // `system` (a STOP/HELP compliance reply) always answers an inbound message, so it never starts
+        // a conversation; null keeps the payload within its documented sources all the same.
+        message_source: data.message_source === 'system' ? null : data.message_source,
+      },
+    };
+  },
+  'conversation.reply_received': (event, leads) => {
+    const { data } = event;
+    return {
+      type: 'conversation.reply_received',
+      data: {
+        phone: data.phone,
+        lead_name: nameOf(event, leads),
+        message_body: data.message_body,
+        message_direction: data.message_direction,
+      },
+    };
+  },
+  'conversation.handoff_requested': (event, leads) => {
+    const { data } = event;
+    return {
+      type: 'conversation.handoff_requested',
+      data: { phone: data.phone, lead_name: nameOf(event, leads), reason: data.reason },
+    };
+  },
+  'lead.status_changed': (event, leads) => {
+    const { data } = event;
+    return {
+      type: 'lead.status_changed',
+      data: {
+        phone: data.phone,
+        lead_name: nameOf(event, leads),
+        previous_status: data.previous_status,
+        new_status: data.new_status,
+      },
+    };
+  },
+  'sequence.completed': (event, leads) => {
+    const { data } = event;
+    return {
+      type: 'sequence.completed',
+      data: {
+        phone: data.phone,
+        lead_name: nameOf(event, leads),
+        sequence_id: data.sequence_id,
+        sequence_name: data.sequence_name,
+        total_steps: data.total_steps,
+      },
+    };
+  },
+  'sequence.reply_received': (event, leads) => {
+    const { data } = event;
+    return {
+      type: 'sequence.reply_received',
+      data: {
+        phone: data.phone,
+        lead_name: nameOf(event, leads),
+        sequence_id: data.sequence_id,
+        sequence_name: data.sequence_name,
+        current_step: data.current_step,
+        message_body: data.message_body,
+      },
+    };
+  },
+  'checklist.item_collected': (event, leads, links) => {
     const { data } = event;
     return {
       type: 'checklist.item_collected',
       data: {
         phone: data.phone,
-        lead_name: data.lead_name,
+        lead_name: nameOf(event, leads),
         requirement_id: data.requirement_id,
         requirement_name: data.requirement_name,
         requirement_type: data.requirement_type,
@@ -136,16 +154,19 @@ export const webhookMappings: { [T in EventType]?: Mapper<T> } = {
       },
     };
   },
-  'checklist.completed': ({ data }) => ({
-    type: 'checklist.completed',
-    data: {
-      phone: data.phone,
-      lead_name: data.lead_name,
-      checklist_progress: data.checklist_progress,
-      completed_items: data.completed_items,
-      total_items: data.total_items,
-    },
-  }),
+  'checklist.completed': (event, leads) => {
+    const { data } = event;
+    return {
+      type: 'checklist.completed',
+      data: {
+        phone: data.phone,
+        lead_name: nameOf(event, leads),
+        checklist_progress: data.checklist_progress,
+        completed_items: data.completed_items,
+        total_items: data.total_items,
+      },
+    };
+  },
 };
 
 /** The webhook event a domain event becomes, or undefined when partners are not told about it. */

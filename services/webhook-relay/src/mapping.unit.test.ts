@@ -294,3 +294,48 @@ describe('checklist webhooks', () => {
     });
   });
 });
+
+describe('lead_name of a lead known only by first and last name', () => {
+  const lead = { phone: '+15125550123', lead_id: 'lead-1' };
+  const known = names({
+    [`${envelope.account_id}/+15125550123`]: { name: null, first_name: 'Ana', last_name: 'Silva' },
+  });
+  // As events written before the shared fallback carry it: the lead's `name`, null here.
+  const events: DomainEvent[] = [
+    {
+      ...envelope,
+      type: 'conversation.started',
+      data: {
+        ...lead,
+        lead_name: null,
+        message_id: 'm-1',
+        direction: 'outbound',
+        message_body: 'Hi',
+        message_source: 'manual',
+      },
+    },
+    {
+      ...envelope,
+      type: 'conversation.reply_received',
+      data: { ...lead, lead_name: null, message_id: 'm-2', message_body: 'Hi', message_direction: 'inbound' },
+    },
+    {
+      ...envelope,
+      type: 'conversation.handoff_requested',
+      data: { ...lead, lead_name: null, reason: 'asks for a human' },
+    },
+    statusChanged,
+  ];
+
+  it.each(events.map((event) => [event.type, event] as const))(
+    'is first and last name joined in %s, as in lead.status_changed',
+    (_type, event) => {
+      expect(toWebhookEvent(event, known)?.data).toMatchObject({ lead_name: 'Ana Silva' });
+    },
+  );
+
+  it("is the event's own name when the relay knows none", () => {
+    const named = { ...events[2]!, data: { ...lead, lead_name: 'Ana S.', reason: 'x' } } as DomainEvent;
+    expect(toWebhookEvent(named, names())?.data).toMatchObject({ lead_name: 'Ana S.' });
+  });
+});

@@ -1,4 +1,4 @@
-import type { EventData, NewEvent } from '@leadline/events';
+import { leadName, type EventData, type NewEvent } from '@leadline/events';
 import { conflict, notFound } from '@leadline/runtime';
 import { decideLeadImports, type Lead } from '../leads/decide';
 
@@ -55,7 +55,7 @@ export const aiPaused = (conversation: { ai_paused_until: Date | null } | undefi
 const leadRef = (phone: string, lead: Lead | undefined) => ({
   phone,
   lead_id: lead?.lead_id ?? null,
-  lead_name: lead?.name ?? null,
+  lead_name: leadName(lead),
 });
 
 export interface SendMessage {

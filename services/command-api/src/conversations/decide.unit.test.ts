@@ -181,3 +181,14 @@ describe('receiving a message', () => {
     ]);
   });
 });
+
+describe('lead_name on conversation events', () => {
+  it('is first and last name joined for a lead without a name, as every event names a lead', () => {
+    const unnamed = { ...lead, name: null, first_name: 'Ana', last_name: 'Diaz' };
+    const sent = decideSendMessage(send, given({ lead: unnamed, conversation: undefined }), now);
+    const received = decideReceiveMessage(receive('Hello'), given({ lead: unnamed }), context);
+    const named = [...sent, ...received].filter((event) => 'lead_name' in event.data);
+    expect(named.length).toBeGreaterThan(0);
+    for (const event of named) expect(event.data).toMatchObject({ lead_name: 'Ana Diaz' });
+  });
+});

@@ -228,7 +228,12 @@ export const errorCatalog = {
   ),
   uri_too_long: entry(414, 'A path parameter is too long.', (operation) => operation.path.includes('{')),
   file_too_large: entry(413, 'Context files are at most 100 KB.', operations('uploadContextFile')),
-  payload_too_large: entry(413, 'The body is over 2 MB.', withBody),
+  payload_too_large: entry(413, 'The body is over 2 MB (24 MB for a bulk lead import).', withBody),
+  event_batch_too_large: entry(
+    413,
+    'The events the request produces are over what one request may append (30 MB); nothing was written, split the request.',
+    operations('importLeads'),
+  ),
   unsupported_media_type: entry(415, 'The body is not `application/json`.', withBody),
   rate_limited: entry(
     429,

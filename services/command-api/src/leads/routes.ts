@@ -10,6 +10,7 @@ import { decideAutoEnrollments } from '../sequences/decide';
 import { autoEnrollState } from '../sequences/queries';
 import { findLeadRow, leadChecklist, leadDetails, leadsMatching, listLeads, toLead } from './queries';
 import {
+  BULK_BODY_LIMIT,
   bulkImportBody,
   bulkImportResponse,
   checklistResponse,
@@ -152,6 +153,8 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   app.post(
     '/accounts/:id/leads/bulk',
     {
+      // 1,000 leads with every field at its longest (ASCII) and 16 KB of metadata each are 22 MB.
+      bodyLimit: BULK_BODY_LIMIT,
       schema: {
         tags,
         operationId: 'importLeads',
@@ -159,7 +162,8 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
         description:
           'Decided together and appended as one batch. Invalid leads are reported in `errors` ' +
           '(`{index, phone, code, message}`) while the valid ones are imported; duplicates, including ' +
-          'duplicates inside the request, count as updated or skipped. More than 1,000 is a 400 that imports nothing.',
+          'duplicates inside the request, count as updated or skipped. More than 1,000 is a 400 that imports nothing. ' +
+          'The body may be up to 24 MB (every field of 1,000 leads at its longest).',
         params: accountParams,
         body: bulkImportBody,
         response: { 200: bulkImportResponse },

@@ -42,6 +42,8 @@ export const leadImportBody = leadFields
   .meta({ id: 'LeadImport' });
 
 export const BULK_LIMIT = 1000;
+/** The bulk import's body limit: every field of `BULK_LIMIT` leads at its longest fits (22 MB). */
+export const BULK_BODY_LIMIT = 24 * 1024 * 1024;
 
 export const bulkImportBody = z
   .strictObject({

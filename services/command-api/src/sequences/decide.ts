@@ -1,4 +1,4 @@
-import type { EventData, NewEvent } from '@leadline/events';
+import { leadName, type EventData, type NewEvent } from '@leadline/events';
 import { conflict, DomainError, notFound, type SequenceStep } from '@leadline/runtime';
 import type { ConversationState } from '../conversations/decide';
 import { decideSendMessage } from '../conversations/decide';
@@ -168,7 +168,7 @@ function afterStep(state: StepState, enrollment: Enrollment, schedule: Schedule)
           type: 'sequence.completed',
           data: {
             ...refOf(enrollment),
-            lead_name: state.lead?.name ?? null,
+            lead_name: leadName(state.lead),
             sequence_name: enrollment.sequence_name,
             total_steps: enrollment.total_steps,
           },

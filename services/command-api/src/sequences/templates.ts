@@ -1,3 +1,5 @@
+import { leadName } from '@leadline/events';
+
 /** The variables a fixed step's message may use (spec §2), each `{{name}}` or `{{name|fallback}}`. */
 export const templateVariables = [
   'first_name',
@@ -52,8 +54,7 @@ export function valuesOf(
 ): TemplateValues {
   const clean = (value: string | null) => value?.trim() || null;
   const first = clean(lead.first_name) ?? clean(lead.name)?.split(/\s+/)[0] ?? null;
-  const full =
-    clean(lead.name) ?? ([clean(lead.first_name), clean(lead.last_name)].filter(Boolean).join(' ') || null);
+  const full = leadName(lead);
   return {
     first_name: first,
     last_name: clean(lead.last_name),

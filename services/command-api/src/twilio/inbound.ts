@@ -1,3 +1,4 @@
+import { leadName } from '@leadline/events';
 import { notFound, type CommandBus, type Database, type NewId } from '@leadline/runtime';
 import type { Clock } from '@leadline/runtime';
 import type { Kysely } from 'kysely';
@@ -59,7 +60,7 @@ export async function receiveInboundSms(
       const replies = decideSequenceReplies(await activeEnrollments(trx, account.id, input.phone), {
         message_id: command.message_id,
         body: input.body,
-        lead_name: state.lead?.name ?? null,
+        lead_name: leadName(state.lead),
       });
       return { events: [...events, ...replies], result: true };
     },
