@@ -32,13 +32,15 @@ stop_services() {
 trap stop_services EXIT
 trap 'exit 130' INT TERM
 
+# start_service NAME [ENTRY]: ENTRY is services/NAME/src/main.ts unless given.
 start_service() {
-  node --import tsx "services/$1/src/main.ts" &
+  node --import tsx "${2:-services/$1/src/main.ts}" &
   pids+=($!)
   echo "$1: pid $!" >&2
 }
 start_service projector
 start_service command-api
+start_service inbound-decider services/command-api/src/inbound-decider-main.ts
 start_service sms-gateway
 start_service sequencer
 start_service webhook-relay

@@ -51,13 +51,19 @@ export interface Facts {
   stream: EventStream;
   context: CommandContext;
   events: NewEvent[];
+  /**
+   * False for a caller that must answer as soon as the facts are durable, whatever the projector's
+   * lag (Twilio's webhooks: a slow answer is a lost message); it returns once they are appended.
+   */
+  readYourWrites?: boolean;
 }
 
 export interface CommandBus {
   execute<R>(command: Command<R>): Promise<{ events: DomainEvent[]; result: R }>;
   /**
    * Appends plain facts that no decision depends on (an inbound message arrived, a partner was
-   * registered): no lock and no wait before appending; still read-your-writes afterwards.
+   * registered): no lock and no wait before appending; read-your-writes afterwards unless the facts
+   * say otherwise.
    */
   append(facts: Facts): Promise<DomainEvent[]>;
 }
@@ -212,11 +218,12 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
       return { events, result };
     },
 
-    async append({ stream, context, events }) {
+    async append({ stream, context, events, readYourWrites }) {
       const stamped = events.map((event) => stamp(event, stream, context));
       if (stamped.length === 0) return stamped;
       const position = await appendToLog(stream.topic, keyOf(stream, context), stamped);
-      await progress.waitFor(position.topic, position.partition, position.nextOffset, projectionWaitMs);
+      if (readYourWrites !== false)
+        await progress.waitFor(position.topic, position.partition, position.nextOffset, projectionWaitMs);
       return stamped;
     },
   };

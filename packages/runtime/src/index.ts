@@ -17,3 +17,4 @@ export * from './net/ssrf';
 export * from './net/safe-fetch';
 export * from './documents/links';
 export * from './documents/store';
+export * from './opt-out';

@@ -31,7 +31,11 @@ export interface PositionedEvent {
 }
 
 /** Tables of per-partition checkpoints, one per consumer that keeps its own (same shape). */
-export type CheckpointTable = 'projection_checkpoints' | 'webhook_relay_checkpoints' | 'ai_agent_checkpoints';
+export type CheckpointTable =
+  | 'projection_checkpoints'
+  | 'webhook_relay_checkpoints'
+  | 'ai_agent_checkpoints'
+  | 'inbound_decider_checkpoints';
 
 export async function decodeRecord(
   codec: EventCodec,

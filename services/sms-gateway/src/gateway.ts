@@ -1,6 +1,7 @@
 import { type EventCodec, type EventOf, type NewEvent, type TopicNames } from '@leadline/events';
 import {
   decodeRecord,
+  isOptedOut,
   parkingHandler,
   SMS_GATEWAY_PARKING,
   sortOutRecords,
@@ -113,19 +114,15 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
           .select(['status', 'phone_number'])
           .where('id', '=', row.account_id)
           .executeTakeFirst();
-        const conversation = await trx
-          .selectFrom('conversations')
-          .select('opted_out')
-          .where('account_id', '=', row.account_id)
-          .where('phone', '=', row.phone)
-          .executeTakeFirst();
-        const refused = refusal(row, account, conversation?.opted_out ?? false);
+        // The projected opt-out, or a STOP already answered whose decision is still queued.
+        const refused = refusal(row, account, await isOptedOut(trx, row.account_id, row.phone));
         if (refused) return { events: [refused], result: { state: 'failed' } };
         if (!(await markSending(db, row.message_id, clock.now())))
           return { events: [], result: { state: 'unknown' } };
         try {
           const accepted = await sender.send({
             messageId: row.message_id,
+            accountId: row.account_id,
             from: account!.phone_number,
             to: row.phone,
             body: row.body,

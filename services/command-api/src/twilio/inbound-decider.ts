@@ -1,0 +1,115 @@
+import type { EventCodec, EventOf, TopicNames } from '@leadline/events';
+import {
+  advanceCheckpoint,
+  freshRecords,
+  startLogConsumer,
+  type Clock,
+  type CommandBus,
+  type Database,
+  type NewId,
+  type PositionedEvent,
+  type RunningConsumer,
+} from '@leadline/runtime';
+import type { Kafka } from 'kafkajs';
+import { sql, type Kysely } from 'kysely';
+import { decideInboundSms } from './inbound';
+
+export interface InboundDeciderDeps {
+  kafka: Kafka;
+  /** The decider's own connections, for its checkpoints, receipts and guards. */
+  db: Kysely<Database>;
+  codec: EventCodec;
+  topics: TopicNames;
+  commands: CommandBus;
+  clock: Clock;
+  newId: NewId;
+  groupId: string;
+  /** How often answered opt-outs whose decision is now in the read models are looked for; 1 s by default. */
+  guardSweepMs?: number;
+  onCrash?: (error: Error, willRestart: boolean) => void;
+}
+
+export interface RunningInboundDecider {
+  /** Removes the opt-out guards the read models have made redundant (tests call it rather than wait). */
+  sweepGuards(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The inbound decider: consumes the raw inbound facts (`message.inbound_received`) the Twilio webhook
+ * appended and decides each one, in log order per account, under the account's lock (see
+ * `decideInboundSms`). Deciding is idempotent (a MessageSid is stored once), so the checkpoint is
+ * moved after the decisions, in its own transaction; a record that cannot be decided is parked and
+ * holds back only its account's later records.
+ */
+export async function startInboundDecider(deps: InboundDeciderDeps): Promise<RunningInboundDecider> {
+  const { db, clock } = deps;
+  const checkpoints = 'inbound_decider_checkpoints';
+
+  async function handleBatch(topic: string, partition: number, records: PositionedEvent[]) {
+    const last = records.at(-1);
+    if (!last) return;
+    // Parks what failed and holds back what waits behind it; the checkpoint's lock ends with it.
+    const fresh = await db
+      .transaction()
+      .execute((trx) => freshRecords(trx, checkpoints, topic, partition, records, clock.now()));
+    const decided: string[] = [];
+    for (const record of fresh) {
+      if (record.event?.type !== 'message.inbound_received') continue;
+      await decideInboundSms(deps, record.event as EventOf<'message.inbound_received'>);
+      decided.push(record.event.data.provider_message_id);
+    }
+    await db.transaction().execute(async (trx) => {
+      if (decided.length > 0) {
+        await trx
+          .updateTable('inbound_receipts')
+          .set({ decided_at: clock.now() })
+          .where('message_sid', 'in', decided)
+          .where('decided_at', 'is', null)
+          .execute();
+      }
+      await advanceCheckpoint(trx, checkpoints, topic, partition, last.offset, clock.now());
+    });
+    if (decided.length > 0) await sweepGuards();
+  }
+
+  /**
+   * A guard stands for an answered opt-out until the read models say what the log says: its STOP is
+   * stored (its decision, opt-out included, was projected in the same transaction as the message), or
+   * another account owns its MessageSid (nothing will be decided for this one).
+   */
+  async function sweepGuards() {
+    await sql`
+      delete from opt_out_guards g
+      where exists (
+          select 1 from messages m
+          where m.provider_message_id = g.message_sid and m.account_id = g.account_id)
+        or exists (
+          select 1 from inbound_receipts r
+          where r.message_sid = g.message_sid and r.account_id <> g.account_id)`.execute(db);
+  }
+
+  const consumer: RunningConsumer = await startLogConsumer({
+    kafka: deps.kafka,
+    db,
+    codec: deps.codec,
+    groupId: deps.groupId,
+    topics: [deps.topics.account],
+    checkpoints,
+    handleBatch,
+    onCrash: deps.onCrash,
+  });
+  // The projector may apply a decision after the decider's bounded wait for it: sweep now and then.
+  const sweeper = setInterval(
+    () => void sweepGuards().catch((error) => console.error('inbound-decider: sweeping guards', error)),
+    deps.guardSweepMs ?? 1000,
+  );
+
+  return {
+    sweepGuards,
+    async stop() {
+      clearInterval(sweeper);
+      await consumer.stop();
+    },
+  };
+}
