@@ -26,8 +26,8 @@ export type InboundSms = EventData<'message.inbound_received'>;
  * append. The receipt is written only once the append is acknowledged, so a crash in between leaves
  * a retry that appends again, which the decider stores once.
  *
- * An opt-out takes effect now: a guard row (account, phone) is written before the append, and every
- * send path refuses the number while it exists; the decider removes it once the STOP's decision is
+ * An opt-out takes effect now: a guard row (account, phone) is written before Twilio is answered, and
+ * every send path refuses the number while it exists; the decider removes it once the STOP's decision is
  * in the read models. Returns false for a redelivery.
  */
 export async function acceptInboundSms(deps: InboundDeps, input: InboundSms): Promise<boolean> {
@@ -46,9 +46,20 @@ export async function acceptInboundSms(deps: InboundDeps, input: InboundSms): Pr
     .where('message_sid', '=', input.provider_message_id)
     .executeTakeFirst();
   if (receipt) return false;
-  // An opt-in does not lift the guard here: a START racing a STOP of the same phone could land on
-  // the log before it, and a send must never reach a number whose STOP was answered. Sending resumes
-  // when the decider has applied both.
+  await commands.append({
+    stream: { topic: 'account', accountId: owner.id },
+    context: {
+      partnerId: owner.partner_id,
+      actor: { kind: 'system', service: 'twilio-inbound' },
+      correlationId: input.provider_message_id,
+    },
+    events: [{ type: 'message.inbound_received', data: input }],
+    readYourWrites: false,
+  });
+  // After the append, so a message that was never kept guards nothing; before the receipt and the
+  // answer, so a failure here is retried by Twilio and the guard is written then. An opt-in does not
+  // lift a guard here: a START racing a STOP of the same phone could land on the log before it, and a
+  // send must never reach a number whose STOP was answered. Sending resumes once both are decided.
   if (keywordOf(input.body)?.kind === 'opt_out') {
     await db
       .insertInto('opt_out_guards')
@@ -66,16 +77,6 @@ export async function acceptInboundSms(deps: InboundDeps, input: InboundSms): Pr
       )
       .execute();
   }
-  await commands.append({
-    stream: { topic: 'account', accountId: owner.id },
-    context: {
-      partnerId: owner.partner_id,
-      actor: { kind: 'system', service: 'twilio-inbound' },
-      correlationId: input.provider_message_id,
-    },
-    events: [{ type: 'message.inbound_received', data: input }],
-    readYourWrites: false,
-  });
   await claimReceipt(db, input.provider_message_id, owner.id, clock.now());
   return true;
 }
