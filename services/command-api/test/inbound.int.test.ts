@@ -144,13 +144,41 @@ const settledByGateway = (messageId: string) =>
 const sentTo = (phone: string) => twilio.messages.filter((message) => message.to === phone);
 
 describe('inbound SMS while the projector is stopped', () => {
-  it('answers every one of 100 (one of them STOP) at once, stores each once afterwards, and sends nothing to the number that opted out', async () => {
+  it('answers every one of 100 (one of them STOP) and a delivery report at once, stores each once afterwards, and sends nothing to the number that opted out', async () => {
     const account = await newAccount();
     const stopper = '+15125556050';
     expect((await acme.post(`/accounts/${account.id}/leads`, { phone: stopper })).status).toBe(201);
 
+    // A message sent before the lag, whose delivery report arrives during it.
+    const reported = '+15125556051';
+    await acme.post(`/accounts/${account.id}/leads`, { phone: reported });
+    const sent = await acme.post(`/accounts/${account.id}/conversations/${reported}/messages`, {
+      body: 'Your documents are in.',
+    });
+    expect(sent.status).toBe(200);
+    expect(await settledByGateway(sent.body.message_id)).toBe('sent');
+    const atTwilio = sentTo(reported)[0]!;
+
     await projector!.stop();
     projector = undefined;
+    // Twilio requests the URL it was given, without the fragment.
+    const callback = atTwilio.statusCallback!.slice(system.publicUrl.length).split('#')[0]!;
+    const report = {
+      MessageSid: atTwilio.sid,
+      MessageStatus: 'delivered',
+      AccountSid: twilio.accountSid,
+      To: reported,
+    };
+    const reportAnswer = await system.app.inject({
+      method: 'POST',
+      url: callback,
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-twilio-signature': twilioSignature(twilio.authToken, `${system.publicUrl}${callback}`, report),
+      },
+      payload: new URLSearchParams(report).toString(),
+    });
+    expect(reportAnswer.statusCode).toBe(200);
     const answers: { status: number; ms: number; sid: string }[] = [];
     let queued: string | undefined;
     let manualDuringLag: { status: number; body: { code?: string } } | undefined;
@@ -193,6 +221,14 @@ describe('inbound SMS while the projector is stopped', () => {
     );
     expect(new Set(stored.map((row) => row.provider_message_id)).size).toBe(100);
     expect(await optedOut(account.id, stopper)).toBe(true);
+    await eventually(async () => {
+      const message = await system.services.db
+        .selectFrom('messages')
+        .select('status')
+        .where('id', '=', sent.body.message_id)
+        .executeTakeFirst();
+      return message?.status === 'delivered' ? true : undefined;
+    });
 
     // The send queued behind the STOP was refused; a manual one is refused too.
     expect(await settledByGateway(queued!)).toBe('failed');
