@@ -35,10 +35,15 @@ export async function startBenchSystem() {
     groupId: `${env.config.TOPIC_PREFIX}leadline.projector`,
     projections,
   });
-  // Inbound SMS are answered once kept; the decider makes them messages, as in production.
+  // Inbound SMS are answered once kept; the decider makes them messages. It is its own process in
+  // production, with its own producer and command connections: here too.
+  const deciderServices = await connectCommandServices(
+    { ...env.config, PROJECTION_WAIT_MS: 30_000 },
+    'leadline-bench-inbound-decider',
+  );
   const deciderDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
   const decider = await startInboundDecider({
-    ...services,
+    ...deciderServices,
     db: deciderDb,
     clock: systemClock,
     newId: newUuid,
@@ -73,6 +78,7 @@ export async function startBenchSystem() {
       await app.close();
       await decider.stop();
       await deciderDb.destroy();
+      await deciderServices.close();
       await projector.stop();
       await projectorDb.destroy();
       await numbers.close();

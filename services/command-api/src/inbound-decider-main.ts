@@ -6,12 +6,14 @@ import { startInboundDecider } from './twilio/inbound-decider';
 const config = loadConfig(inboundDeciderConfigSchema);
 const services = await connectCommandServices(config, 'leadline-inbound-decider');
 const deciderDb = createDb(config.DATABASE_URL, { maxConnections: 4 });
+const concurrency = config.INBOUND_DECIDER_CONCURRENCY;
 const decider = await startInboundDecider({
   ...services,
   db: deciderDb,
   clock: systemClock,
   newId: newUuid,
   groupId: `${config.TOPIC_PREFIX}leadline.inbound-decider`,
+  concurrency,
   onCrash: (error, willRestart) => {
     console.error('inbound-decider: the consumer crashed', error);
     // kafkajs gives up on it: stop, so `npm start` stops everything rather than run without it.

@@ -24,6 +24,8 @@ export interface InboundDeciderDeps {
   clock: Clock;
   newId: NewId;
   groupId: string;
+  /** Accounts decided at once (each account's inbound SMS in order); 8 by default. */
+  concurrency?: number;
   /** How often answered opt-outs whose decision is now in the read models are looked for; 1 s by default. */
   guardSweepMs?: number;
   onCrash?: (error: Error, willRestart: boolean) => void;
@@ -45,6 +47,10 @@ export interface RunningInboundDecider {
 export async function startInboundDecider(deps: InboundDeciderDeps): Promise<RunningInboundDecider> {
   const { db, clock } = deps;
   const checkpoints = 'inbound_decider_checkpoints';
+  const concurrency = deps.concurrency ?? 8;
+  // The bound holds overall: several partitions at once, a share of it for the accounts of each.
+  const partitionsAtOnce = Math.max(1, Math.floor(concurrency / 2));
+  const accountsPerBatch = Math.max(1, Math.floor(concurrency / partitionsAtOnce));
 
   async function handleBatch(topic: string, partition: number, records: PositionedEvent[]) {
     const last = records.at(-1);
@@ -53,12 +59,31 @@ export async function startInboundDecider(deps: InboundDeciderDeps): Promise<Run
     const fresh = await db
       .transaction()
       .execute((trx) => freshRecords(trx, checkpoints, topic, partition, records, clock.now()));
-    const decided: string[] = [];
+    // Each account's facts in log order; several accounts at once, since every decision waits on
+    // Kafka and the projector and one at a time would fall behind a busy partition.
+    const byAccount = new Map<string, EventOf<'message.inbound_received'>[]>();
     for (const record of fresh) {
       if (record.event?.type !== 'message.inbound_received') continue;
-      await decideInboundSms(deps, record.event as EventOf<'message.inbound_received'>);
-      decided.push(record.event.data.provider_message_id);
+      const fact = record.event as EventOf<'message.inbound_received'>;
+      const facts = byAccount.get(fact.account_id) ?? [];
+      facts.push(fact);
+      byAccount.set(fact.account_id, facts);
     }
+    const queue = [...byAccount.values()];
+    const decided: string[] = [];
+    const workers = await Promise.allSettled(
+      Array.from({ length: Math.min(accountsPerBatch, queue.length) }, async () => {
+        for (let facts = queue.shift(); facts; facts = queue.shift()) {
+          for (const fact of facts) {
+            await decideInboundSms(deps, fact);
+            decided.push(fact.data.provider_message_id);
+          }
+        }
+      }),
+    );
+    // Every worker has stopped before a failure is reported, so a retry never races a decision.
+    const failure = workers.find((worker) => worker.status === 'rejected');
+    if (failure) throw failure.reason;
     await db.transaction().execute(async (trx) => {
       if (decided.length > 0) {
         await trx
@@ -97,6 +122,7 @@ export async function startInboundDecider(deps: InboundDeciderDeps): Promise<Run
     topics: [deps.topics.account],
     checkpoints,
     handleBatch,
+    partitionsConsumedConcurrently: partitionsAtOnce,
     onCrash: deps.onCrash,
   });
   // The projector may apply a decision after the decider's bounded wait for it: sweep now and then.
