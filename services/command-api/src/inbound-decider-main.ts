@@ -5,8 +5,9 @@ import { startInboundDecider } from './twilio/inbound-decider';
 // The inbound decider: its own process, so the webhook that keeps inbound SMS never waits for it.
 const config = loadConfig(inboundDeciderConfigSchema);
 const services = await connectCommandServices(config, 'leadline-inbound-decider');
-const deciderDb = createDb(config.DATABASE_URL, { maxConnections: 4 });
 const concurrency = config.INBOUND_DECIDER_CONCURRENCY;
+// Checkpoints of the partitions handled at once, and the MessageSid claims of the decisions in flight.
+const deciderDb = createDb(config.DATABASE_URL, { maxConnections: concurrency + 2 });
 const decider = await startInboundDecider({
   ...services,
   db: deciderDb,

@@ -48,9 +48,9 @@ export async function startInboundDecider(deps: InboundDeciderDeps): Promise<Run
   const { db, clock } = deps;
   const checkpoints = 'inbound_decider_checkpoints';
   const concurrency = deps.concurrency ?? 8;
-  // The bound holds overall: several partitions at once, a share of it for the accounts of each.
-  const partitionsAtOnce = Math.max(1, Math.floor(concurrency / 2));
-  const accountsPerBatch = Math.max(1, Math.floor(concurrency / partitionsAtOnce));
+  // Partitions are handled at once and so are the accounts of a batch; the bound on decisions in
+  // flight holds over all of them.
+  const slots = limiter(concurrency);
 
   async function handleBatch(topic: string, partition: number, records: PositionedEvent[]) {
     const last = records.at(-1);
@@ -72,10 +72,10 @@ export async function startInboundDecider(deps: InboundDeciderDeps): Promise<Run
     const queue = [...byAccount.values()];
     const decided: string[] = [];
     const workers = await Promise.allSettled(
-      Array.from({ length: Math.min(accountsPerBatch, queue.length) }, async () => {
+      Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
         for (let facts = queue.shift(); facts; facts = queue.shift()) {
           for (const fact of facts) {
-            await decideInboundSms(deps, fact);
+            await slots(() => decideInboundSms(deps, fact));
             decided.push(fact.data.provider_message_id);
           }
         }
@@ -122,7 +122,7 @@ export async function startInboundDecider(deps: InboundDeciderDeps): Promise<Run
     topics: [deps.topics.account],
     checkpoints,
     handleBatch,
-    partitionsConsumedConcurrently: partitionsAtOnce,
+    partitionsConsumedConcurrently: concurrency,
     onCrash: deps.onCrash,
   });
   // The projector may apply a decision after the decider's bounded wait for it: sweep now and then.
@@ -137,5 +137,22 @@ export async function startInboundDecider(deps: InboundDeciderDeps): Promise<Run
       clearInterval(sweeper);
       await consumer.stop();
     },
+  };
+}
+
+/** At most `size` calls in flight; the others wait their turn, first come first served. */
+function limiter(size: number) {
+  let active = 0;
+  const waiting: (() => void)[] = [];
+  return async <T>(call: () => Promise<T>): Promise<T> => {
+    if (active >= size) await new Promise<void>((resolve) => waiting.push(resolve));
+    else active++;
+    try {
+      return await call();
+    } finally {
+      const next = waiting.shift();
+      if (next) next();
+      else active--;
+    }
   };
 }
