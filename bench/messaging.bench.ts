@@ -55,15 +55,20 @@ export async function benchMessaging(rows: string[] = []): Promise<string> {
           NumMedia: '0',
         });
         const posted = await fetch(`${base}/twilio/sms`, { method: 'POST', headers: form, body });
-        if (posted.status !== 200) throw new Error(`inbound answered ${posted.status}`);
+        if (posted.status !== 200) throw new Error(`inbound answered ${posted.status}: ${await posted.text()}`);
         await posted.arrayBuffer();
-        const read = await fetch(
-          `${base}/v1/accounts/${account.id}/conversations/${encodeURIComponent(leadPhone(i))}/messages?limit=1`,
-          { headers },
-        );
-        const { messages } = (await read.json()) as { messages: { body: string }[] };
-        if (messages[0]?.body !== `Hello ${i}`)
-          throw new Error('inbound message not readable after the webhook answered');
+        // Answered once kept; readable once the inbound decider and the projector have done their part.
+        const deadline = Date.now() + 120_000;
+        for (;;) {
+          const read = await fetch(
+            `${base}/v1/accounts/${account.id}/conversations/${encodeURIComponent(leadPhone(i))}/messages?limit=1`,
+            { headers },
+          );
+          const { messages } = (await read.json()) as { messages?: { body: string }[] };
+          if (messages?.[0]?.body === `Hello ${i}`) break;
+          if (Date.now() > deadline) throw new Error('inbound message not readable within 120 s of the answer');
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
       },
     );
 

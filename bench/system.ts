@@ -13,6 +13,7 @@ import { buildApp } from '../services/command-api/src/app';
 import { generateApiKey } from '../services/command-api/src/partners/api-keys';
 import { createPartner } from '../services/command-api/src/partners/partners';
 import { connectCommandServices } from '../services/command-api/src/services';
+import { startInboundDecider } from '../services/command-api/src/twilio/inbound-decider';
 import { createLocalNumberPool } from '@leadline/telephony';
 import { benchEnvironment } from './environment';
 
@@ -33,6 +34,20 @@ export async function startBenchSystem() {
     db: projectorDb,
     groupId: `${env.config.TOPIC_PREFIX}leadline.projector`,
     projections,
+  });
+  // Inbound SMS are answered once kept; the decider makes them messages. It is its own process in
+  // production, with its own producer and command connections: here too.
+  const deciderServices = await connectCommandServices(
+    { ...env.config, PROJECTION_WAIT_MS: 30_000 },
+    'leadline-bench-inbound-decider',
+  );
+  const deciderDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
+  const decider = await startInboundDecider({
+    ...deciderServices,
+    db: deciderDb,
+    clock: systemClock,
+    newId: newUuid,
+    groupId: `${env.config.TOPIC_PREFIX}leadline.inbound-decider`,
   });
   const app = await buildApp({
     db: services.db,
@@ -61,6 +76,9 @@ export async function startBenchSystem() {
     headers: { 'x-partner-key': key, 'content-type': 'application/json' },
     async close() {
       await app.close();
+      await decider.stop();
+      await deciderDb.destroy();
+      await deciderServices.close();
       await projector.stop();
       await projectorDb.destroy();
       await numbers.close();

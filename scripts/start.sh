@@ -34,22 +34,24 @@ trap stop_services EXIT
 trap 'exit 130' INT TERM
 
 # Each service without an HTTP server of its own serves /metrics on a port of its own (the API on
-# PORT): METRICS_PORT_BASE + 0..4, by default PORT + 1021 (9101-9105 beside 8080), so two checkouts
+# PORT): METRICS_PORT_BASE + 0..5, by default PORT + 1021 (9101-9106 beside 8080), so two checkouts
 # started on different PORTs do not collide. METRICS_PORT_BASE=off opens none.
 metrics_base="${METRICS_PORT_BASE:-$((${PORT:-8080} + 1021))}"
+# start_service NAME [METRICS_OFFSET [ENTRY]]: ENTRY is services/NAME/src/main.ts unless given.
 start_service() {
   local metrics_port=""
   [ -n "${2:-}" ] && [ "$metrics_base" != off ] && metrics_port=$((metrics_base + $2))
-  METRICS_PORT="$metrics_port" node --import tsx "services/$1/src/main.ts" &
+  METRICS_PORT="$metrics_port" node --import tsx "${3:-services/$1/src/main.ts}" &
   pids+=($!)
   echo "$1: pid $!" >&2
 }
 start_service projector 0
 start_service command-api
-start_service sms-gateway 1
-start_service sequencer 2
-start_service webhook-relay 3
-start_service ai-agent 4
+start_service inbound-decider 1 services/command-api/src/inbound-decider-main.ts
+start_service sms-gateway 2
+start_service sequencer 3
+start_service webhook-relay 4
+start_service ai-agent 5
 
 if [ -z "${PARTNER_API_KEY:-}" ]; then
   echo "No PARTNER_API_KEY set: create a partner with 'npm run partner -- create --name NAME'." >&2

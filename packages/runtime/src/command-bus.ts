@@ -56,7 +56,10 @@ export interface Facts {
   stream: EventStream;
   context: CommandContext;
   events: NewEvent[];
-  /** False for a caller that never reads its own writes back (see `Command.readYourWrites`). */
+  /**
+   * False for a caller that must answer as soon as the facts are durable, whatever the projector's
+   * lag (Twilio's webhooks: a slow answer is a lost message); it returns once they are appended.
+   */
   readYourWrites?: boolean;
 }
 
@@ -64,7 +67,8 @@ export interface CommandBus {
   execute<R>(command: Command<R>): Promise<{ events: DomainEvent[]; result: R }>;
   /**
    * Appends plain facts that no decision depends on (an inbound message arrived, a partner was
-   * registered): no lock and no wait before appending; still read-your-writes afterwards.
+   * registered): no lock and no wait before appending; read-your-writes afterwards unless the facts
+   * say otherwise.
    */
   append(facts: Facts): Promise<DomainEvent[]>;
 }

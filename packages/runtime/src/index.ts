@@ -19,3 +19,4 @@ export * from './documents/links';
 export * from './documents/store';
 export * from './metrics';
 export * from './remote-call';
+export * from './opt-out';

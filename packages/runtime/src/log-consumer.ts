@@ -38,7 +38,11 @@ export interface PositionedEvent {
 }
 
 /** Tables of per-partition checkpoints, one per consumer that keeps its own (same shape). */
-export type CheckpointTable = 'projection_checkpoints' | 'webhook_relay_checkpoints' | 'ai_agent_checkpoints';
+export type CheckpointTable =
+  | 'projection_checkpoints'
+  | 'webhook_relay_checkpoints'
+  | 'ai_agent_checkpoints'
+  | 'inbound_decider_checkpoints';
 
 export async function decodeRecord(
   codec: EventCodec,
@@ -164,6 +168,11 @@ export interface LogConsumerDeps {
   onParked?: (notice: ParkedRecordNotice) => void;
   /** How often parked records released by an operator (retry, skip) are looked for; 1 s by default. */
   parkedPollMs?: number;
+  /**
+   * Partitions whose batches are handled at once (1 by default): for a consumer whose handling waits
+   * on remote calls rather than on its own database work. Each partition's records stay in order.
+   */
+  partitionsConsumedConcurrently?: number;
 }
 
 const consumerNames: Record<CheckpointTable, string> = {
@@ -235,6 +244,7 @@ export async function startLogConsumer(deps: LogConsumerDeps): Promise<RunningCo
 
   await consumer.run({
     eachBatchAutoResolve: false,
+    partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently ?? 1,
     eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
       if (!isRunning() || isStale() || batch.messages.length === 0) return;
       const key = keyOf(batch.topic, batch.partition);

@@ -25,9 +25,11 @@ export interface ParkingPlace {
  * its own schema and the swap carries the result); the others park in `public`.
  */
 export function parkedTableOf(checkpoints: CheckpointTable): ParkingPlace {
-  return checkpoints === 'projection_checkpoints'
-    ? { table: 'projection_parked_records', consumer: 'projector' }
-    : { table: 'parked_records', consumer: 'webhook_relay' };
+  if (checkpoints === 'projection_checkpoints')
+    return { table: 'projection_parked_records', consumer: 'projector' };
+  if (checkpoints === 'inbound_decider_checkpoints')
+    return { table: 'parked_records', consumer: 'inbound_decider' };
+  return { table: 'parked_records', consumer: 'webhook_relay' };
 }
 
 export const SMS_GATEWAY_PARKING: ParkingPlace = { table: 'parked_records', consumer: 'sms_gateway' };
@@ -56,9 +58,13 @@ export function parkingFailure(error: unknown): string {
 /**
  * Failures of the infrastructure rather than of the record: the consumer stops and is retried as a
  * whole (nothing is parked for them). PostgreSQL classes 08 (connection), 40 (serialization,
- * deadlock), 53 (resources), 57 (operator intervention, shutdown), 58 (system); network errors.
+ * deadlock), 53 (resources), 57 (operator intervention, shutdown), 58 (system); network errors; the
+ * command bus's 503s for a lagging projector or an unreachable log.
  */
 export function isTransientFailure(error: unknown): boolean {
+  // A consumer that decides through the command bus: the read models or the log are behind or down.
+  if (error instanceof DomainError && ['projection_lagging', 'event_log_unavailable'].includes(error.code))
+    return true;
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string') {
     if (/^(08|40|53|57|58)/.test(code)) return true;

@@ -11,6 +11,11 @@ export const telephonyConfig = z.object({
   TWILIO_AUTH_TOKEN: z.string().min(1).optional(),
   /** Another base URL for Twilio's REST API (a local fake in tests); https://api.twilio.com otherwise. */
   TWILIO_API_BASE_URL: z.url().optional(),
+  /**
+   * The public base URL Twilio falls back to for inbound SMS when `PUBLIC_URL` fails after retries
+   * (numbers bought from then on get `{TWILIO_SMS_FALLBACK_URL}/twilio/sms`); `PUBLIC_URL` by default.
+   */
+  TWILIO_SMS_FALLBACK_URL: z.url().optional(),
 });
 export type TelephonyConfig = z.infer<typeof telephonyConfig>;
 
@@ -18,7 +23,13 @@ export type TelephonyConfig = z.infer<typeof telephonyConfig>;
 export function twilioCredentials(config: TelephonyConfig) {
   const { TWILIO_ACCOUNT_SID: accountSid, TWILIO_AUTH_TOKEN: authToken } = config;
   if (!accountSid || !authToken) return undefined;
-  return { accountSid, authToken, apiBaseUrl: config.TWILIO_API_BASE_URL, publicUrl: config.PUBLIC_URL };
+  return {
+    accountSid,
+    authToken,
+    apiBaseUrl: config.TWILIO_API_BASE_URL,
+    publicUrl: config.PUBLIC_URL,
+    fallbackUrl: config.TWILIO_SMS_FALLBACK_URL,
+  };
 }
 
 /**

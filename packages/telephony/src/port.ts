@@ -27,6 +27,11 @@ export interface NumberProvider {
 export interface OutboundSms {
   /** Our message id; the status callback URL carries it, so a callback can settle an unconfirmed send. */
   messageId: string;
+  /**
+   * The account sending it; the status callback URL carries it too, so a delivery report is
+   * appended to the account's stream without looking the message up in a read model.
+   */
+  accountId?: string;
   from: string;
   to: string;
   body: string;

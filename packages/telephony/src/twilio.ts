@@ -10,6 +10,8 @@ export interface TwilioOptions {
   publicUrl: string;
   /** Replaces https://api.twilio.com (tests aim the real client at a local fake of the REST API). */
   apiBaseUrl?: string | undefined;
+  /** Another public base URL Twilio falls back to for inbound SMS (`PUBLIC_URL` by default). */
+  fallbackUrl?: string | undefined;
   /** ISO country code of the numbers to buy. */
   country?: string;
 }
@@ -41,11 +43,37 @@ export function twilioClient(options: TwilioOptions): twilio.Twilio {
   });
 }
 
-/** The status callback URL of a message: it carries our id, so a callback can settle an unconfirmed send. */
-export const statusCallbackUrl = (publicUrl: string, messageId: string) =>
-  `${publicUrl.replace(/\/$/, '')}/twilio/status?message_id=${encodeURIComponent(messageId)}`;
+/**
+ * Twilio's connection overrides, a URL fragment on every webhook URL we give it (Twilio reads the
+ * fragment and never sends it, so signatures are unchanged): by default Twilio retries no 5xx, and a
+ * message it cannot deliver to us is gone. Connect within 3 s, answer within 5 s, up to 3 retries on
+ * a 5xx, a failed connection or a timeout, all within 15 s (Twilio's own HTTP timeout); then the
+ * fallback URL gets the same.
+ */
+export const WEBHOOK_CONNECTION_OVERRIDES = 'ct=3000&rt=5000&tt=15000&rc=3&rp=ct,rt,5xx';
 
-export const inboundSmsUrl = (publicUrl: string) => `${publicUrl.replace(/\/$/, '')}/twilio/sms`;
+const withOverrides = (url: string) => `${url}#${WEBHOOK_CONNECTION_OVERRIDES}`;
+const base = (publicUrl: string) => publicUrl.replace(/\/$/, '');
+
+/**
+ * The status callback URL of a message: it carries our id, so a callback can settle an unconfirmed
+ * send, and its account, so the report is appended without waiting for any read model.
+ */
+export const statusCallbackUrl = (publicUrl: string, messageId: string, accountId?: string) =>
+  withOverrides(
+    `${base(publicUrl)}/twilio/status?message_id=${encodeURIComponent(messageId)}` +
+      (accountId ? `&account_id=${encodeURIComponent(accountId)}` : ''),
+  );
+
+export const inboundSmsUrl = (publicUrl: string) => withOverrides(`${base(publicUrl)}/twilio/sms`);
+
+/**
+ * Where Twilio posts an inbound SMS when the primary URL failed even after its retries: the same
+ * route (deduplicated by MessageSid), so a deployment behind a second address can set PUBLIC_URL's
+ * twin here; by default it is the primary URL again, one more chance after a short outage.
+ */
+export const inboundSmsFallbackUrl = (publicUrl: string, fallbackUrl?: string) =>
+  withOverrides(`${base(fallbackUrl ?? publicUrl)}/twilio/sms`);
 
 /** Twilio's 4xx answers are final refusals (invalid number, opted-out recipient 21610...). */
 const isRefusal = (error: unknown): error is twilio.RestException =>
@@ -63,6 +91,8 @@ export function createTwilioProvider(options: TwilioOptions): NumberProvider & S
         phoneNumber: available.phoneNumber,
         smsUrl: inboundSmsUrl(options.publicUrl),
         smsMethod: 'POST',
+        smsFallbackUrl: inboundSmsFallbackUrl(options.publicUrl, options.fallbackUrl),
+        smsFallbackMethod: 'POST',
         friendlyName: `leadline account ${accountId}`,
       });
       return { phoneNumber: bought.phoneNumber, providerId: bought.sid };
@@ -88,7 +118,7 @@ export function createTwilioProvider(options: TwilioOptions): NumberProvider & S
           from: message.from,
           to: message.to,
           body: message.body,
-          statusCallback: statusCallbackUrl(options.publicUrl, message.messageId),
+          statusCallback: statusCallbackUrl(options.publicUrl, message.messageId, message.accountId),
         });
         return { providerMessageId: created.sid, status: deliveryStatusOf(created.status) ?? 'queued' };
       } catch (error) {

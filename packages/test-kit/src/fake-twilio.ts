@@ -15,6 +15,9 @@ export interface FakeTwilioNumber {
   phoneNumber: string;
   smsUrl: string | undefined;
   smsMethod: string | undefined;
+  /** Where Twilio posts inbound SMS when `smsUrl` failed (after the retries its fragment asks for). */
+  smsFallbackUrl: string | undefined;
+  smsFallbackMethod: string | undefined;
 }
 
 export interface FakeTwilio {
@@ -92,7 +95,7 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
   const base = `/2010-04-01/Accounts/${accountSid}`;
   const expectedAuth = `Basic ${Buffer.from(`${accountSid}:${authToken}`).toString('base64')}`;
 
-  function addNumber(phoneNumber: string, options: Pick<FakeTwilioNumber, 'smsUrl' | 'smsMethod'>) {
+  function addNumber(phoneNumber: string, options: Omit<FakeTwilioNumber, 'sid' | 'phoneNumber'>) {
     const number: FakeTwilioNumber = { sid: `PN${hex(16)}`, phoneNumber, ...options };
     numbers.push(number);
     return number;
@@ -110,6 +113,8 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
       friendly_name: friendlyName ?? number.phoneNumber,
       phone_number: number.phoneNumber,
       sid: number.sid,
+      sms_fallback_method: number.smsFallbackMethod ?? 'POST',
+      sms_fallback_url: number.smsFallbackUrl ?? '',
       sms_method: number.smsMethod ?? 'POST',
       sms_url: number.smsUrl ?? '',
       status: 'in-use',
@@ -196,6 +201,8 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
         const number = addNumber(form.get('PhoneNumber') ?? '', {
           smsUrl: form.get('SmsUrl') ?? undefined,
           smsMethod: form.get('SmsMethod') ?? undefined,
+          smsFallbackUrl: form.get('SmsFallbackUrl') ?? undefined,
+          smsFallbackMethod: form.get('SmsFallbackMethod') ?? undefined,
         });
         return json(response, 201, numberResource(number, form.get('FriendlyName') ?? undefined));
       }
@@ -256,7 +263,13 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
         release();
       };
     },
-    addNumber: (phoneNumber) => addNumber(phoneNumber, { smsUrl: undefined, smsMethod: undefined }),
+    addNumber: (phoneNumber) =>
+      addNumber(phoneNumber, {
+        smsUrl: undefined,
+        smsMethod: undefined,
+        smsFallbackUrl: undefined,
+        smsFallbackMethod: undefined,
+      }),
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections();

@@ -62,7 +62,15 @@ describe('npm start', () => {
     });
     const exited = new Promise<number | null>((resolve) => script!.once('exit', (code) => resolve(code)));
 
-    const services = ['ai-agent', 'command-api', 'projector', 'sequencer', 'sms-gateway', 'webhook-relay'];
+    const services = [
+      'ai-agent',
+      'command-api',
+      'inbound-decider',
+      'projector',
+      'sequencer',
+      'sms-gateway',
+      'webhook-relay',
+    ];
     await eventually(async () => (pids.size === services.length ? true : undefined), { timeoutMs: 60_000 });
     expect([...pids.keys()].sort()).toEqual(services);
     await eventually(

@@ -23,6 +23,8 @@ import { buildApp, type App } from '../src/app';
 import { generateApiKey } from '../src/partners/api-keys';
 import { createPartner } from '../src/partners/partners';
 import { connectCommandServices, type CommandServices } from '../src/services';
+import { startInboundDecider, type RunningInboundDecider } from '../src/twilio/inbound-decider';
+import { eventually } from '@leadline/test-kit';
 import { createLocalNumberPool } from '@leadline/telephony';
 
 export interface TestSystem {
@@ -32,7 +34,13 @@ export interface TestSystem {
   projector: RunningProjector | undefined;
   projectorGroupId: string;
   gateway: RunningGateway | undefined;
+  inboundDecider: RunningInboundDecider | undefined;
   publicUrl: string;
+  /**
+   * Waits until the inbound SMS `messageSid`, already answered, has been decided and its decision is
+   * in the read models (what a test reads next).
+   */
+  inboundDecided(messageSid: string, options?: { timeoutMs?: number }): Promise<void>;
   /** Registers a partner and returns its API key. */
   createPartner(name?: string): Promise<string>;
   close(): Promise<void>;
@@ -59,6 +67,14 @@ export async function startSystem(
     eventLogTimeoutMs?: number;
     /** Lowers the most one command may append, to reach the limit with a small request. */
     appendMaxBytes?: number;
+    /** False: no inbound decider (the test runs its own, or none). */
+    inboundDecider?: boolean;
+    /**
+     * False: a POST to /twilio/sms answers as Twilio sees it, before its decision. By default the
+     * test's `app.inject` waits for the decision too, as the tests written for the inline decision
+     * expect.
+     */
+    awaitInbound?: boolean;
   } = {},
 ): Promise<TestSystem> {
   const env = await createTestEnvironment();
@@ -111,6 +127,32 @@ export async function startSystem(
     allowPrivateTargets: true,
   });
   checkResponsesAgainstDocument(app);
+  const deciderDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
+  const inboundDecider =
+    options.inboundDecider === false
+      ? undefined
+      : await startInboundDecider({
+          ...services,
+          db: deciderDb,
+          clock,
+          newId: newUuid,
+          groupId: `${env.config.TOPIC_PREFIX}leadline.inbound-decider`,
+          guardSweepMs: 200,
+        });
+  const inboundDecided = async (messageSid: string, waitOptions: { timeoutMs?: number } = {}) => {
+    await eventually(
+      async () => {
+        const receipt = await services.db
+          .selectFrom('inbound_receipts')
+          .select('decided_at')
+          .where('message_sid', '=', messageSid)
+          .executeTakeFirst();
+        return receipt?.decided_at ? true : undefined;
+      },
+      { timeoutMs: waitOptions.timeoutMs ?? 30_000, message: `inbound SMS ${messageSid} was never decided` },
+    );
+  };
+  if (options.awaitInbound !== false && inboundDecider) awaitInboundDecisions(app, inboundDecided);
   const gatewayDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
   const gateway = options.gateway
     ? await startSmsGateway({
@@ -129,7 +171,9 @@ export async function startSystem(
     projector,
     projectorGroupId,
     gateway,
+    inboundDecider,
     publicUrl: PUBLIC_URL,
+    inboundDecided,
     async createPartner(name = 'Test partner') {
       const key = generateApiKey();
       await createPartner({ ...services, newId: newUuid }, name, key);
@@ -139,6 +183,8 @@ export async function startSystem(
       await app.close();
       await gateway?.stop();
       await gatewayDb.destroy();
+      await inboundDecider?.stop();
+      await deciderDb.destroy();
       await projector?.stop();
       await projectorDb.destroy();
       await localNumbers.close();
@@ -146,6 +192,22 @@ export async function startSystem(
       await env.dispose();
     },
   };
+}
+
+/**
+ * Inbound SMS are answered before they are decided; tests that post one and read the outcome at once
+ * get an `app.inject` that also waits for the decision of every inbound SMS it answered with 200.
+ */
+function awaitInboundDecisions(app: App, decided: (messageSid: string) => Promise<void>) {
+  const inject = app.inject.bind(app);
+  app.inject = (async (options: InjectOptions | string) => {
+    const response = await inject(options);
+    if (typeof options === 'object' && options.url === '/twilio/sms' && response.statusCode === 200) {
+      const sid = new URLSearchParams(String(options.payload ?? '')).get('MessageSid');
+      if (sid) await decided(sid);
+    }
+    return response;
+  }) as typeof app.inject;
 }
 
 /**

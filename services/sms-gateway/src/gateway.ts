@@ -1,6 +1,7 @@
 import { type EventCodec, type EventOf, type TopicNames } from '@leadline/events';
 import {
   decodeRecord,
+  optedOutPhones,
   parkingHandler,
   SMS_GATEWAY_PARKING,
   sortOutRecords,
@@ -193,17 +194,8 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
           .select(['status', 'phone_number'])
           .where('id', '=', accountId)
           .executeTakeFirst();
-        const optedOut = new Set(
-          (
-            await trx
-              .selectFrom('conversations')
-              .select('phone')
-              .where('account_id', '=', accountId)
-              .where('phone', 'in', [...new Set(rows.map((row) => row.phone))])
-              .where('opted_out', '=', true)
-              .execute()
-          ).map((conversation) => conversation.phone),
-        );
+        // The projected opt-outs, and STOPs already answered whose decisions are still queued.
+        const optedOut = await optedOutPhones(trx, accountId, rows.map((row) => row.phone));
         const refused: { row: OutboxRow; report: OutboxReport }[] = [];
         const allowed: OutboxRow[] = [];
         for (const row of rows) {
@@ -252,7 +244,14 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
         ));
         return claim === 'sending' ? row : undefined;
       },
-      call: () => sender.send({ messageId: row.message_id, from, to: row.phone, body: row.body }),
+      call: () =>
+        sender.send({
+          messageId: row.message_id,
+          accountId: row.account_id,
+          from,
+          to: row.phone,
+          body: row.body,
+        }),
       async record(claimed, result) {
         if (result.ok) {
           const { providerMessageId, status } = result.value;

@@ -144,6 +144,9 @@ export async function markSending(
         and (source = 'system' or not exists (
           select 1 from conversations c
           where c.account_id = sms_outbox.account_id and c.phone = sms_outbox.phone and c.opted_out
+        ) and not exists (
+          select 1 from opt_out_guards g
+          where g.account_id = sms_outbox.account_id and g.phone = sms_outbox.phone
         ))
       returning 1
     )

@@ -232,7 +232,7 @@ describe('the SMS gateway', () => {
     // Twilio's status callback (its URL names our message id) is projected: the send is recorded.
     const accepted = sentTo('+15125552005')[0]!;
     expect(accepted.statusCallback).toBe(
-      `http://127.0.0.1:8080/twilio/status?message_id=${unlucky.data.message_id}`,
+      `http://127.0.0.1:8080/twilio/status?message_id=${unlucky.data.message_id}&account_id=acc-crash#ct=3000&rt=5000&tt=15000&rc=3&rp=ct,rt,5xx`,
     );
     await append('acc-crash', [
       {

@@ -70,6 +70,7 @@ export const eventCatalog = [
   webhooks.webhookDisabled,
   webhooks.webhookSecretResealed,
   webhooks.webhookDeliveryFailed,
+  messaging.messageInboundReceived,
 ] as const;
 
 type Catalog = (typeof eventCatalog)[number];

@@ -29,6 +29,25 @@ export const messageReceived = defineEvent('message.received', {
 });
 
 /**
+ * What Twilio posted to our inbound webhook, kept before anything is decided about it: the inbound
+ * decider turns it, in order per account, into `message.received` (and the lead, keywords, replies)
+ * unless its `provider_message_id` was already stored. A raw fact may appear twice on the log (a
+ * retried webhook); it is decided once. `phone` and `to` are normalized when they are phone numbers
+ * (short codes and alphanumeric senders are kept as given).
+ */
+export const messageInboundReceived = defineEvent('message.inbound_received', {
+  topic: 'account',
+  data: z.object({
+    phone: z.string(),
+    to: z.string(),
+    body: z.string(),
+    /** Twilio's MessageSid. */
+    provider_message_id: z.string(),
+    media: z.array(mediaSchema),
+  }),
+});
+
+/**
  * A message to send to `phone`; the SMS gateway sends it at most once. `system` messages are the
  * compliance replies to STOP, START and HELP, the only ones sent to a number that opted out.
  */

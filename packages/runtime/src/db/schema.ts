@@ -327,6 +327,21 @@ export interface OperationalTables {
     revoked_at: Timestamp | null;
   };
   ai_agent_checkpoints: { topic: string; partition: number; next_offset: Int64; updated_at: Timestamp };
+  /** Inbound SMS by Twilio MessageSid, across accounts (see the 0011_inbound_receipts migration). */
+  inbound_receipts: {
+    message_sid: string;
+    account_id: string;
+    received_at: Timestamp;
+    decided_at: Timestamp | null;
+  };
+  inbound_decider_checkpoints: {
+    topic: string;
+    partition: number;
+    next_offset: Int64;
+    updated_at: Timestamp;
+  };
+  /** Opt-outs answered but not yet decided (see the 0011_inbound_receipts migration). */
+  opt_out_guards: { account_id: string; phone: string; message_sid: string; created_at: Timestamp };
   /** The AI agent's work queue (see the 0008_ai_agent migration). */
   ai_pending_turns: {
     id: string;

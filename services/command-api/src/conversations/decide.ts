@@ -46,6 +46,12 @@ export interface ConversationState {
     | { started: boolean; opted_out: boolean; needs_handoff: boolean; ai_paused_until: Date | null }
     | undefined;
   lead: Lead | undefined;
+  /**
+   * An opt-out was answered to Twilio and its decision is still queued (the inbound decider has not
+   * applied it yet): sends are refused as if `conversation.opted_out` were set. Only the send paths
+   * read it; deciding the inbound message itself must see the projected state alone.
+   */
+  optOutPending?: boolean;
 }
 
 /** The AI answers unless a manual message paused it and the pause has not ended (resume-ai or timeout). */
@@ -81,7 +87,7 @@ export function decideSendMessage(command: SendMessage, state: ConversationState
   if (account.status === 'deactivated') {
     throw conflict('account_deactivated', 'The account is deactivated; reactivate it to send messages.');
   }
-  if (conversation?.opted_out) {
+  if (conversation?.opted_out || state.optOutPending) {
     throw conflict(
       'lead_opted_out',
       'This number opted out (it texted STOP); it can opt back in with START.',

@@ -1,4 +1,4 @@
-import { notFound } from '@leadline/runtime';
+import { isOptedOut, notFound } from '@leadline/runtime';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { executeOnAccount, requireAccount } from '../accounts/account-stream';
 import { accountParams } from '../accounts/schemas';
@@ -88,7 +88,10 @@ export const conversationRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, de
       const { id, phone } = request.params;
       const messageId = newId();
       await executeOnAccount(commands, request, id, async (trx, account) => {
-        const state = await conversationState(trx, account, phone);
+        const state = {
+          ...(await conversationState(trx, account, phone)),
+          optOutPending: await isOptedOut(trx, account.id, phone),
+        };
         const command = {
           type: 'SendMessage' as const,
           message_id: messageId,

@@ -6,7 +6,7 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppDeps } from '../app';
 import { normalizePhone } from '../http/phone';
-import { receiveInboundSms } from './inbound';
+import { acceptInboundSms } from './inbound';
 import { inboundSmsForm, mediaOf, statusCallbackForm, statusCallbackQuery } from './schemas';
 
 const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>';
@@ -52,7 +52,8 @@ export const twilioRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =>
       );
       return reply.type('text/xml').send(EMPTY_TWIML);
     }
-    await receiveInboundSms(deps, {
+    // Kept as a raw fact and answered at once; the inbound decider does the rest (see inbound.ts).
+    await acceptInboundSms(deps, {
       phone,
       to: normalizePhone(form.To) ?? form.To,
       body: form.Body,
@@ -66,22 +67,14 @@ export const twilioRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =>
     '/twilio/status',
     { schema: { hide: true, body: statusCallbackForm, querystring: statusCallbackQuery } },
     async (request, reply) => {
-      const { MessageSid, MessageStatus, ErrorCode } = cleanForm(request.body);
+      const { MessageSid, MessageStatus, ErrorCode, To } = cleanForm(request.body);
       const query = cleanForm(request.query);
       const status = deliveryStatusOf(MessageStatus);
-      // The URL names our message; the SID finds it too when a callback comes without it.
-      const message = await db
-        .selectFrom('messages')
-        .innerJoin('accounts', 'accounts.id', 'messages.account_id')
-        .select(['messages.id', 'messages.phone', 'messages.account_id', 'accounts.partner_id'])
-        .where((eb) =>
-          query.message_id
-            ? eb('messages.id', '=', query.message_id)
-            : eb('messages.provider_message_id', '=', MessageSid),
-        )
-        .executeTakeFirst();
+      const message = await statusTarget(query, MessageSid, To);
       if (!message) throw notFound('message');
       if (status) {
+        // A plain fact: appended without waiting for the projector, so a lagging projector never
+        // turns a delivery report into an error Twilio gives up on.
         await commands.append({
           stream: { topic: 'account', accountId: message.account_id },
           context: {
@@ -102,9 +95,42 @@ export const twilioRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =>
               },
             },
           ],
+          readYourWrites: false,
         });
       }
       return reply.type('text/xml').send(EMPTY_TWIML);
     },
   );
+
+  /**
+   * The message a callback reports on. The URL we gave Twilio names our message and its account (the
+   * signature covers both), and the callback names the recipient: nothing to wait for. A callback
+   * without them (a URL given before accounts were named in it) is found by its SID in the read model.
+   */
+  async function statusTarget(
+    query: { message_id?: string | undefined; account_id?: string | undefined },
+    messageSid: string,
+    to: string | undefined,
+  ) {
+    const phone = to && (normalizePhone(to) ?? to);
+    if (query.message_id && query.account_id && phone) {
+      const account = await db
+        .selectFrom('accounts')
+        .select(['id', 'partner_id'])
+        .where('id', '=', query.account_id)
+        .executeTakeFirst();
+      if (account)
+        return { id: query.message_id, phone, account_id: account.id, partner_id: account.partner_id };
+    }
+    return db
+      .selectFrom('messages')
+      .innerJoin('accounts', 'accounts.id', 'messages.account_id')
+      .select(['messages.id', 'messages.phone', 'messages.account_id', 'accounts.partner_id'])
+      .where((eb) =>
+        query.message_id
+          ? eb('messages.id', '=', query.message_id)
+          : eb('messages.provider_message_id', '=', messageSid),
+      )
+      .executeTakeFirst();
+  }
 };

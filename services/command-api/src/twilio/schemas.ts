@@ -17,10 +17,16 @@ export const statusCallbackForm = z
     MessageSid: z.string().min(1),
     MessageStatus: z.string().min(1),
     ErrorCode: z.string().optional(),
+    /** The recipient: with `account_id` in the URL, the report needs no read model. */
+    To: z.string().optional(),
   })
   .catchall(z.string());
 
-export const statusCallbackQuery = z.object({ message_id: z.string().min(1).optional() });
+/** What we put in the status callback URL: our message and its account. */
+export const statusCallbackQuery = z.object({
+  message_id: z.string().min(1).max(100).optional(),
+  account_id: z.string().min(1).max(100).optional(),
+});
 
 /** The MMS attachments of an inbound message: MediaUrlN with MediaContentTypeN, N < NumMedia. */
 export function mediaOf(form: Record<string, string | number>, count: number) {

@@ -371,4 +371,35 @@ export const operationalMigrations: Record<string, Migration> = {
       await reserveExistingSlugs(db);
     },
   },
+  '0011_inbound_receipts': {
+    async up(db: Kysely<unknown>) {
+      await sql`
+        -- Inbound SMS are kept as raw facts first and decided later by the inbound decider. One row
+        -- per Twilio MessageSid across every account: the first account to claim a SID owns it, so
+        -- the same SID posted to two accounts is stored once. decided_at: the decision was made.
+        create table inbound_receipts (
+          message_sid text primary key,
+          account_id text not null,
+          received_at timestamptz not null,
+          decided_at timestamptz
+        );
+        create table inbound_decider_checkpoints (
+          topic text not null,
+          partition integer not null,
+          next_offset bigint not null,
+          updated_at timestamptz not null,
+          primary key (topic, partition)
+        );
+        -- An opt-out answered to Twilio but not yet decided: every send path refuses the number
+        -- until the decision (conversations.opted_out) is projected and the row removed.
+        create table opt_out_guards (
+          account_id text not null,
+          phone text not null,
+          message_sid text not null,
+          created_at timestamptz not null,
+          primary key (account_id, phone)
+        );
+      `.execute(db);
+    },
+  },
 };

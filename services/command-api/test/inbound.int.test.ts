@@ -1,0 +1,331 @@
+import { projections, startProjector, type RunningProjector } from '@leadline/projector';
+import { createDb, newUuid, type Database } from '@leadline/runtime';
+import { eventually, startFakeTwilio, twilioSignature, type FakeTwilio } from '@leadline/test-kit';
+import type { Kysely } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startInboundDecider } from '../src/twilio/inbound-decider';
+import { partnerClient, type PartnerClient } from './client';
+import { startSystem, type TestSystem } from './system';
+
+let system: TestSystem;
+let twilio: FakeTwilio;
+let acme: PartnerClient;
+let projectorDb: Kysely<Database>;
+let projector: RunningProjector | undefined;
+let deciderDb: Kysely<Database>;
+
+const startOurProjector = async () => {
+  projector = await startProjector({
+    ...system.services,
+    db: projectorDb,
+    groupId: system.projectorGroupId,
+    projections,
+  });
+};
+
+beforeAll(async () => {
+  twilio = await startFakeTwilio();
+  // The projector is this file's to stop; inbound SMS are answered as Twilio sees it, undecided.
+  system = await startSystem({
+    twilio,
+    gateway: true,
+    projector: false,
+    awaitInbound: false,
+    projectionWaitMs: 2000,
+  });
+  projectorDb = createDb(system.env.config.DATABASE_URL, { maxConnections: 4 });
+  deciderDb = createDb(system.env.config.DATABASE_URL, { maxConnections: 4 });
+  await startOurProjector();
+  acme = partnerClient(system.app, await system.createPartner('Acme CRM'));
+}, 60_000);
+afterAll(async () => {
+  await projector?.stop();
+  await system?.close();
+  await projectorDb?.destroy();
+  await deciderDb?.destroy();
+  await twilio?.close();
+});
+
+let sids = 0;
+const nextSid = () => `SM${String(++sids).padStart(8, '0')}${newUuid().replaceAll('-', '').slice(0, 24)}`;
+
+/** Posts an inbound SMS signed exactly as Twilio signs it; returns the answer and how long it took. */
+async function inboundSms(to: string, from: string, body: string, sid = nextSid()) {
+  const params = {
+    MessageSid: sid,
+    AccountSid: twilio.accountSid,
+    From: from,
+    To: to,
+    Body: body,
+    NumMedia: '0',
+  };
+  const started = performance.now();
+  const response = await system.app.inject({
+    method: 'POST',
+    url: '/twilio/sms',
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      'x-twilio-signature': twilioSignature(twilio.authToken, `${system.publicUrl}/twilio/sms`, params),
+    },
+    payload: new URLSearchParams(params).toString(),
+  });
+  return { status: response.statusCode, ms: performance.now() - started, sid };
+}
+
+async function newAccount(name = 'Sunrise Mortgage') {
+  const { status, body } = await acme.post('/accounts', { name });
+  expect(status).toBe(201);
+  return { id: body.id as string, number: body.phone_number as string };
+}
+
+const storedWithSid = async (sid: string) =>
+  system.services.db
+    .selectFrom('messages')
+    .select(['account_id', 'phone'])
+    .where('provider_message_id', '=', sid)
+    .execute();
+
+const optedOut = async (accountId: string, phone: string) =>
+  (
+    await system.services.db
+      .selectFrom('conversations')
+      .select('opted_out')
+      .where('account_id', '=', accountId)
+      .where('phone', '=', phone)
+      .executeTakeFirst()
+  )?.opted_out ?? false;
+
+/** A message some other path decided before the STOP was known (a sequence step), queued for the gateway. */
+async function queueSend(account: { id: string }, phone: string) {
+  const messageId = newUuid();
+  const partner = await system.services.db
+    .selectFrom('accounts')
+    .select('partner_id')
+    .where('id', '=', account.id)
+    .executeTakeFirstOrThrow();
+  await system.services.commands.append({
+    stream: { topic: 'account', accountId: account.id },
+    context: {
+      partnerId: partner.partner_id,
+      actor: { kind: 'system', service: 'sequencer' },
+      correlationId: messageId,
+    },
+    events: [
+      {
+        type: 'message.outbound_requested',
+        data: {
+          message_id: messageId,
+          phone,
+          body: 'Step 2: any questions?',
+          source: 'sequence',
+          sender_name: null,
+        },
+      },
+    ],
+    readYourWrites: false,
+  });
+  return messageId;
+}
+
+/** The gateway's verdict on a queued message, once it has one. */
+const settledByGateway = (messageId: string) =>
+  eventually(
+    async () => {
+      const row = await system.services.db
+        .selectFrom('sms_outbox')
+        .select('state')
+        .where('message_id', '=', messageId)
+        .executeTakeFirst();
+      return row?.state === 'sent' || row?.state === 'failed' ? row.state : undefined;
+    },
+    { timeoutMs: 60_000 },
+  );
+
+const sentTo = (phone: string) => twilio.messages.filter((message) => message.to === phone);
+
+describe('inbound SMS while the projector is stopped', () => {
+  it('answers every one of 100 (one of them STOP) and a delivery report at once, stores each once afterwards, and sends nothing to the number that opted out', async () => {
+    const account = await newAccount();
+    const stopper = '+15125556050';
+    expect((await acme.post(`/accounts/${account.id}/leads`, { phone: stopper })).status).toBe(201);
+
+    // A message sent before the lag, whose delivery report arrives during it.
+    const reported = '+15125556051';
+    await acme.post(`/accounts/${account.id}/leads`, { phone: reported });
+    const sent = await acme.post(`/accounts/${account.id}/conversations/${reported}/messages`, {
+      body: 'Your documents are in.',
+    });
+    expect(sent.status).toBe(200);
+    expect(await settledByGateway(sent.body.message_id)).toBe('sent');
+    const atTwilio = sentTo(reported)[0]!;
+
+    await projector!.stop();
+    projector = undefined;
+    // Twilio requests the URL it was given, without the fragment.
+    const callback = atTwilio.statusCallback!.slice(system.publicUrl.length).split('#')[0]!;
+    const report = {
+      MessageSid: atTwilio.sid,
+      MessageStatus: 'delivered',
+      AccountSid: twilio.accountSid,
+      To: reported,
+    };
+    const reportAnswer = await system.app.inject({
+      method: 'POST',
+      url: callback,
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-twilio-signature': twilioSignature(twilio.authToken, `${system.publicUrl}${callback}`, report),
+      },
+      payload: new URLSearchParams(report).toString(),
+    });
+    expect(reportAnswer.statusCode).toBe(200);
+    const answers: { status: number; ms: number; sid: string }[] = [];
+    let queued: string | undefined;
+    let manualDuringLag: { status: number; body: { code?: string } } | undefined;
+    // 100 messages over about 30 s, as a busy number receives them, from 100 phones; the 51st is a STOP.
+    for (let i = 0; i < 100; i++) {
+      const from = i === 50 ? stopper : `+1512555${String(7000 + i)}`;
+      answers.push(await inboundSms(account.number, from, i === 50 ? 'STOP' : `Message ${i}`));
+      if (i === 50) {
+        queued = await queueSend(account, stopper);
+        manualDuringLag = await acme.post(`/accounts/${account.id}/conversations/${stopper}/messages`, {
+          body: 'Did you get my last text?',
+        });
+      }
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+    const latencies = answers.map((answer) => answer.ms).sort((a, b) => a - b);
+    console.warn(
+      `inbound SMS with the projector stopped: ${answers.length} answered, median ${latencies[49]!.toFixed(1)} ms, ` +
+        `p99 ${latencies[98]!.toFixed(1)} ms, max ${latencies[99]!.toFixed(1)} ms`,
+    );
+    expect(answers.filter((answer) => answer.status !== 200)).toEqual([]);
+    // Deciding a send needs caught-up read models: refused, nothing written.
+    expect(manualDuringLag).toMatchObject({ status: 503, body: { code: 'projection_lagging' } });
+
+    await startOurProjector();
+    const stored = await eventually(
+      async () => {
+        const rows = await system.services.db
+          .selectFrom('messages')
+          .select('provider_message_id')
+          .where(
+            'provider_message_id',
+            'in',
+            answers.map((answer) => answer.sid),
+          )
+          .execute();
+        return rows.length === 100 ? rows : undefined;
+      },
+      { timeoutMs: 120_000, message: 'the 100 inbound SMS were never all stored' },
+    );
+    expect(new Set(stored.map((row) => row.provider_message_id)).size).toBe(100);
+    expect(await optedOut(account.id, stopper)).toBe(true);
+    await eventually(async () => {
+      const message = await system.services.db
+        .selectFrom('messages')
+        .select('status')
+        .where('id', '=', sent.body.message_id)
+        .executeTakeFirst();
+      return message?.status === 'delivered' ? true : undefined;
+    });
+
+    // The send queued behind the STOP was refused; a manual one is refused too.
+    expect(await settledByGateway(queued!)).toBe('failed');
+    const manual = await acme.post(`/accounts/${account.id}/conversations/${stopper}/messages`, {
+      body: 'Hello?',
+    });
+    expect(manual).toMatchObject({ status: 409, body: { code: 'lead_opted_out' } });
+    // Twilio got the STOP confirmation, and nothing else, for that number.
+    await eventually(async () => (sentTo(stopper).length > 0 ? true : undefined), { timeoutMs: 30_000 });
+    expect(sentTo(stopper).map((message) => message.body)).toEqual([
+      'Sunrise Mortgage: You are unsubscribed and will receive no more messages. Reply START to resubscribe.',
+    ]);
+  }, 240_000);
+});
+
+describe('an opt-out answered but not yet decided', () => {
+  it('refuses every send to the number from the moment Twilio is answered, until the decision takes over', async () => {
+    const account = await newAccount('Harbor Loans');
+    const phone = '+15125556060';
+    expect((await acme.post(`/accounts/${account.id}/leads`, { phone })).status).toBe(201);
+    // The decider is down: nothing about the STOP is decided yet.
+    await system.inboundDecider!.stop();
+
+    const stop = await inboundSms(account.number, phone, 'stop');
+    expect(stop.status).toBe(200);
+    expect(await optedOut(account.id, phone)).toBe(false);
+    const manual = await acme.post(`/accounts/${account.id}/conversations/${phone}/messages`, { body: 'Hi' });
+    expect(manual).toMatchObject({ status: 409, body: { code: 'lead_opted_out' } });
+    const queued = await queueSend(account, phone);
+    expect(await settledByGateway(queued)).toBe('failed');
+    expect(sentTo(phone)).toEqual([]);
+
+    const decider = await startInboundDecider({
+      ...system.services,
+      db: deciderDb,
+      clock: { now: () => new Date() },
+      newId: newUuid,
+      groupId: `${system.env.config.TOPIC_PREFIX}leadline.inbound-decider`,
+      guardSweepMs: 200,
+    });
+    try {
+      await system.inboundDecided(stop.sid, { timeoutMs: 60_000 });
+      expect(await optedOut(account.id, phone)).toBe(true);
+      // The read models say it now; the guard has served its purpose.
+      await eventually(async () => {
+        const guard = await system.services.db
+          .selectFrom('opt_out_guards')
+          .select('phone')
+          .where('account_id', '=', account.id)
+          .executeTakeFirst();
+        return guard ? undefined : true;
+      });
+      expect(
+        (await acme.post(`/accounts/${account.id}/conversations/${phone}/messages`, { body: 'Hi' })).body
+          .code,
+      ).toBe('lead_opted_out');
+
+      // Redelivered and posted to another account at the same moment: stored once, in one account.
+      const other = await newAccount('Other Lender');
+      const sid = nextSid();
+      const sender = '+15125556070';
+      const answers = await Promise.all([
+        inboundSms(account.number, sender, 'Is this Harbor?', sid),
+        inboundSms(other.number, sender, 'Is this Harbor?', sid),
+        inboundSms(account.number, sender, 'Is this Harbor?', sid),
+      ]);
+      expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200]);
+      await system.inboundDecided(sid, { timeoutMs: 60_000 });
+      // Every raw fact on the log has been through the decider.
+      await eventually(async () => {
+        const offsets = await system.services.admin.fetchTopicOffsets(system.services.topics.account);
+        const checkpoints = await system.services.db
+          .selectFrom('inbound_decider_checkpoints')
+          .select(['partition', 'next_offset'])
+          .execute();
+        return offsets.every(
+          (entry) =>
+            entry.high === '0' ||
+            checkpoints.some(
+              (row) => row.partition === entry.partition && BigInt(row.next_offset) >= BigInt(entry.high),
+            ),
+        )
+          ? true
+          : undefined;
+      });
+      const rows = await storedWithSid(sid);
+      expect(rows).toHaveLength(1);
+      const owner = rows[0]!.account_id;
+      const elsewhere = owner === account.id ? other.id : account.id;
+      expect((await acme.get(`/accounts/${owner}/leads/${sender}`)).status).toBe(200);
+      expect((await acme.get(`/accounts/${elsewhere}/leads/${sender}`)).status).toBe(404);
+      const { conversations } = (await acme.get(`/accounts/${elsewhere}/conversations`)).body;
+      expect(conversations.map((conversation: { phone: string }) => conversation.phone)).not.toContain(
+        sender,
+      );
+    } finally {
+      await decider.stop();
+    }
+  }, 180_000);
+});
