@@ -179,6 +179,7 @@ const consumerNames: Record<CheckpointTable, string> = {
   projection_checkpoints: 'projector',
   webhook_relay_checkpoints: 'webhook_relay',
   ai_agent_checkpoints: 'ai_agent',
+  inbound_decider_checkpoints: 'inbound_decider',
 };
 
 export interface RunningConsumer {

@@ -27,9 +27,13 @@ export interface ParkingPlace {
 export function parkedTableOf(checkpoints: CheckpointTable): ParkingPlace {
   if (checkpoints === 'projection_checkpoints')
     return { table: 'projection_parked_records', consumer: 'projector' };
-  if (checkpoints === 'inbound_decider_checkpoints')
-    return { table: 'parked_records', consumer: 'inbound_decider' };
-  return { table: 'parked_records', consumer: 'webhook_relay' };
+  // Each consumer parks under its own name: holds, retries and skips of one never touch another's.
+  const consumers: Record<Exclude<CheckpointTable, 'projection_checkpoints'>, string> = {
+    webhook_relay_checkpoints: 'webhook_relay',
+    ai_agent_checkpoints: 'ai_agent',
+    inbound_decider_checkpoints: 'inbound_decider',
+  };
+  return { table: 'parked_records', consumer: consumers[checkpoints] };
 }
 
 export const SMS_GATEWAY_PARKING: ParkingPlace = { table: 'parked_records', consumer: 'sms_gateway' };
