@@ -37,6 +37,10 @@ export const relayConfigSchema = infrastructureConfig
     /** Where partners reach the API: the base of signed document URLs in checklist webhooks. */
     PUBLIC_URL: z.url().default('http://127.0.0.1:8080'),
     WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
+    /** Attempts in flight to one webhook: a hanging or slow endpoint holds no more of the slots above. */
+    WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(2),
+    /** How long fanned-out events are kept for a webhook whose registration the read model shows late. */
+    WEBHOOK_BACKFILL_WINDOW_HOURS: z.coerce.number().positive().default(24),
     /** Bound on waiting for the projector after appending webhook.disabled / delivery_failed. */
     PROJECTION_WAIT_MS: z.coerce.number().int().positive().default(5000),
     /** Bound on each call to Kafka when writing: past it a write answers 503 event_log_unavailable. */

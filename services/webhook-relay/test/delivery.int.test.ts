@@ -10,6 +10,7 @@ import {
   type Harness,
   type Partner,
   type RelayInstance,
+  TEST_LEASE_MS,
 } from './harness';
 import { opensslHmacHex } from './receiver';
 
@@ -530,6 +531,9 @@ describe('relays that stop, restart and run side by side', () => {
     await doomed.stop().catch(() => undefined);
 
     harness.receiver.answer('/killed', { status: 200 });
+    // Its lease holds the delivery until it runs out; then any relay sends it again.
+    expect(await relay.dispatcher.drain()).toBe(0);
+    harness.clock.advance(TEST_LEASE_MS);
     await eventually(async () => ((await relay.dispatcher.drain()) > 0 ? true : undefined));
     const sent = harness.receiver.requests('/killed');
     expect(sent).toHaveLength(2);

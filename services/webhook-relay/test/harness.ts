@@ -22,6 +22,8 @@ import { startReceiver, type Receiver } from './receiver';
 
 /** Test timeout of one attempt: a hanging receiver fails fast; no assertion depends on it. */
 export const TEST_TIMEOUT_MS = 1500;
+/** How long a claimed delivery stays leased on the harness's (fake) clock. */
+export const TEST_LEASE_MS = 60_000;
 
 export interface RelayInstance {
   relay: RunningRelay | undefined;
@@ -58,6 +60,7 @@ export async function startHarness() {
       allowPrivateTargets?: boolean;
       retryDelaysSeconds?: readonly number[];
       concurrency?: number;
+      endpointConcurrency?: number;
       /** The relay's keys; the development key otherwise, as the command API in the harness uses. */
       secrets?: SecretBox;
     } = {},
@@ -78,6 +81,8 @@ export async function startHarness() {
       secrets: options.secrets ?? createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
       retryDelaysSeconds: options.retryDelaysSeconds ?? DEFAULT_RETRY_DELAYS_SECONDS,
       concurrency: options.concurrency ?? 4,
+      ...(options.endpointConcurrency !== undefined && { endpointConcurrency: options.endpointConcurrency }),
+      leaseMs: TEST_LEASE_MS,
       commands: system.services.commands,
     });
     const relay =
