@@ -131,16 +131,21 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const backfillWindowMs = deps.backfillWindowMs ?? 24 * 3600 * 1000;
   const reportError = deps.onError ?? ((error) => console.error('webhook-relay: dispatch failed', error));
 
+  /** The POSTs under way (one slot each) and, per webhook, how many of them go to it. */
   const inFlight = new Set<Promise<void>>();
+  const sendingTo = new Map<string, number>();
+  /** Outcomes being recorded: their deliveries stay leased until written. */
+  const writes = new Set<Promise<void>>();
   let attemptsSent = 0;
 
   /**
    * Leases up to `limit` due deliveries and returns them with their webhooks. Fair across webhooks:
    * every webhook with due deliveries gets its oldest few considered (a loose index scan over the
    * webhooks with pending deliveries, so one webhook's backlog is never scanned whole), at most
-   * `endpointConcurrency` minus what is already leased to it, and the first turn of every webhook
-   * goes before the second turn of any. The UPDATE re-checks the lease of each row it takes, so two
-   * relays claiming together never take the same delivery.
+   * `endpointConcurrency` minus what this relay is already sending to it, and the first turn of
+   * every webhook goes before the second turn of any. The UPDATE re-checks the lease of each row it
+   * takes, so two relays claiming together never take the same delivery. (The cap is per relay: a
+   * hanging endpoint holds at most `endpointConcurrency` slots of each relay.)
    */
   async function claim(limit: number): Promise<ClaimedRow[]> {
     const now = clock.now();
@@ -158,24 +163,26 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         from hooks where hooks.webhook_id is not null
       ),
       candidates as (
-        select c.id, h.webhook_id, c.next_attempt_at, c.turn
+        select c.id, h.webhook_id, c.next_attempt_at,
+          row_number() over (partition by h.webhook_id order by c.next_attempt_at)
+            + coalesce(busy.sending, 0) as turn
         from hooks h
+        left join unnest(${[...sendingTo.keys()]}::text[], ${[...sendingTo.values()]}::int[])
+          as busy(webhook_id, sending) on busy.webhook_id = h.webhook_id
         cross join lateral (
-          select count(*)::int as leased from webhook_deliveries l
-          where l.webhook_id = h.webhook_id and l.status = 'pending' and l.leased_until > ${now}
-        ) busy
-        cross join lateral (
-          select d.id, d.next_attempt_at, row_number() over (order by d.next_attempt_at, d.id) as turn
+          select d.id, d.next_attempt_at
           from webhook_deliveries d
           where d.webhook_id = h.webhook_id and d.status = 'pending' and d.next_attempt_at <= ${now}
             and (d.leased_until is null or d.leased_until <= ${now})
-          order by d.next_attempt_at, d.id
+          order by d.next_attempt_at
           limit ${endpointConcurrency}
         ) c
-        where h.webhook_id is not null and c.turn <= ${endpointConcurrency} - busy.leased
+        where h.webhook_id is not null
       ),
       picked as (
-        select id, webhook_id from candidates order by turn, next_attempt_at limit ${limit}
+        select id, webhook_id from candidates
+        where turn <= ${endpointConcurrency}
+        order by turn, next_attempt_at limit ${limit}
       )
       update webhook_deliveries d
       set leased_until = ${until}, claim_token = ${token}
@@ -321,7 +328,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
    * the same transaction the outbox rows and, for a webhook that answered 410, the cancellation of
    * its other pending deliveries.
    */
-  async function writeOutcomes(trx: Transaction<Database>, outcomes: Outcome[]): Promise<void> {
+  async function writeOutcomes(trx: Kysely<Database>, outcomes: Outcome[]): Promise<void> {
     const { rows: kept } = await sql<{ id: string }>`
       with v as (
         select * from unnest(
@@ -391,7 +398,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         const batch = pending.splice(0, 200);
         const outcomes = batch.map((entry) => entry.outcome);
         try {
-          await db.transaction().execute((trx) => writeOutcomes(trx, outcomes));
+          // Without outbox rows it is one statement: atomic on its own, one round trip.
+          if (outcomes.some((outcome) => outcome.outbox)) {
+            await db.transaction().execute((trx) => writeOutcomes(trx, outcomes));
+          } else {
+            await writeOutcomes(db, outcomes);
+          }
         } catch (error) {
           // One outcome that cannot be written must not take the others down with it.
           if (batch.length === 1) reportError(error);
@@ -419,13 +431,19 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     });
   }
 
+  /** Sends one claimed delivery; resolves when its slot is free, its outcome is recorded apart. */
   async function attempt(claimed: ClaimedRow): Promise<void> {
     const { url, active: _active, secret_ciphertext, ...delivery } = claimed;
     const attemptedAt = clock.now();
     const result = await send(delivery, { url: url!, secret_ciphertext: secret_ciphertext! }, attemptedAt);
-    await record(consequence(delivery, delivery.claim_token!, attemptedAt, result));
-    attemptsSent += 1;
-    if (outboxDirty) await flushOutbox().catch(reportError);
+    const written: Promise<void> = record(consequence(delivery, delivery.claim_token!, attemptedAt, result))
+      .then(async () => {
+        attemptsSent += 1;
+        if (outboxDirty) await flushOutbox();
+      })
+      .catch(reportError)
+      .finally(() => writes.delete(written));
+    writes.add(written);
   }
 
   /** Disabled or deleted since the event was fanned out: nothing more goes to it. */
@@ -444,7 +462,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
 
   /** Claims as many deliveries as there are free slots and starts them; returns how many started. */
   function fill(): Promise<number> {
-    claiming ??= (async () => {
+    if (claiming) return claiming;
+    const current = (async () => {
+      // Never synchronous to the end, so that `claiming` is cleared only after it was set.
+      await Promise.resolve();
       try {
         let started = 0;
         while (inFlight.size < concurrency) {
@@ -456,12 +477,17 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           await cancelOrphans(orphaned);
           for (const row of claimed) {
             if (orphaned.includes(row)) continue;
+            sendingTo.set(row.webhook_id, (sendingTo.get(row.webhook_id) ?? 0) + 1);
             const running: Promise<void> = attempt(row)
               .catch(reportError)
               .finally(() => {
                 inFlight.delete(running);
-                // A slot is free: whatever waits behind it goes now, not at the next poll.
-                if (loopRunning) wake();
+                const left = (sendingTo.get(row.webhook_id) ?? 1) - 1;
+                if (left > 0) sendingTo.set(row.webhook_id, left);
+                else sendingTo.delete(row.webhook_id);
+                // A slot is free: whatever waits behind it goes now, not at the next poll (once the
+                // other attempts ending in this turn have freed theirs too: one claim for all).
+                if (loopRunning) setImmediate(wake);
               });
             inFlight.add(running);
             started += 1;
@@ -472,7 +498,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         claiming = undefined;
       }
     })();
-    return claiming;
+    claiming = current;
+    return current;
   }
 
   /** Puts the outbox's facts on the log, oldest first; a fact whose append fails stays for the next pass. */
@@ -539,7 +566,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     await flushOutbox();
     for (;;) {
       const started = await fill();
-      if (started === 0 && inFlight.size === 0) break;
+      if (started === 0 && inFlight.size === 0) {
+        if (writes.size === 0) break;
+        await Promise.allSettled([...writes]);
+        continue;
+      }
       if (inFlight.size > 0) await Promise.race(inFlight);
     }
     await flushOutbox();
@@ -564,8 +595,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const at = next.rows[0]?.at;
     if (!at) return pollIntervalMs;
     const dueIn = new Date(at).getTime() - clock.now().getTime();
-    // Due but not claimable: held by the endpoint cap of another relay's leases; look again shortly.
-    if (dueIn <= 0) return inFlight.size > 0 ? pollIntervalMs : Math.min(200, pollIntervalMs);
+    // Due but not claimable: leased by another relay, whose record frees it; look again shortly.
+    if (dueIn <= 0) return Math.min(200, pollIntervalMs);
     return Math.min(pollIntervalMs, dueIn);
   }
 
@@ -574,7 +605,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     if (outboxDirty) await flushOutbox();
     await fill();
     if (wakeRequested) return;
-    const wait = await idleFor();
+    // While attempts are under way, each one's end wakes the loop; the next due time matters only
+    // once nothing is.
+    const wait = inFlight.size > 0 ? pollIntervalMs : await idleFor();
     if (wakeRequested) return;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
@@ -620,6 +653,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       await loop;
       // Attempts under way finish and are recorded: stopping sends nothing twice.
       await Promise.allSettled([...inFlight]);
+      await Promise.allSettled([...writes]);
     },
   };
 }

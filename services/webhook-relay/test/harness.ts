@@ -6,6 +6,7 @@ import {
   documentLinkKey,
   DEVELOPMENT_WEBHOOK_KEY,
   newUuid,
+  type CommandBus,
   type Database,
   type SecretBox,
 } from '@leadline/runtime';
@@ -61,6 +62,10 @@ export async function startHarness() {
       retryDelaysSeconds?: readonly number[];
       concurrency?: number;
       endpointConcurrency?: number;
+      /** The attempt timeout (TEST_TIMEOUT_MS otherwise). */
+      timeoutMs?: number;
+      /** Where webhook.disabled and delivery_failed go (the system's command bus otherwise). */
+      commands?: Pick<CommandBus, 'append'>;
       /** The relay's keys; the development key otherwise, as the command API in the harness uses. */
       secrets?: SecretBox;
     } = {},
@@ -70,7 +75,7 @@ export async function startHarness() {
     url.searchParams.set('application_name', applicationName);
     const db = createDb(url.toString(), { maxConnections: (options.concurrency ?? 4) + 2 });
     const client = createWebhookClient({
-      timeoutMs: TEST_TIMEOUT_MS,
+      timeoutMs: options.timeoutMs ?? TEST_TIMEOUT_MS,
       allowPrivateTargets: options.allowPrivateTargets ?? true,
       ca: receiver.ca,
     });
@@ -83,7 +88,7 @@ export async function startHarness() {
       concurrency: options.concurrency ?? 4,
       ...(options.endpointConcurrency !== undefined && { endpointConcurrency: options.endpointConcurrency }),
       leaseMs: TEST_LEASE_MS,
-      commands: system.services.commands,
+      commands: options.commands ?? system.services.commands,
     });
     const relay =
       options.consume === false
