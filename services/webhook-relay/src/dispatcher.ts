@@ -8,7 +8,7 @@ import type {
   SecretBox,
   WebhookDeliveryStatus,
 } from '@leadline/runtime';
-import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import { backfillNewWebhooks, pruneRelayedEvents } from './fan-out';
 import type { SendResult, WebhookClient } from './http-client';
 import { nextStep, parseRetryAfter, type AttemptOutcome } from './schedule';
@@ -520,16 +520,26 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       if (rows.length === 0) return;
       for (const row of rows) {
         const event = row.event as OutboxEvent['event'];
-        await commands.append({
-          stream: { topic: 'partner' },
-          context: {
-            partnerId: row.partner_id,
-            actor: { kind: 'system', service: 'webhook-relay' },
-            correlationId: row.correlation_id,
-            causationId: row.correlation_id,
-          },
-          events: [event],
-        });
+        await commands
+          .append({
+            stream: { topic: 'partner' },
+            context: {
+              partnerId: row.partner_id,
+              actor: { kind: 'system', service: 'webhook-relay' },
+              correlationId: row.correlation_id,
+              causationId: row.correlation_id,
+            },
+            events: [event],
+          })
+          .catch(async (error: unknown) => {
+            // Back to the queue at once: the next pass, here or in another relay, tries again.
+            await db
+              .updateTable('webhook_relay_outbox')
+              .set({ leased_until: null })
+              .where('id', '=', row.id)
+              .execute();
+            throw error;
+          });
         await db
           .updateTable('webhook_relay_outbox')
           .set({ appended_at: clock.now(), leased_until: null })

@@ -61,8 +61,7 @@ const dispatcher = createDispatcher({
   retryDelaysSeconds: config.WEBHOOK_RETRY_DELAYS,
   concurrency: config.WEBHOOK_CONCURRENCY,
   endpointConcurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY,
-  // An attempt takes at most the timeout; the margin covers recording it.
-  leaseMs: config.WEBHOOK_TIMEOUT_MS + 30_000,
+  leaseMs: config.WEBHOOK_LEASE_MS,
   backfillWindowMs: config.WEBHOOK_BACKFILL_WINDOW_HOURS * 3600_000,
   commands,
 });

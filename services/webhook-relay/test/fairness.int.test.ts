@@ -99,7 +99,7 @@ describe('one partner cannot hold up another', () => {
       const lateness = arrived.map(
         (request) => request.receivedAt - appendedAt.get(eventIdOf(request.body))!,
       );
-      console.log(
+      console.warn(
         `healthy partner beside a 30 s hang: ${lateness.length} deliveries, lateness p50 ${percentile(lateness, 50)} ms, ` +
           `p99 ${percentile(lateness, 99)} ms, max ${Math.max(...lateness)} ms (from before the append to arrival)`,
       );
