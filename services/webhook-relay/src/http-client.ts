@@ -27,7 +27,7 @@ export interface WebhookClientOptions {
   resolver?: Resolver;
 }
 
-const EXCERPT_BYTES = 2048;
+const EXCERPT_BYTES = 1024;
 /** Answers longer than this are not read to the end; the socket is dropped instead. */
 const MAX_READ_BYTES = 64 * 1024;
 

@@ -122,7 +122,7 @@ describe('one partner cannot hold up another', () => {
           expect(delivery.attempts).toHaveLength(1);
           const excerpt: string = delivery.attempts[0].response_excerpt;
           expect(excerpt.includes('\u0000')).toBe(false);
-          expect(excerpt.length).toBeLessThanOrEqual(2048);
+          expect(excerpt.length).toBeLessThanOrEqual(1024);
         }
       }
       const nulIds = harness.receiver.requests('/nul').map((request) => eventIdOf(request.body));
