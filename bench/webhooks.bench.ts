@@ -130,6 +130,7 @@ export async function benchWebhooks(): Promise<string> {
     concurrency: CONCURRENCY,
     // One receiver stands for every partner here: the per-webhook cap must not be what is measured.
     endpointConcurrency: CONCURRENCY,
+    attemptTimeoutMs: 10_000,
     commands: { append: async () => [] },
   });
   await insertAll(db, deliveries(webhookId, DELIVERIES, new Date(), 0));

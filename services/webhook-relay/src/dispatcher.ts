@@ -40,6 +40,11 @@ export interface DispatcherDeps {
    * deliveries are then due again, with the same delivery id.
    */
   leaseMs?: number;
+  /**
+   * The longest one attempt takes (the client's timeout): a claimed delivery that waited in this
+   * relay's queue until less than this is left of its lease is handed back instead of sent.
+   */
+  attemptTimeoutMs?: number;
   /** Appends webhook.disabled and webhook.delivery_failed to the partner topic. */
   commands: Pick<CommandBus, 'append'>;
   /**
@@ -104,6 +109,8 @@ interface Outcome {
     last_error: string | null;
   };
   outbox: OutboxEvent | undefined;
+  /** After a 410: this relay's queued deliveries of the webhook, cancelled with the others. */
+  dropped: ClaimedRow[];
 }
 
 const outcomeOf = (statusCode: number | null, retryAfter: number | null): AttemptOutcome => {
@@ -127,6 +134,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const concurrency = Math.max(1, deps.concurrency);
   const endpointConcurrency = Math.max(1, deps.endpointConcurrency ?? 2);
   const leaseMs = deps.leaseMs ?? 60_000;
+  const attemptTimeoutMs = Math.min(deps.attemptTimeoutMs ?? leaseMs / 2, leaseMs);
+  /** Claimed ahead of free slots, so an ending attempt's slot is taken without a round trip. */
+  const queueLimit = concurrency;
+  /** What one webhook may have claimed in this relay at once: sending, plus as many waiting. */
+  const perWebhookClaimed = 2 * endpointConcurrency;
   const pollIntervalMs = deps.pollIntervalMs ?? 5000;
   const backfillWindowMs = deps.backfillWindowMs ?? 24 * 3600 * 1000;
   const reportError = deps.onError ?? ((error) => console.error('webhook-relay: dispatch failed', error));
@@ -134,6 +146,14 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   /** The POSTs under way (one slot each) and, per webhook, how many of them go to it. */
   const inFlight = new Set<Promise<void>>();
   const sendingTo = new Map<string, number>();
+  /** Claimed deliveries waiting for a slot, oldest claim first, and how many per webhook. */
+  const queue: ClaimedRow[] = [];
+  const queuedFor = new Map<string, number>();
+  const bump = (counts: Map<string, number>, key: string, by: number) => {
+    const value = (counts.get(key) ?? 0) + by;
+    if (value > 0) counts.set(key, value);
+    else counts.delete(key);
+  };
   /** Outcomes being recorded: their deliveries stay leased until written. */
   const writes = new Set<Promise<void>>();
   let attemptsSent = 0;
@@ -142,7 +162,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
    * Leases up to `limit` due deliveries and returns them with their webhooks. Fair across webhooks:
    * every webhook with due deliveries gets its oldest few considered (a loose index scan over the
    * webhooks with pending deliveries, so one webhook's backlog is never scanned whole), at most
-   * `endpointConcurrency` minus what this relay is already sending to it, and the first turn of
+   * twice `endpointConcurrency` minus what this relay already holds of it (half may wait in the
+   * queue while the other half is sent), and the first turn of
    * every webhook goes before the second turn of any. The UPDATE re-checks the lease of each row it
    * takes, so two relays claiming together never take the same delivery. (The cap is per relay: a
    * hanging endpoint holds at most `endpointConcurrency` slots of each relay.)
@@ -151,6 +172,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const now = clock.now();
     const until = new Date(now.getTime() + leaseMs);
     const token = randomUUID();
+    const held = new Map(sendingTo);
+    for (const [webhookId, count] of queuedFor) bump(held, webhookId, count);
     const { rows } = await sql<ClaimedRow>`
       with recursive hooks(webhook_id) as (
         (select webhook_id from webhook_deliveries where status = 'pending' order by webhook_id limit 1)
@@ -167,7 +190,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           row_number() over (partition by h.webhook_id order by c.next_attempt_at)
             + coalesce(busy.sending, 0) as turn
         from hooks h
-        left join unnest(${[...sendingTo.keys()]}::text[], ${[...sendingTo.values()]}::int[])
+        left join unnest(${[...held.keys()]}::text[], ${[...held.values()]}::int[])
           as busy(webhook_id, sending) on busy.webhook_id = h.webhook_id
         cross join lateral (
           select d.id, d.next_attempt_at
@@ -175,13 +198,13 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           where d.webhook_id = h.webhook_id and d.status = 'pending' and d.next_attempt_at <= ${now}
             and (d.leased_until is null or d.leased_until <= ${now})
           order by d.next_attempt_at
-          limit ${endpointConcurrency}
+          limit ${perWebhookClaimed}
         ) c
         where h.webhook_id is not null
       ),
       picked as (
         select id, webhook_id from candidates
-        where turn <= ${endpointConcurrency}
+        where turn <= ${perWebhookClaimed}
         order by turn, next_attempt_at limit ${limit}
       )
       update webhook_deliveries d
@@ -319,7 +342,15 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         throw new Error(`Unknown step ${(unknownStep as { kind: string }).kind}`);
       }
     }
-    return { delivery, token, attemptedAt, result, row, outbox };
+    return {
+      delivery,
+      token,
+      attemptedAt,
+      result,
+      row,
+      outbox,
+      dropped: step.kind === 'gone' ? dropQueued(delivery.webhook_id) : [],
+    };
   }
 
   /**
@@ -363,7 +394,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       select id from updated`.execute(trx);
     const keptIds = new Set(kept.map((row) => row.id));
     const follow = outcomes.filter((o) => o.outbox && keptIds.has(o.delivery.id));
-    for (const { outbox, delivery } of follow) {
+    for (const { outbox, delivery, dropped } of follow) {
       await trx
         .insertInto('webhook_relay_outbox')
         .values({
@@ -381,7 +412,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         update webhook_deliveries set status = 'cancelled', next_attempt_at = null,
           completed_at = ${clock.now()}, last_error = 'Webhook disabled by a 410 answer'
         where webhook_id = ${delivery.webhook_id} and status = 'pending'
-          and (leased_until is null or leased_until <= ${clock.now()})`.execute(trx);
+          and (leased_until is null or leased_until <= ${clock.now()}
+               or claim_token = any(${dropped.map((row) => row.claim_token!)}::text[]))`.execute(trx);
     }
   }
 
@@ -459,17 +491,66 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   let claiming: Promise<number> | undefined;
+  /** Queued deliveries whose lease ran too short while they waited: handed back by the next fill. */
+  const stale: ClaimedRow[] = [];
 
-  /** Claims as many deliveries as there are free slots and starts them; returns how many started. */
+  function launch(row: ClaimedRow) {
+    bump(sendingTo, row.webhook_id, 1);
+    const running: Promise<void> = attempt(row)
+      .catch(reportError)
+      .finally(() => {
+        inFlight.delete(running);
+        bump(sendingTo, row.webhook_id, -1);
+        // The slot goes to the next waiting delivery at once; the loop then claims more.
+        startQueued();
+        if (loopRunning) setImmediate(wake);
+      });
+    inFlight.add(running);
+  }
+
+  /** Starts waiting deliveries while slots are free, skipping webhooks at their cap. */
+  function startQueued(): number {
+    let started = 0;
+    for (let i = 0; i < queue.length && inFlight.size < concurrency;) {
+      const row = queue[i]!;
+      if ((sendingTo.get(row.webhook_id) ?? 0) >= endpointConcurrency) {
+        i += 1;
+        continue;
+      }
+      queue.splice(i, 1);
+      bump(queuedFor, row.webhook_id, -1);
+      if (new Date(row.leased_until!).getTime() - clock.now().getTime() < attemptTimeoutMs) {
+        stale.push(row);
+        continue;
+      }
+      launch(row);
+      started += 1;
+    }
+    return started;
+  }
+
+  /** Hands claimed deliveries back (due again at once, for any relay). */
+  async function release(rows: ClaimedRow[]) {
+    if (rows.length === 0) return;
+    await sql`
+      update webhook_deliveries as d set leased_until = null, claim_token = null
+      from unnest(${rows.map((row) => row.id)}::text[], ${rows.map((row) => row.claim_token)}::text[])
+        as v(id, token)
+      where d.id = v.id and d.claim_token = v.token`.execute(db);
+  }
+
+  /**
+   * Starts what waits, then claims until the slots and the queue are full; returns how many started.
+   */
   function fill(): Promise<number> {
     if (claiming) return claiming;
     const current = (async () => {
       // Never synchronous to the end, so that `claiming` is cleared only after it was set.
       await Promise.resolve();
       try {
-        let started = 0;
-        while (inFlight.size < concurrency) {
-          const claimed = await claim(concurrency - inFlight.size);
+        let started = startQueued();
+        while (inFlight.size + queue.length < concurrency + queueLimit) {
+          const claimed = await claim(concurrency + queueLimit - inFlight.size - queue.length);
           if (claimed.length === 0) break;
           const orphaned = claimed.filter(
             (row) => row.url === null || row.secret_ciphertext === null || !row.active,
@@ -477,22 +558,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           await cancelOrphans(orphaned);
           for (const row of claimed) {
             if (orphaned.includes(row)) continue;
-            sendingTo.set(row.webhook_id, (sendingTo.get(row.webhook_id) ?? 0) + 1);
-            const running: Promise<void> = attempt(row)
-              .catch(reportError)
-              .finally(() => {
-                inFlight.delete(running);
-                const left = (sendingTo.get(row.webhook_id) ?? 1) - 1;
-                if (left > 0) sendingTo.set(row.webhook_id, left);
-                else sendingTo.delete(row.webhook_id);
-                // A slot is free: whatever waits behind it goes now, not at the next poll (once the
-                // other attempts ending in this turn have freed theirs too: one claim for all).
-                if (loopRunning) setImmediate(wake);
-              });
-            inFlight.add(running);
-            started += 1;
+            queue.push(row);
+            bump(queuedFor, row.webhook_id, 1);
           }
+          started += startQueued();
         }
+        await release(stale.splice(0));
         return started;
       } finally {
         claiming = undefined;
@@ -500,6 +571,16 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     })();
     claiming = current;
     return current;
+  }
+
+  /** A webhook that answered 410: what this relay holds of it in its queue goes nowhere. */
+  function dropQueued(webhookId: string): ClaimedRow[] {
+    const dropped = queue.filter((row) => row.webhook_id === webhookId);
+    for (const row of dropped) {
+      queue.splice(queue.indexOf(row), 1);
+      bump(queuedFor, row.webhook_id, -1);
+    }
+    return dropped;
   }
 
   /** Puts the outbox's facts on the log, oldest first; a fact whose append fails stays for the next pass. */
@@ -576,7 +657,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     await flushOutbox();
     for (;;) {
       const started = await fill();
-      if (started === 0 && inFlight.size === 0) {
+      if (started === 0 && inFlight.size === 0 && queue.length === 0) {
         if (writes.size === 0) break;
         await Promise.allSettled([...writes]);
         continue;
@@ -662,6 +743,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       wakeUp?.();
       await loop;
       // Attempts under way finish and are recorded: stopping sends nothing twice.
+      await claiming?.catch(() => undefined);
+      // What waited goes back at once: another relay need not wait for the leases to run out.
+      const waiting = queue.splice(0);
+      queuedFor.clear();
+      await release(waiting).catch(reportError);
       await Promise.allSettled([...inFlight]);
       await Promise.allSettled([...writes]);
     },

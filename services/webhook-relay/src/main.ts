@@ -62,6 +62,7 @@ const dispatcher = createDispatcher({
   concurrency: config.WEBHOOK_CONCURRENCY,
   endpointConcurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY,
   leaseMs: config.WEBHOOK_LEASE_MS,
+  attemptTimeoutMs: config.WEBHOOK_TIMEOUT_MS,
   backfillWindowMs: config.WEBHOOK_BACKFILL_WINDOW_HOURS * 3600_000,
   commands,
 });

@@ -88,6 +88,7 @@ export async function startHarness() {
       concurrency: options.concurrency ?? 4,
       ...(options.endpointConcurrency !== undefined && { endpointConcurrency: options.endpointConcurrency }),
       leaseMs: TEST_LEASE_MS,
+      attemptTimeoutMs: options.timeoutMs ?? TEST_TIMEOUT_MS,
       commands: options.commands ?? system.services.commands,
     });
     const relay =
