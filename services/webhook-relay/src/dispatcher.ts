@@ -549,8 +549,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       await Promise.resolve();
       try {
         let started = startQueued();
-        while (inFlight.size + queue.length < concurrency + queueLimit) {
-          const claimed = await claim(concurrency + queueLimit - inFlight.size - queue.length);
+        for (;;) {
+          const room = concurrency + queueLimit - inFlight.size - queue.length;
+          // While deliveries still wait here, claim in batches rather than one per ending attempt.
+          if (room <= 0 || (queue.length > 0 && room < Math.ceil(queueLimit / 4))) break;
+          const claimed = await claim(room);
           if (claimed.length === 0) break;
           const orphaned = claimed.filter(
             (row) => row.url === null || row.secret_ciphertext === null || !row.active,
