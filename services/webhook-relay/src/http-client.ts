@@ -54,6 +54,9 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
     ...(options.ca !== undefined && { ca: options.ca }),
   });
 
+  /** Requests under way, ended by `close` (a relay shutting down does not wait for a hanging receiver). */
+  const open = new Set<ReturnType<typeof https.request>>();
+
   async function post(url: string, headers: Record<string, string>, body: string): Promise<SendResult> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
@@ -88,6 +91,7 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        open.delete(request);
         resolve(result);
       };
       const payload = Buffer.from(body, 'utf8');
@@ -97,6 +101,7 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
         lookup: pinned,
         headers: { 'content-type': 'application/json', 'content-length': payload.length, ...headers },
       });
+      open.add(request);
       const timer = setTimeout(() => {
         request.destroy();
         settle(failure(`No answer within ${options.timeoutMs} ms`));
@@ -138,5 +143,11 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
     });
   }
 
-  return { post, close: () => agent.destroy() };
+  return {
+    post,
+    close: () => {
+      for (const request of open) request.destroy(new Error('The relay is shutting down'));
+      agent.destroy();
+    },
+  };
 }
