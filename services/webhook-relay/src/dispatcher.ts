@@ -491,6 +491,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   let claiming: Promise<number> | undefined;
+  /** Once stopping, nothing more starts; what waits goes back. */
+  let stopping = false;
   /** Queued deliveries whose lease ran too short while they waited: handed back by the next fill. */
   const stale: ClaimedRow[] = [];
 
@@ -511,6 +513,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   /** Starts waiting deliveries while slots are free, skipping webhooks at their cap. */
   function startQueued(): number {
     let started = 0;
+    if (stopping) return started;
     for (let i = 0; i < queue.length && inFlight.size < concurrency;) {
       const row = queue[i]!;
       if ((sendingTo.get(row.webhook_id) ?? 0) >= endpointConcurrency) {
@@ -552,7 +555,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         for (;;) {
           const room = concurrency + queueLimit - inFlight.size - queue.length;
           // While deliveries still wait here, claim in batches rather than one per ending attempt.
-          if (room <= 0 || (queue.length > 0 && room < Math.ceil(queueLimit / 4))) break;
+          if (stopping || room <= 0 || (queue.length > 0 && room < Math.ceil(queueLimit / 4))) break;
           const claimed = await claim(room);
           if (claimed.length === 0) break;
           const orphaned = claimed.filter(
@@ -742,6 +745,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       wake();
     },
     async stop() {
+      stopping = true;
       loopRunning = false;
       wakeUp?.();
       await loop;
