@@ -56,6 +56,7 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
 
   /** Requests under way, ended by `close` (a relay shutting down does not wait for a hanging receiver). */
   const open = new Set<ReturnType<typeof https.request>>();
+  let closed = false;
 
   async function post(url: string, headers: Record<string, string>, body: string): Promise<SendResult> {
     const started = performance.now();
@@ -68,6 +69,7 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
       responseExcerpt: null,
     });
 
+    if (closed) return failure('The relay is shutting down');
     const target = new URL(url);
     if (target.protocol !== 'https:') return failure('Only https:// URLs are delivered to');
     let resolved;
@@ -146,6 +148,7 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
   return {
     post,
     close: () => {
+      closed = true;
       for (const request of open) request.destroy(new Error('The relay is shutting down'));
       agent.destroy();
     },
