@@ -1,5 +1,6 @@
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
+import { cleanText } from '@leadline/events';
 import { resolveTarget, TargetRefusedError, type Resolver } from './ssrf';
 
 export interface SendResult {
@@ -8,7 +9,7 @@ export interface SendResult {
   error: string | null;
   retryAfter: string | undefined;
   durationMs: number;
-  /** The first KB of the answer body, for the deliveries log. */
+  /** The start of the answer body, decoded and made storable (no NUL, no lone surrogate). */
   responseExcerpt: string | null;
 }
 
@@ -31,6 +32,16 @@ const EXCERPT_BYTES = 1024;
 const MAX_READ_BYTES = 64 * 1024;
 
 /**
+ * What a receiver said, in a form every store accepts: its bytes are arbitrary (a NUL, megabytes of
+ * garbage, a multi-byte character cut at the excerpt's end), and one unstorable answer must never
+ * make the attempt's record fail, or the attempt would be sent again and again.
+ */
+export function storableExcerpt(bytes: Buffer): string | null {
+  const text = cleanText(new TextDecoder('utf-8', { fatal: false }).decode(bytes.subarray(0, EXCERPT_BYTES)));
+  return text.length > 0 ? text : null;
+}
+
+/**
  * POSTs over node:https to the one address the SSRF check approved: the host is resolved and checked
  * first, and the socket's `lookup` returns exactly that address, so a second DNS answer can never
  * choose another. SNI and the Host header still name the host, so certificates verify normally.
@@ -43,17 +54,22 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
     ...(options.ca !== undefined && { ca: options.ca }),
   });
 
+  /** Requests under way, ended by `close` (a relay shutting down does not wait for a hanging receiver). */
+  const open = new Set<ReturnType<typeof https.request>>();
+  let closed = false;
+
   async function post(url: string, headers: Record<string, string>, body: string): Promise<SendResult> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     const failure = (error: string): SendResult => ({
       statusCode: null,
-      error,
+      error: cleanText(error).slice(0, 500),
       retryAfter: undefined,
       durationMs: elapsed(),
       responseExcerpt: null,
     });
 
+    if (closed) return failure('The relay is shutting down');
     const target = new URL(url);
     if (target.protocol !== 'https:') return failure('Only https:// URLs are delivered to');
     let resolved;
@@ -77,6 +93,7 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        open.delete(request);
         resolve(result);
       };
       const payload = Buffer.from(body, 'utf8');
@@ -86,6 +103,7 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
         lookup: pinned,
         headers: { 'content-type': 'application/json', 'content-length': payload.length, ...headers },
       });
+      open.add(request);
       const timer = setTimeout(() => {
         request.destroy();
         settle(failure(`No answer within ${options.timeoutMs} ms`));
@@ -95,13 +113,13 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
         const chunks: Buffer[] = [];
         let read = 0;
         response.on('data', (chunk: Buffer) => {
+          if (read < EXCERPT_BYTES) chunks.push(chunk);
           read += chunk.length;
-          if (chunks.reduce((sum, part) => sum + part.length, 0) < EXCERPT_BYTES) chunks.push(chunk);
+          // Reading a short answer to its end keeps the connection for the next delivery.
           if (read > MAX_READ_BYTES) response.destroy();
         });
         const finish = () => {
           const status = response.statusCode ?? 0;
-          const excerpt = Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8');
           const ok = status >= 200 && status < 300;
           const retryAfter = response.headers['retry-after'];
           settle({
@@ -109,11 +127,14 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
             error: ok
               ? null
               : status >= 300 && status < 400
-                ? `Redirect to ${response.headers.location ?? '(no location)'} not followed`
+                ? cleanText(`Redirect to ${response.headers.location ?? '(no location)'} not followed`).slice(
+                    0,
+                    500,
+                  )
                 : `HTTP ${status}`,
             retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined,
             durationMs: elapsed(),
-            responseExcerpt: excerpt || null,
+            responseExcerpt: storableExcerpt(Buffer.concat(chunks)),
           });
         };
         response.on('end', finish);
@@ -124,5 +145,12 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
     });
   }
 
-  return { post, close: () => agent.destroy() };
+  return {
+    post,
+    close: () => {
+      closed = true;
+      for (const request of open) request.destroy(new Error('The relay is shutting down'));
+      agent.destroy();
+    },
+  };
 }

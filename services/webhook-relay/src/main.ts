@@ -16,7 +16,7 @@ import {
   serveServiceMetrics,
 } from '@leadline/runtime';
 import { relayConfigSchema } from './config';
-import { createDispatcher } from './dispatcher';
+import { createDispatcher, listenForDeliveries } from './dispatcher';
 import { createWebhookClient } from './http-client';
 import { startRelay } from './relay';
 
@@ -32,10 +32,10 @@ guardUnsafeSettings('webhook-relay', config.NODE_ENV, [
       ]
     : []),
 ]);
-// Each dispatcher worker holds a connection while its claimed deliveries are sent (at most one per
-// in-flight attempt); a few more serve the consumer.
+// No connection is held while a partner's endpoint answers: the dispatcher's claims, records and
+// outbox appends are short statements, the consumer's batches need one per partition at most.
 const infrastructure = await connectInfrastructure(config, 'leadline-webhook-relay', {
-  maxConnections: config.WEBHOOK_CONCURRENCY + 4,
+  maxConnections: 10,
 });
 const producer = createEventProducer(infrastructure.kafka);
 await producer.connect();
@@ -65,7 +65,17 @@ const dispatcher = createDispatcher({
   secrets: createSecretBox(config.WEBHOOK_ENCRYPTION_KEYS),
   retryDelaysSeconds: config.WEBHOOK_RETRY_DELAYS,
   concurrency: config.WEBHOOK_CONCURRENCY,
+  endpointConcurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY,
+  leaseMs: config.WEBHOOK_LEASE_MS,
+  attemptTimeoutMs: config.WEBHOOK_TIMEOUT_MS,
+  backfillWindowMs: config.WEBHOOK_BACKFILL_WINDOW_HOURS * 3600_000,
   commands,
+});
+// Any relay's fan-out (and a retry requested through the API) wakes every relay at once.
+const stopListening = await listenForDeliveries(listenerPool, () => dispatcher.wake());
+// A webhook just projected may need the events fanned out before it was visible.
+const unsubscribe = progress.subscribe((batch) => {
+  if (batch.some((entry) => entry.topic === infrastructure.topics.partner)) dispatcher.webhooksChanged();
 });
 const relay = await startRelay({
   ...infrastructure,
@@ -90,6 +100,8 @@ const metrics = await serveServiceMetrics(config, infrastructure.db);
 const shutdown = async () => {
   await metrics?.close();
   await relay.stop();
+  unsubscribe();
+  await stopListening();
   await dispatcher.stop();
   client.close();
   await progress.close();

@@ -1,4 +1,4 @@
-import type { DomainEvent, EventCodec, TopicNames } from '@leadline/events';
+import type { DomainEvent, EventCodec, TopicNames, WebhookEnvelope } from '@leadline/events';
 import {
   type DocumentLinks,
   advanceCheckpoint,
@@ -12,6 +12,7 @@ import {
 } from '@leadline/runtime';
 import { sql, type Insertable, type Kysely, type Transaction } from 'kysely';
 import type { Kafka } from 'kafkajs';
+import { queueDeliveries } from './fan-out';
 import { toWebhookEvent, type LeadNameFields } from './mapping';
 
 export type { PositionedEvent };
@@ -72,7 +73,7 @@ export async function relayBatch(
 ): Promise<number> {
   const last = records.at(-1);
   if (!last) return 0;
-  const { db, clock, newId } = deps;
+  const { db, clock } = deps;
   return db.transaction().execute(async (trx) => {
     const fresh = await freshRecords(
       trx,
@@ -91,8 +92,7 @@ export async function relayBatch(
       const leads = {
         get: (accountId: string, phone: string) => names.get(keyOf(accountId, phone)) ?? undefined,
       };
-      const mapped: { event: DomainEvent; webhookEvent: NonNullable<ReturnType<typeof toWebhookEvent>> }[] =
-        [];
+      const mapped: { event: DomainEvent; webhookEvent: WebhookEnvelope }[] = [];
       for (const event of events) {
         const webhookEvent = toWebhookEvent(event, leads, deps.documentLinks);
         if (webhookEvent) mapped.push({ event, webhookEvent });
@@ -118,7 +118,7 @@ export async function relayBatch(
         }
       }
       await saveLeadNames(trx, names, changedNames);
-      queued = await queueDeliveries(trx, mapped, clock.now(), newId);
+      queued = await queueDeliveries(trx, mapped, clock.now());
     }
 
     await advanceCheckpoint(trx, 'webhook_relay_checkpoints', topic, partition, last.offset, clock.now());
@@ -159,69 +159,6 @@ async function saveLeadNames(
         select * from unnest(${deletes.map((key) => key.account_id)}::text[], ${deletes.map((key) => key.phone)}::text[])
       )`.execute(trx);
   }
-}
-
-/**
- * Which webhooks receive an event: those of the event's partner that are active and subscribe to its
- * type when the relay processes it, and that existed when it happened (a new webhook does not receive
- * the history, so a relay catching up after downtime sends only what each webhook signed up for).
- */
-async function queueDeliveries(
-  trx: Transaction<Database>,
-  mapped: { event: DomainEvent; webhookEvent: NonNullable<ReturnType<typeof toWebhookEvent>> }[],
-  now: Date,
-  newId: NewId,
-): Promise<number> {
-  if (mapped.length === 0) return 0;
-  const partners = [...new Set(mapped.map(({ event }) => event.partner_id))];
-  const webhooks = await trx
-    .selectFrom('webhooks')
-    .select(['id', 'partner_id', 'events', 'created_at'])
-    .where('partner_id', 'in', partners)
-    .where('active', '=', true)
-    .execute();
-  if (webhooks.length === 0) return 0;
-
-  const rows: Insertable<Database['webhook_deliveries']>[] = [];
-  for (const { event, webhookEvent } of mapped) {
-    const occurredAt = new Date(event.occurred_at);
-    const targets = webhooks.filter(
-      (webhook) =>
-        webhook.partner_id === event.partner_id &&
-        webhook.events.includes(webhookEvent.type) &&
-        webhook.created_at <= occurredAt,
-    );
-    if (targets.length === 0) continue;
-    // Serialized once: these exact bytes are what every attempt sends and signs.
-    const body = JSON.stringify(webhookEvent);
-    for (const webhook of targets) {
-      rows.push({
-        id: newId(),
-        webhook_id: webhook.id,
-        partner_id: event.partner_id,
-        account_id: webhookEvent.account_id,
-        event_id: webhookEvent.id,
-        event_type: webhookEvent.type,
-        body,
-        status: 'pending',
-        next_attempt_at: now,
-        last_status_code: null,
-        last_error: null,
-        created_at: now,
-        completed_at: null,
-      });
-    }
-  }
-  let queued = 0;
-  for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
-    const result = await trx
-      .insertInto('webhook_deliveries')
-      .values(rows.slice(start, start + INSERT_CHUNK))
-      .onConflict((oc) => oc.columns(['webhook_id', 'event_id']).doNothing())
-      .executeTakeFirst();
-    queued += Number(result.numInsertedOrUpdatedRows ?? 0n);
-  }
-  return queued;
 }
 
 /**

@@ -1,7 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { DomainEvent } from '@leadline/events';
 import { eventually } from '@leadline/test-kit';
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   leadCreated,
@@ -10,6 +9,7 @@ import {
   type Harness,
   type Partner,
   type RelayInstance,
+  TEST_LEASE_MS,
 } from './harness';
 import { opensslHmacHex } from './receiver';
 
@@ -521,15 +521,16 @@ describe('relays that stop, restart and run side by side', () => {
 
     const interrupted = doomed.dispatcher.drain().catch((error: unknown) => error);
     await eventually(async () => (harness.receiver.requests('/killed').length === 1 ? true : undefined));
-    // The process dies: its database sessions end (releasing the row lock) and its sockets close.
-    await sql`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${doomed.applicationName}`.execute(
-      harness.system.services.db,
-    );
+    // The process dies: its leases stay, nothing it learns is recorded, its sockets close.
+    await doomed.db.destroy();
     doomed.client.close();
     expect(await interrupted).toBeInstanceOf(Error);
     await doomed.stop().catch(() => undefined);
 
     harness.receiver.answer('/killed', { status: 200 });
+    // Its lease holds the delivery until it runs out; then any relay sends it again.
+    expect(await relay.dispatcher.drain()).toBe(0);
+    harness.clock.advance(TEST_LEASE_MS);
     await eventually(async () => ((await relay.dispatcher.drain()) > 0 ? true : undefined));
     const sent = harness.receiver.requests('/killed');
     expect(sent).toHaveLength(2);

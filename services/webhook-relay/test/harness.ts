@@ -6,6 +6,7 @@ import {
   documentLinkKey,
   DEVELOPMENT_WEBHOOK_KEY,
   newUuid,
+  type CommandBus,
   type Database,
   type SecretBox,
 } from '@leadline/runtime';
@@ -22,6 +23,8 @@ import { startReceiver, type Receiver } from './receiver';
 
 /** Test timeout of one attempt: a hanging receiver fails fast; no assertion depends on it. */
 export const TEST_TIMEOUT_MS = 1500;
+/** How long a claimed delivery stays leased on the harness's (fake) clock. */
+export const TEST_LEASE_MS = 60_000;
 
 export interface RelayInstance {
   relay: RunningRelay | undefined;
@@ -58,6 +61,11 @@ export async function startHarness() {
       allowPrivateTargets?: boolean;
       retryDelaysSeconds?: readonly number[];
       concurrency?: number;
+      endpointConcurrency?: number;
+      /** The attempt timeout (TEST_TIMEOUT_MS otherwise). */
+      timeoutMs?: number;
+      /** Where webhook.disabled and delivery_failed go (the system's command bus otherwise). */
+      commands?: Pick<CommandBus, 'append'>;
       /** The relay's keys; the development key otherwise, as the command API in the harness uses. */
       secrets?: SecretBox;
     } = {},
@@ -67,7 +75,7 @@ export async function startHarness() {
     url.searchParams.set('application_name', applicationName);
     const db = createDb(url.toString(), { maxConnections: (options.concurrency ?? 4) + 2 });
     const client = createWebhookClient({
-      timeoutMs: TEST_TIMEOUT_MS,
+      timeoutMs: options.timeoutMs ?? TEST_TIMEOUT_MS,
       allowPrivateTargets: options.allowPrivateTargets ?? true,
       ca: receiver.ca,
     });
@@ -78,7 +86,10 @@ export async function startHarness() {
       secrets: options.secrets ?? createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
       retryDelaysSeconds: options.retryDelaysSeconds ?? DEFAULT_RETRY_DELAYS_SECONDS,
       concurrency: options.concurrency ?? 4,
-      commands: system.services.commands,
+      ...(options.endpointConcurrency !== undefined && { endpointConcurrency: options.endpointConcurrency }),
+      leaseMs: TEST_LEASE_MS,
+      attemptTimeoutMs: options.timeoutMs ?? TEST_TIMEOUT_MS,
+      commands: options.commands ?? system.services.commands,
     });
     const relay =
       options.consume === false

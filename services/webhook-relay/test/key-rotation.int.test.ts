@@ -44,12 +44,15 @@ const webhooks = {
   new: { path: '/new', secret: 'whsec_new_key_0123456789', id: '' },
 };
 
+let lastEventId = '';
+
 /** Appends a lead, waits until each webhook has its delivery queued, sends them with `box`'s relay. */
 async function deliverOneEventWith(secrets: SecretBox) {
   const dispatcher = await harness.startRelayInstance({ consume: false, secrets });
   const before = harness.receiver.requests().length;
   const phone = `+1512555${String(1000 + Math.floor(Math.random() * 9000))}`;
   const [event] = await harness.append(partner, [leadCreated(phone)]);
+  lastEventId = event!.id;
   await eventually(async () => {
     const rows = await harness.system.services.db
       .selectFrom('webhook_deliveries')
@@ -176,8 +179,7 @@ describe('rotating the webhook encryption key', () => {
       .selectFrom('webhook_deliveries')
       .select(['status', 'last_error'])
       .where('webhook_id', '=', webhooks.new.id)
-      .orderBy('created_at', 'desc')
-      .limit(1)
+      .where('event_id', '=', lastEventId)
       .execute();
     expect(attempt).toMatchObject({ status: 'pending' });
     expect(attempt!.last_error).toBeTruthy();

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { eventually } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deliveryIdOf } from '../src/fan-out';
 import { leadCreated, startHarness, type Harness } from './harness';
 
 let harness: Harness;
@@ -38,6 +39,8 @@ function startRelayProcess(): ChildProcess {
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
       WEBHOOK_RETRY_DELAYS: '1,1,1,1',
       WEBHOOK_TIMEOUT_MS: '3000',
+      // A killed relay's claims come back after this (real time).
+      WEBHOOK_LEASE_MS: '5000',
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -92,6 +95,58 @@ describe('the relay process', () => {
       expect(requests.length - log.attempts.length).toBeLessThanOrEqual(1);
       const times = log.attempts.map((attempt: { attempted_at: string }) => Date.parse(attempt.attempted_at));
       for (let i = 1; i < times.length; i++) expect(times[i] - times[i - 1]).toBeGreaterThanOrEqual(1000);
+    } finally {
+      await kill(relay);
+    }
+  });
+
+  it('killed with SIGKILL between the fan-out and the deliveries, delivers every event after a restart, each under one derived delivery id', async () => {
+    const partner = await harness.createPartner('Crash CRM');
+    // Until the kill, the receiver holds every request: the first deliveries are in flight, the others queued.
+    let up = false;
+    harness.receiver.answer('/crash', () => (up ? { status: 200 } : { status: 200, hang: true }));
+    const { body: webhook } = await partner.api.post('/webhooks', {
+      url: harness.receiver.url('/crash'),
+      events: ['lead.created'],
+      secret: 'whsec_crash_0123456789',
+    });
+
+    let relay = startRelayProcess();
+    try {
+      const events = await harness.append(
+        partner,
+        Array.from({ length: 5 }, (_, i) => leadCreated(`+1512559${String(1000 + i)}`)),
+      );
+      await eventually(async () => (harness.receiver.requests('/crash').length >= 1 ? true : undefined), {
+        timeoutMs: 60_000,
+        message: 'the relay never fanned out and sent',
+      });
+      await kill(relay);
+      up = true;
+
+      relay = startRelayProcess();
+      const log = await eventually(
+        async () => {
+          const { body } = await partner.api.get(`/webhooks/${webhook.id}/deliveries`);
+          const succeeded = body.deliveries.filter((d: { status: string }) => d.status === 'succeeded');
+          return succeeded.length === events.length ? body.deliveries : undefined;
+        },
+        { timeoutMs: 60_000, message: 'the restarted relay did not deliver every event' },
+      );
+      const requests = harness.receiver.requests('/crash');
+      for (const event of events) {
+        const expected = deliveryIdOf(event.id, webhook.id);
+        const carrying = requests.filter(
+          (request) => (JSON.parse(request.body.toString('utf8')) as { id: string }).id === event.id,
+        );
+        expect(carrying.length).toBeGreaterThanOrEqual(1);
+        expect(new Set(carrying.map((request) => request.headers['x-service-delivery-id']))).toEqual(
+          new Set([expected]),
+        );
+        expect(log.find((delivery: { event_id: string }) => delivery.event_id === event.id).id).toBe(
+          expected,
+        );
+      }
     } finally {
       await kill(relay);
     }

@@ -10,6 +10,8 @@ export interface ReceivedRequest {
   headers: Record<string, string | string[] | undefined>;
   /** The raw bytes as they arrived: what the signature must cover. */
   body: Buffer;
+  /** When the whole request had arrived (ms since the epoch, real time). */
+  receivedAt: number;
 }
 
 export interface Answer {
@@ -17,6 +19,10 @@ export interface Answer {
   headers?: Record<string, string>;
   /** Never answer (until the receiver closes). */
   hang?: boolean;
+  /** Answer only after this long. */
+  delayMs?: number;
+  /** The answer's body, byte for byte (a short text by default). */
+  body?: Buffer | string;
 }
 
 /** A self-signed certificate for 127.0.0.1 and localhost, made by openssl for this run only. */
@@ -62,6 +68,7 @@ export function selfSignedCertificate(): { key: string; cert: string } {
 export async function startReceiver(certificate = selfSignedCertificate()) {
   const requests: ReceivedRequest[] = [];
   const answers = new Map<string, (request: ReceivedRequest) => Answer>();
+  const timers = new Set<NodeJS.Timeout>();
   const server = https.createServer({ key: certificate.key, cert: certificate.cert }, (request, response) => {
     const chunks: Buffer[] = [];
     // A relay that dies mid-request resets the connection; that is the case under test, not an error.
@@ -69,12 +76,24 @@ export async function startReceiver(certificate = selfSignedCertificate()) {
     response.on('error', () => undefined);
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      const received = { path: request.url ?? '/', headers: request.headers, body: Buffer.concat(chunks) };
+      const received = {
+        path: request.url ?? '/',
+        headers: request.headers,
+        body: Buffer.concat(chunks),
+        receivedAt: Date.now(),
+      };
       requests.push(received);
       const answer = answers.get(received.path)?.(received) ?? { status: 200 };
       if (answer.hang) return;
-      response.writeHead(answer.status, answer.headers ?? {});
-      response.end(answer.status === 200 ? '{"received":true}' : `answer ${answer.status}`);
+      const respond = () => {
+        if (response.destroyed) return;
+        response.writeHead(answer.status, answer.headers ?? {});
+        response.end(
+          answer.body ?? (answer.status === 200 ? '{"received":true}' : `answer ${answer.status}`),
+        );
+      };
+      if (answer.delayMs === undefined) respond();
+      else timers.add(setTimeout(respond, answer.delayMs));
     });
   });
   server.on('clientError', (_error, socket) => socket.destroy());
@@ -88,6 +107,7 @@ export async function startReceiver(certificate = selfSignedCertificate()) {
       answers.set(path, typeof answer === 'function' ? answer : () => answer);
     },
     async close() {
+      for (const timer of timers) clearTimeout(timer);
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
     },

@@ -2,6 +2,7 @@ import type { DomainEvent } from '@leadline/events';
 import { connectInfrastructure, newUuid, type Infrastructure } from '@leadline/runtime';
 import { createTestEnvironment, fakeClock, type TestEnvironment } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deliveryIdOf } from '../src/fan-out';
 import { relayBatch, type PositionedEvent } from '../src/relay';
 import { leadCreated, statusChanged } from './harness';
 
@@ -80,6 +81,12 @@ describe('relaying a batch', () => {
     const once = await deliveries();
     expect(await relayBatch(deps(), 'topic', 0, batch)).toBe(0);
     expect(await deliveries()).toEqual(once);
+    // A relay that lost its checkpoint (a crash before it committed, a restore) fans the batch out
+    // again: the same delivery ids, derived from the event and the webhook, so nothing is queued twice.
+    await infrastructure.db.deleteFrom('webhook_relay_checkpoints').execute();
+    expect(await relayBatch(deps(), 'topic', 0, batch)).toBe(0);
+    expect(await deliveries()).toEqual(once);
+    for (const row of once) expect(row.id).toBe(deliveryIdOf(row.event_id, row.webhook_id));
     // The names follow the log inside the batch: before and after the rename.
     const names = once
       .filter((row) => row.event_type === 'lead.status_changed')

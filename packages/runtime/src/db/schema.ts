@@ -420,7 +420,32 @@ export interface OperationalTables {
     last_error: string | null;
     created_at: Timestamp;
     completed_at: Timestamp | null;
+    /** While a relay is sending it: the delivery is not due again before this. */
+    leased_until: ColumnType<Date | null, Date | null | undefined, Date | null>;
+    /** The claim of the relay holding the lease; its outcome is recorded only under that claim. */
+    claim_token: ColumnType<string | null, string | null | undefined, string | null>;
   };
+  /** webhook.disabled and webhook.delivery_failed decided by the relay, until they are on the log. */
+  webhook_relay_outbox: {
+    id: string;
+    partner_id: string;
+    correlation_id: string;
+    event: { type: string; data: unknown };
+    created_at: Timestamp;
+    leased_until: ColumnType<Date | null, Date | null | undefined, Date | null>;
+    appended_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  };
+  /** Webhook events the relay fanned out recently, for webhooks registered before but projected after. */
+  webhook_relay_events: {
+    event_id: string;
+    partner_id: string;
+    account_id: string | null;
+    event_type: string;
+    occurred_at: Timestamp;
+    body: string;
+    relayed_at: Timestamp;
+  };
+  webhook_relay_backfills: { webhook_id: string; done_at: Timestamp };
   webhook_delivery_attempts: {
     delivery_id: string;
     attempt: number;

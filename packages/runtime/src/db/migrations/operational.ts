@@ -121,6 +121,59 @@ export const operationalMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0011_webhook_relay_leases_outbox_backfill': {
+    async up(db: Kysely<unknown>) {
+      await sql`
+        -- A claimed delivery is leased, not locked: the claim commits before the POST, and a lease
+        -- that runs out (its relay died) makes the delivery due again.
+        alter table webhook_deliveries add column leased_until timestamptz, add column claim_token text;
+        create index webhook_deliveries_leased on webhook_deliveries (webhook_id)
+          where status = 'pending' and leased_until is not null;
+        create index webhook_deliveries_pending_webhook on webhook_deliveries (webhook_id, next_attempt_at)
+          where status = 'pending';
+        -- What the relay must still append to the log (webhook.disabled, webhook.delivery_failed),
+        -- written in the transaction that decided it, so a crash before the append loses nothing.
+        create table webhook_relay_outbox (
+          id text primary key,
+          partner_id text not null,
+          correlation_id text not null,
+          event jsonb not null,
+          created_at timestamptz not null,
+          leased_until timestamptz,
+          appended_at timestamptz
+        );
+        create index webhook_relay_outbox_pending on webhook_relay_outbox (created_at) where appended_at is null;
+        -- Every mapped webhook event the relay fanned out, kept for a while, so a webhook whose
+        -- registration reaches the read model after the fan-out still gets the events that followed it.
+        create table webhook_relay_events (
+          event_id text primary key,
+          partner_id text not null,
+          account_id text,
+          event_type text not null,
+          occurred_at timestamptz not null,
+          body text not null,
+          relayed_at timestamptz not null
+        );
+        create index webhook_relay_events_partner on webhook_relay_events (partner_id, occurred_at);
+        create index webhook_relay_events_relayed on webhook_relay_events (relayed_at);
+        -- Webhooks whose back-fill ran; a webhook not listed here is new to the relay.
+        create table webhook_relay_backfills (
+          webhook_id text primary key,
+          done_at timestamptz not null
+        );
+        -- Wakes every relay when deliveries are queued or re-queued (one notification per
+        -- transaction: Postgres folds identical ones), so none waits for a poll.
+        create function webhook_deliveries_notify() returns trigger language plpgsql as $$
+          begin perform pg_notify('leadline_webhook_deliveries', ''); return null; end
+        $$;
+        create trigger webhook_deliveries_queued after insert on webhook_deliveries
+          for each statement execute function webhook_deliveries_notify();
+        create trigger webhook_deliveries_requeued after update of status on webhook_deliveries
+          for each row when (new.status = 'pending' and old.status <> 'pending')
+          execute function webhook_deliveries_notify();
+      `.execute(db);
+    },
+  },
   '0003_messaging': {
     async up(db: Kysely<unknown>) {
       await sql`
