@@ -50,7 +50,7 @@ const appendOrder = [
   'message.outbound_requested',
   'lead.status_changed',
   'sequence.ai_step_requested',
-  'sequence.step_deferred',
+  'sequence.step_held',
   'sequence.step_sent',
   'sequence.step_skipped',
   'sequence.completed',
@@ -88,10 +88,10 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
   const onError = deps.onError ?? ((error) => console.error('sequencer:', error));
 
   /**
-   * One account's claimed steps: one lock, one wait, one append. Returns the steps deferred to the
-   * sending window, whose leases can go now. A step done keeps its lease until it runs out (the read
-   * models may not show it done yet, and the lease keeps it from being claimed again meanwhile); a
-   * step that did nothing (a stale claim, a lead gone) is looked at again only after its lease.
+   * One account's claimed steps: one lock, one wait, one append. Returns the steps held (the sending
+   * window, the lead's state's rules), whose leases can go now. A step done keeps its lease until it
+   * runs out (the read models may not show it done yet, and the lease keeps it from being claimed
+   * again meanwhile); a step that did nothing (a stale claim, a lead gone) is looked at again only after its lease.
    */
   async function decideAccountSteps(steps: readonly DueStep[]): Promise<DueStep[]> {
     const first = steps[0]!;
@@ -110,10 +110,12 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
           trx,
           first.account_id,
           steps.map((step) => step.enrollment_id),
+          now,
         );
         // Read models do not see this batch's own events: a lead messaged by one of its enrollments
         // is started and contacted for the next.
         const contacted = new Set<string>();
+        const sentInBatch = new Map<string, Date[]>();
         for (const step of steps) {
           const state = states.get(step.enrollment_id);
           if (state && contacted.has(state.enrollment!.phone)) {
@@ -130,12 +132,18 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
                 status: state.lead.status === 'new' ? 'contacted' : state.lead.status,
               };
           }
+          if (state)
+            state.sent = [...(state.sent ?? []), ...(sentInBatch.get(state.enrollment!.phone) ?? [])];
           const decided = state
             ? decideDueStep(state, step.step_order, { now, hourSeconds, messageId: newId() })
             : [];
-          if (decided.some((event) => event.type === 'message.outbound_requested'))
-            contacted.add(state!.enrollment!.phone);
-          if (decided.some((event) => event.type === 'sequence.step_deferred')) deferred.push(step);
+          if (decided.some((event) => event.type === 'message.outbound_requested')) {
+            const phone = state!.enrollment!.phone;
+            contacted.add(phone);
+            // A lead in two sequences gets both steps in one batch: the second counts the first.
+            sentInBatch.set(phone, [...(sentInBatch.get(phone) ?? []), now]);
+          }
+          if (decided.some((event) => event.type === 'sequence.step_held')) deferred.push(step);
           events.push(...decided);
         }
         return { events: byAppendOrder(events), result: deferred };
@@ -254,7 +262,7 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
         lockKeys: [`account:${event.account_id}`],
         consistency: 'partition',
         async decide(trx) {
-          const state = await stepState(trx, enrollment_id);
+          const state = await stepState(trx, enrollment_id, clock.now());
           const events = state
             ? decideAiStepOutcome(state, step_order, decided, { now: clock.now(), hourSeconds })
             : [];

@@ -63,6 +63,7 @@ export const eventCatalog = [
   ai.contextUrlDeleted,
   sequences.sequenceAiStepRequested,
   sequences.sequenceAiStepFailed,
+  sequences.sequenceStepHeld,
   webhooks.webhookCreated,
   webhooks.webhookUpdated,
   webhooks.webhookDeleted,
