@@ -50,9 +50,10 @@ const appendOrder = [
   'message.outbound_requested',
   'lead.status_changed',
   'sequence.ai_step_requested',
-  'sequence.step_held',
   'sequence.step_sent',
   'sequence.step_skipped',
+  // After the step done: a hold of the next step it scheduled applies to the step it moved to.
+  'sequence.step_held',
   'sequence.completed',
 ];
 const byAppendOrder = (events: NewEvent[]) =>
@@ -143,7 +144,9 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
             // A lead in two sequences gets both steps in one batch: the second counts the first.
             sentInBatch.set(phone, [...(sentInBatch.get(phone) ?? []), now]);
           }
-          if (decided.some((event) => event.type === 'sequence.step_held')) deferred.push(step);
+          const held = (event: NewEvent) =>
+            event.type === 'sequence.step_held' && event.data.step_order === step.step_order;
+          if (decided.some(held)) deferred.push(step);
           events.push(...decided);
         }
         return { events: byAppendOrder(events), result: deferred };

@@ -162,37 +162,32 @@ const refOf = (enrollment: Enrollment) => ({
 });
 
 /**
- * What follows a step that was done (sent or skipped) at `now`: the next step's due time, or
- * completion. `sentNow` when the step's message went out now (it counts toward the state's cap).
+ * What follows a step that was done (sent or skipped) at `now`: the next step's due time, with its
+ * hold when a rule moved it (the window, the lead's state's law), or completion. `sentNow` when the
+ * step's message went out now (it counts toward the state's cap).
  */
 function afterStep(state: StepState, enrollment: Enrollment, schedule: Schedule, sentNow: boolean) {
   const next = enrollment.current_step + 1;
   const nextStep = state.steps[next];
-  const sent = [...(state.sent ?? []), ...(sentNow ? [schedule.now] : [])];
-  const nextStepAt = nextStep
-    ? stepDueAt(
-        schedule.now,
-        nextStep.delay_hours,
-        enrollment.phone,
-        state.account.sending_window,
-        schedule.hourSeconds,
-        sent,
-      ).toISOString()
-    : null;
-  const completion: NewEvent[] = nextStep
-    ? []
-    : [
-        {
-          type: 'sequence.completed',
-          data: {
-            ...refOf(enrollment),
-            lead_name: state.lead?.name ?? null,
-            sequence_name: enrollment.sequence_name,
-            total_steps: enrollment.total_steps,
-          },
-        },
-      ];
-  return { nextStepAt, completion };
+  if (nextStep) {
+    const sent = [...(state.sent ?? []), ...(sentNow ? [schedule.now] : [])];
+    const due = new Date(schedule.now.getTime() + nextStep.delay_hours * schedule.hourSeconds * 1000);
+    const hold = stepHold(due, enrollment.phone, state.account.sending_window, sent);
+    return {
+      nextStepAt: (hold?.next_allowed_at ?? due).toISOString(),
+      following: hold ? [heldEvent({ ...refOf(enrollment), step_order: next }, 'due', hold)] : [],
+    };
+  }
+  const completion: NewEvent = {
+    type: 'sequence.completed',
+    data: {
+      ...refOf(enrollment),
+      lead_name: state.lead?.name ?? null,
+      sequence_name: enrollment.sequence_name,
+      total_steps: enrollment.total_steps,
+    },
+  };
+  return { nextStepAt: null, following: [completion] };
 }
 
 /** The audit record of a held step. */
@@ -248,10 +243,10 @@ export function decideDueStep(
   const hold = stepHold(now, enrollment.phone, account.sending_window, state.sent);
   if (hold) return [heldEvent(ref, 'due', hold)];
   if (step.skip_if_replied && enrollment.replied) {
-    const { nextStepAt, completion } = afterStep(state, enrollment, schedule, false);
+    const { nextStepAt, following } = afterStep(state, enrollment, schedule, false);
     return [
       { type: 'sequence.step_skipped', data: { ...ref, reason: 'replied', next_step_at: nextStepAt } },
-      ...completion,
+      ...following,
     ];
   }
   const stepRef = {
@@ -281,14 +276,14 @@ export function decideDueStep(
     { account, conversation: state.conversation, lead },
     now,
   );
-  const { nextStepAt, completion } = afterStep(state, enrollment, schedule, true);
+  const { nextStepAt, following } = afterStep(state, enrollment, schedule, true);
   return [
     ...sent,
     {
       type: 'sequence.step_sent',
       data: { ...ref, message_id: schedule.messageId, next_step_at: nextStepAt },
     },
-    ...completion,
+    ...following,
   ];
 }
 
@@ -314,7 +309,7 @@ export function decideAiStepOutcome(
     return [];
   const ref = { ...refOf(enrollment), step_order: stepOrder };
   // The AI's message is on the log before this answer is decided: `state.sent` counts it already.
-  const { nextStepAt, completion } = afterStep(state, enrollment, schedule, false);
+  const { nextStepAt, following } = afterStep(state, enrollment, schedule, false);
   const done: NewEvent =
     outcome.kind === 'sent'
       ? {
@@ -322,7 +317,7 @@ export function decideAiStepOutcome(
           data: { ...ref, message_id: outcome.message_id, next_step_at: nextStepAt },
         }
       : { type: 'sequence.step_skipped', data: { ...ref, reason: 'ai_failed', next_step_at: nextStepAt } };
-  return [done, ...completion];
+  return [done, ...following];
 }
 
 export interface EnrollState {
@@ -379,14 +374,9 @@ export function decideEnroll(
   }
   const action = enrollment ? 'reactivated' : 'enrolled';
   const first = sequence.steps[0]!;
-  const dueAt = stepDueAt(
-    schedule.now,
-    first.delay_hours,
-    lead.phone,
-    account.sending_window,
-    schedule.hourSeconds,
-    state.sent,
-  );
+  const due = new Date(schedule.now.getTime() + first.delay_hours * schedule.hourSeconds * 1000);
+  const hold = stepHold(due, lead.phone, account.sending_window, state.sent);
+  const dueAt = hold?.next_allowed_at ?? due;
   const enrolled: Enrollment = {
     id: command.enrollment_id,
     sequence_id: sequence.id,
@@ -416,6 +406,21 @@ export function decideEnroll(
       },
     },
   ];
+  if (hold) {
+    events.push(
+      heldEvent(
+        {
+          enrollment_id: enrolled.id,
+          sequence_id: sequence.id,
+          lead_id: lead.lead_id,
+          phone: lead.phone,
+          step_order: 0,
+        },
+        'due',
+        hold,
+      ),
+    );
+  }
   if (dueAt.getTime() > schedule.now.getTime()) {
     return { events, result: { action, message_sent: false, next_step_at: dueAt.toISOString() } };
   }

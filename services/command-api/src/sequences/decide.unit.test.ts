@@ -166,7 +166,11 @@ describe('decideDueStep', () => {
       { phone: miami, total_steps: 3 },
     );
     const events = decideDueStep(state, 1, schedule);
-    expect(events.find((event) => event.type === 'sequence.step_sent')?.data).toMatchObject({
+    expect(types(events)).toEqual(['message.outbound_requested', 'sequence.step_sent', 'sequence.step_held']);
+    expect(events[1]!.data).toMatchObject({ next_step_at: '2026-03-03T13:00:00.000Z' });
+    expect(events[2]!.data).toMatchObject({
+      step_order: 2,
+      reason: 'frequency_cap',
       next_step_at: '2026-03-03T13:00:00.000Z',
     });
   });
