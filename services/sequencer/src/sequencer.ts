@@ -38,7 +38,14 @@ export interface RunningSequencer {
 }
 
 const SERVICE = 'sequencer';
-const STEPS_PER_APPEND = 100;
+/**
+ * What one append of decided steps may hold: its records must fit one record batch of the log (1 MB
+ * by default). Steps are decided until their events pass this, so short messages go many to an
+ * append and the longest messages and AI instructions fewer.
+ */
+const APPEND_BUDGET_BYTES = 512 * 1024;
+/** An event's envelope (ids, actor, times, headers) beside its data, rounded up. */
+const ENVELOPE_BYTES = 600;
 
 /**
  * The order the events of a claimed batch are appended in: by type, each step's own events keeping
@@ -89,12 +96,16 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
   const onError = deps.onError ?? ((error) => console.error('sequencer:', error));
 
   /**
-   * One account's claimed steps: one lock, one wait, one append. Returns the steps held (the sending
-   * window, the lead's state's rules), whose leases can go now. A step done keeps its lease until it
+   * One account's claimed steps: one lock, one wait, one append. Returns the steps to claim again
+   * soon: the ones held (the sending window, the lead's state's rules) and the ones left for the
+   * next append (`undecided`, past the append's size budget). A step done keeps its lease until it
    * runs out (the read models may not show it done yet, and the lease keeps it from being claimed
-   * again meanwhile); a step that did nothing (a stale claim, a lead gone) is looked at again only after its lease.
+   * again meanwhile); a step that did nothing (a stale claim, a lead gone) is looked at again only
+   * after its lease.
    */
-  async function decideAccountSteps(steps: readonly DueStep[]): Promise<DueStep[]> {
+  async function decideAccountSteps(
+    steps: readonly DueStep[],
+  ): Promise<{ release: DueStep[]; undecided: number }> {
     const first = steps[0]!;
     const { result } = await commands.execute({
       stream: { topic: 'account', accountId: first.account_id },
@@ -106,6 +117,8 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
       async decide(trx) {
         const events: NewEvent[] = [];
         const deferred: DueStep[] = [];
+        let undecided = 0;
+        let bytes = 0;
         const now = clock.now();
         const states = await accountStepStates(
           trx,
@@ -117,7 +130,13 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
         // is started and contacted for the next.
         const contacted = new Set<string>();
         const sentInBatch = new Map<string, Date[]>();
-        for (const step of steps) {
+        for (const [index, step] of steps.entries()) {
+          if (bytes > APPEND_BUDGET_BYTES) {
+            // The rest go in the next append, claimed again at once.
+            deferred.push(...steps.slice(index));
+            undecided = steps.length - index;
+            break;
+          }
           const state = states.get(step.enrollment_id);
           if (state && contacted.has(state.enrollment!.phone)) {
             state.conversation = {
@@ -148,8 +167,9 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
             event.type === 'sequence.step_held' && event.data.step_order === step.step_order;
           if (decided.some(held)) deferred.push(step);
           events.push(...decided);
+          for (const event of decided) bytes += ENVELOPE_BYTES + JSON.stringify(event.data).length;
         }
-        return { events: byAppendOrder(events), result: deferred };
+        return { events: byAppendOrder(events), result: { release: deferred, undecided } };
       },
     });
     return result;
@@ -169,38 +189,61 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
   /** Accounts appended to in the running tick, with a partner to stamp a no-op command with. */
   const touched = new Map<string, string>();
 
+  /**
+   * Accounts a worker of this process is deciding. One account's decisions queue on its lock and
+   * each waits for the projector to show the one before; workers claiming other accounts meanwhile
+   * keep the log and the projector busy instead of queueing behind one account.
+   */
+  const busy = new Set<string>();
+  let claiming: Promise<unknown> = Promise.resolve();
+
+  /** Claims a batch (one worker at a time, so each sees the accounts the others took). */
+  function claim(): Promise<DueStep[]> {
+    const claimed = claiming.then(async () => {
+      const steps = await claimDueSteps(db, clock.now(), leaseMs, batchSize, [...busy]);
+      for (const step of steps) busy.add(step.account_id);
+      return steps;
+    });
+    claiming = claimed.catch(() => undefined);
+    return claimed;
+  }
+
   /** Claims and decides due steps until none is left; each worker claims its own batches. */
   async function work(): Promise<number> {
     let total = 0;
     for (;;) {
-      const claimed = await claimDueSteps(db, clock.now(), leaseMs, batchSize).catch((error: unknown) => {
+      let undecided = 0;
+      const claimed = await claim().catch((error: unknown) => {
         // Claiming failed (the database is unavailable, or lost a race): the next tick tries again.
         onError(error);
-        return [];
+        return [] as DueStep[];
       });
       total += claimed.length;
       const byAccount = new Map<string, DueStep[]>();
       for (const step of claimed)
         byAccount.set(step.account_id, [...(byAccount.get(step.account_id) ?? []), step]);
-      // One append per chunk: its records must fit one record batch of the log (1 MB by default),
-      // and a step with the longest message and instructions is a few kilobytes of events.
-      const chunks = [...byAccount.values()].flatMap((steps) =>
-        Array.from({ length: Math.ceil(steps.length / STEPS_PER_APPEND) }, (_, index) =>
-          steps.slice(index * STEPS_PER_APPEND, (index + 1) * STEPS_PER_APPEND),
-        ),
-      );
-      for (const steps of chunks) {
-        touched.set(steps[0]!.account_id, steps[0]!.partner_id);
-        try {
-          await releaseLeases(db, await decideAccountSteps(steps));
-        } catch (error) {
-          // Nothing was appended (the log or the read models were unavailable): the leases run
-          // out and the steps are claimed again.
-          onError(error);
+      // One append per account's claimed steps, each as many as fit the append's budget.
+      const chunks = [...byAccount.values()];
+      try {
+        for (const steps of chunks) {
+          touched.set(steps[0]!.account_id, steps[0]!.partner_id);
+          try {
+            const decided = await decideAccountSteps(steps);
+            await releaseLeases(db, decided.release);
+            undecided += decided.undecided;
+          } catch (error) {
+            // Nothing was appended (the log or the read models were unavailable): the leases run
+            // out and the steps are claimed again.
+            onError(error);
+          }
         }
+      } finally {
+        for (const accountId of byAccount.keys()) busy.delete(accountId);
       }
-      // A full batch means more may be due; a partial one was everything due.
-      if (claimed.length < batchSize) return total;
+      // A full batch means more may be due; a partial one was everything due (but for the accounts
+      // other workers hold, which they claim again when done).
+      if (claimed.length < batchSize && undecided === 0) return total;
+      total -= undecided;
     }
   }
 
