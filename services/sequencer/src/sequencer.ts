@@ -43,9 +43,9 @@ const SERVICE = 'sequencer';
  * by default). Steps are decided until their events pass this, so short messages go many to an
  * append and the longest messages and AI instructions fewer.
  */
-const APPEND_BUDGET_BYTES = 512 * 1024;
+const APPEND_BUDGET_BYTES = 640 * 1024;
 /** An event's envelope (ids, actor, times, headers) beside its data, rounded up. */
-const ENVELOPE_BYTES = 600;
+const ENVELOPE_BYTES = 500;
 
 /**
  * The order the events of a claimed batch are appended in: by type, each step's own events keeping
@@ -167,7 +167,8 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
             event.type === 'sequence.step_held' && event.data.step_order === step.step_order;
           if (decided.some(held)) deferred.push(step);
           events.push(...decided);
-          for (const event of decided) bytes += ENVELOPE_BYTES + JSON.stringify(event.data).length;
+          for (const event of decided)
+            bytes += ENVELOPE_BYTES + Buffer.byteLength(JSON.stringify(event.data));
         }
         return { events: byAppendOrder(events), result: { release: deferred, undecided } };
       },
