@@ -2,8 +2,11 @@ import {
   aiPaused,
   conversationState,
   composeSystemPrompt,
+  DEFAULT_SENDING_WINDOW,
   keywordOf,
   loadPromptInput,
+  proactiveSends,
+  stepHold,
 } from '@leadline/command-api';
 import { ai, type DomainEvent, type EventCodec, type TopicNames } from '@leadline/events';
 import {
@@ -206,11 +209,15 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
   ): Promise<{ state: AiTurnState; account: { id: string; company_name: string } } | undefined> {
     const account = await reader
       .selectFrom('accounts')
-      .select(['id', 'status', 'company_name', 'ai_pause_minutes'])
+      .select(['id', 'status', 'company_name', 'ai_pause_minutes', 'sending_window'])
       .where('id', '=', turn.account_id)
       .executeTakeFirst();
     if (!account) return undefined;
     const now = clock.now();
+    const window = account.sending_window ?? DEFAULT_SENDING_WINDOW;
+    const sent = turn.step
+      ? (await proactiveSends(reader, account.id, window, [turn.phone], now)).get(turn.phone)
+      : undefined;
     const [conversation, handled, today, requirements] = await Promise.all([
       conversationState(reader, account, turn.phone),
       keys.length === 0
@@ -254,6 +261,7 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
         aiMessagesToday: Number(today.count),
         requirements,
         collected: new Set(collected.map((row) => row.requirement_id)),
+        stepHold: turn.step ? stepHold(now, turn.phone, window, sent) : null,
       },
     };
   }
@@ -320,8 +328,9 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
   }
 
   /**
-   * Records the turn under the account's lock. Returns false when there was nothing to decide yet: the
-   * pre-check read read models that had not caught up, so the model was not asked when it should be.
+   * Records the turn under the account's lock. `recorded` is false when there was nothing to decide yet:
+   * the pre-check read read models that had not caught up, so the model was not asked when it should
+   * be. `heldUntil` is set when a sequence step's message was held by the sending window.
    */
   async function record(
     turn: TurnRow,
@@ -346,7 +355,7 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
       readYourWrites: false,
       decide: async (trx) => {
         const loaded = await loadState(trx, turn, keys);
-        if (!loaded) return { events: [], result: true };
+        if (!loaded) return { events: [], result: { recorded: true, heldUntil: null } };
         const aiTurn: AiTurn = {
           phone: turn.phone,
           message_ids: messageIds,
@@ -358,7 +367,14 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
           maxMessagesPerDay: deps.maxMessagesPerLeadPerDay,
         };
         const events = decideAiTurn(aiTurn, loaded.state, clock.now());
-        return { events, result: events.length > 0 || loaded.state.handled };
+        const held = events.find((event) => event.type === 'sequence.step_held');
+        return {
+          events,
+          result: {
+            recorded: events.length > 0 || loaded.state.handled,
+            heldUntil: held?.type === 'sequence.step_held' ? new Date(held.data.next_step_at) : null,
+          },
+        };
       },
     });
     return result;
@@ -419,7 +435,9 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
           maxMessagesPerDay: deps.maxMessagesPerLeadPerDay,
         },
         loaded.state,
-      )
+      ) &&
+      // A step held by the sending window is not written until it opens.
+      !loaded.state.stepHold
     ) {
       try {
         proposal = await callResponder(await buildInput(turn, loaded.account, messages));
@@ -444,7 +462,15 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
         unavailable = true;
       }
     }
-    if (await record(turn, messageIds, keys, proposal, unavailable)) await finish(turn, messageIds);
+    const recorded = await record(turn, messageIds, keys, proposal, unavailable);
+    if (recorded.heldUntil) {
+      // The step is written and sent when the window opens again (the hold is on the log).
+      await db
+        .updateTable('ai_pending_turns')
+        .set({ due_at: recorded.heldUntil, lease_until: null, attempts: 0, first_failure_at: null })
+        .where('id', '=', turn.id)
+        .execute();
+    } else if (recorded.recorded) await finish(turn, messageIds);
     else {
       await db.updateTable('ai_pending_turns').set({ lease_until: null }).where('id', '=', turn.id).execute();
     }

@@ -1,4 +1,10 @@
-import { checklistProgress, decideSendMessage, type ConversationState } from '@leadline/command-api';
+import {
+  checklistProgress,
+  decideSendMessage,
+  heldEvent,
+  type ConversationState,
+  type Hold,
+} from '@leadline/command-api';
 import { leadName, type EventData, type NewEvent } from '@leadline/events';
 import type { TurnProposal } from './turn';
 
@@ -16,6 +22,11 @@ export interface AiTurnState extends ConversationState {
   }[];
   /** Requirement ids already collected for the lead. */
   collected: ReadonlySet<string>;
+  /**
+   * For a sequence step: why its message may not go out now (the lead's sending window, its state's
+   * rules), read at the instant of sending; null when it may.
+   */
+  stepHold: Hold | null;
 }
 
 export interface AiTurn {
@@ -99,6 +110,13 @@ export function decideAiTurn(turn: AiTurn, state: AiTurnState, now: Date): NewEv
     stepFailed(skip);
     completed('skipped', skip, false);
     return events;
+  }
+  // A step's message is proactive: written earlier, it goes out only if the window is open now. Held, it
+  // is written afresh when the window opens (the conversation may have moved on meanwhile).
+  if (step && state.stepHold && lead) {
+    const ref = { ...step, lead_id: lead.lead_id, phone };
+    const { instructions: _instructions, ...held } = ref;
+    return [heldEvent(held, 'ai_send', state.stepHold)];
   }
   // Skipped by a pre-check that read read models not yet caught up: nothing to decide without the model.
   if (!turn.unavailable && !turn.proposal) return [];

@@ -31,6 +31,7 @@ const state = (overrides: Partial<AiTurnState> = {}): AiTurnState => ({
     { id: 'r2', name: 'Notes', type: 'text', required: false },
   ],
   collected: new Set(),
+  stepHold: null,
   ...overrides,
 });
 const turn = (overrides: Partial<AiTurn> = {}): AiTurn => ({
@@ -111,5 +112,39 @@ describe('deciding an AI turn', () => {
     );
     expect(types(events)).toEqual(['sequence.ai_step_failed', 'ai.turn_completed']);
     expect(events[0]!.data).toMatchObject({ enrollment_id: 'e1', reason: 'lead_opted_out' });
+  });
+
+  it('holds a sequence step written while the window was open when it has closed by the time it is sent', () => {
+    // Given an AI step whose message the model wrote at 19:59 in Austin,
+    const step = {
+      enrollment_id: 'e1',
+      sequence_id: 's1',
+      step_order: 1,
+      phone: lead.phone,
+      instructions: 'x',
+    };
+    const reopens = new Date('2026-03-03T15:00:00Z');
+    // when it is to be sent after the lead's window closed,
+    const events = decideAiTurn(
+      turn({ sequence_step: step, message_ids: [] }),
+      state({
+        stepHold: { reason: 'quiet_hours', state: null, zone: 'America/Chicago', next_allowed_at: reopens },
+      }),
+      now,
+    );
+    // then nothing goes out: the hold is recorded with the time the window opens again.
+    expect(types(events)).toEqual(['sequence.step_held']);
+    expect(events[0]!.data).toEqual({
+      enrollment_id: 'e1',
+      sequence_id: 's1',
+      lead_id: 'lead-1',
+      phone: lead.phone,
+      step_order: 1,
+      stage: 'ai_send',
+      reason: 'quiet_hours',
+      state: null,
+      zone: 'America/Chicago',
+      next_step_at: reopens.toISOString(),
+    });
   });
 });

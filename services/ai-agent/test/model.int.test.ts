@@ -196,6 +196,8 @@ describe('the model through Chat Completions with tools', () => {
   it('writes an AI sequence step from its instructions, as a sequence message naming the step', async () => {
     const { system, partner } = world;
     const account = await newAccount(partner, [{ name: 'Pay stub', type: 'document' }]);
+    // The clock is the wall's here: the sending window is tested where the clock is faked.
+    await partner.patch(`/accounts/${account.id}`, { sending_window: { enabled: false } });
     const phone = '+15125550305';
     await partner.post(`/accounts/${account.id}/leads`, { phone, first_name: 'Ana' });
     const optedOut = '+15125550306';

@@ -16,13 +16,21 @@ export { conversationState } from './conversations/queries';
 export {
   decideAiStepOutcome,
   decideDueStep,
+  heldEvent,
   stepDueAt,
+  stepHold,
   type Enrollment,
   type StepState,
 } from './sequences/decide';
-export { accountStepStates, stepState } from './sequences/queries';
+export { accountStepStates, proactiveSends, stepState } from './sequences/queries';
 export { sequenceConfig } from './config';
-export { DEFAULT_SENDING_WINDOW, leadLocation, nextSendTime } from './sequences/sending-window';
+export {
+  DEFAULT_SENDING_WINDOW,
+  leadLocation,
+  nextSendTime,
+  proactiveHold,
+  type Hold,
+} from './sequences/sending-window';
 export {
   composeSystemPrompt,
   contextLimits,

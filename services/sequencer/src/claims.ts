@@ -16,7 +16,14 @@ export interface DueStep {
  * due once. Claiming decides nothing: each step is decided under its account's lock afterwards, so a
  * step claimed twice (a lease that ran out mid-send) is still sent once.
  */
-export async function claimDueSteps(db: Kysely<Database>, now: Date, leaseMs: number, limit: number) {
+export async function claimDueSteps(
+  db: Kysely<Database>,
+  now: Date,
+  leaseMs: number,
+  limit: number,
+  /** Accounts whose steps this process is deciding now: their next steps wait for that to end. */
+  skipAccounts: readonly string[] = [],
+) {
   const { rows } = await sql<DueStep>`
     with due as (
       select e.id, e.current_step, e.account_id, a.partner_id, e.next_step_at
@@ -25,6 +32,7 @@ export async function claimDueSteps(db: Kysely<Database>, now: Date, leaseMs: nu
       join sequences s on s.id = e.sequence_id and s.is_active
       left join sequencer_leases l on l.enrollment_id = e.id and l.step_order = e.current_step
       where e.status = 'active' and not e.awaiting_ai and e.next_step_at <= ${now}
+        and not (e.account_id = any(${[...skipAccounts]}::text[]))
         and (l.lease_until is null or l.lease_until < ${now})
       order by e.next_step_at, e.id
       limit ${limit}

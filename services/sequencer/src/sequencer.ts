@@ -38,7 +38,14 @@ export interface RunningSequencer {
 }
 
 const SERVICE = 'sequencer';
-const STEPS_PER_APPEND = 100;
+/**
+ * What one append of decided steps may hold: its records must fit one record batch of the log (1 MB
+ * by default). Steps are decided until their events pass this, so short messages go many to an
+ * append and the longest messages and AI instructions fewer.
+ */
+const APPEND_BUDGET_BYTES = 640 * 1024;
+/** An event's envelope (ids, actor, times, headers) beside its data, rounded up. */
+const ENVELOPE_BYTES = 500;
 
 /**
  * The order the events of a claimed batch are appended in: by type, each step's own events keeping
@@ -50,9 +57,10 @@ const appendOrder = [
   'message.outbound_requested',
   'lead.status_changed',
   'sequence.ai_step_requested',
-  'sequence.step_deferred',
   'sequence.step_sent',
   'sequence.step_skipped',
+  // After the step done: a hold of the next step it scheduled applies to the step it moved to.
+  'sequence.step_held',
   'sequence.completed',
 ];
 const byAppendOrder = (events: NewEvent[]) =>
@@ -88,12 +96,16 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
   const onError = deps.onError ?? ((error) => console.error('sequencer:', error));
 
   /**
-   * One account's claimed steps: one lock, one wait, one append. Returns the steps deferred to the
-   * sending window, whose leases can go now. A step done keeps its lease until it runs out (the read
-   * models may not show it done yet, and the lease keeps it from being claimed again meanwhile); a
-   * step that did nothing (a stale claim, a lead gone) is looked at again only after its lease.
+   * One account's claimed steps: one lock, one wait, one append. Returns the steps to claim again
+   * soon: the ones held (the sending window, the lead's state's rules) and the ones left for the
+   * next append (`undecided`, past the append's size budget). A step done keeps its lease until it
+   * runs out (the read models may not show it done yet, and the lease keeps it from being claimed
+   * again meanwhile); a step that did nothing (a stale claim, a lead gone) is looked at again only
+   * after its lease.
    */
-  async function decideAccountSteps(steps: readonly DueStep[]): Promise<DueStep[]> {
+  async function decideAccountSteps(
+    steps: readonly DueStep[],
+  ): Promise<{ release: DueStep[]; undecided: number }> {
     const first = steps[0]!;
     const { result } = await commands.execute({
       stream: { topic: 'account', accountId: first.account_id },
@@ -105,16 +117,26 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
       async decide(trx) {
         const events: NewEvent[] = [];
         const deferred: DueStep[] = [];
+        let undecided = 0;
+        let bytes = 0;
         const now = clock.now();
         const states = await accountStepStates(
           trx,
           first.account_id,
           steps.map((step) => step.enrollment_id),
+          now,
         );
         // Read models do not see this batch's own events: a lead messaged by one of its enrollments
         // is started and contacted for the next.
         const contacted = new Set<string>();
-        for (const step of steps) {
+        const sentInBatch = new Map<string, Date[]>();
+        for (const [index, step] of steps.entries()) {
+          if (bytes > APPEND_BUDGET_BYTES) {
+            // The rest go in the next append, claimed again at once.
+            deferred.push(...steps.slice(index));
+            undecided = steps.length - index;
+            break;
+          }
           const state = states.get(step.enrollment_id);
           if (state && contacted.has(state.enrollment!.phone)) {
             state.conversation = {
@@ -130,15 +152,25 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
                 status: state.lead.status === 'new' ? 'contacted' : state.lead.status,
               };
           }
+          if (state)
+            state.sent = [...(state.sent ?? []), ...(sentInBatch.get(state.enrollment!.phone) ?? [])];
           const decided = state
             ? decideDueStep(state, step.step_order, { now, hourSeconds, messageId: newId() })
             : [];
-          if (decided.some((event) => event.type === 'message.outbound_requested'))
-            contacted.add(state!.enrollment!.phone);
-          if (decided.some((event) => event.type === 'sequence.step_deferred')) deferred.push(step);
+          if (decided.some((event) => event.type === 'message.outbound_requested')) {
+            const phone = state!.enrollment!.phone;
+            contacted.add(phone);
+            // A lead in two sequences gets both steps in one batch: the second counts the first.
+            sentInBatch.set(phone, [...(sentInBatch.get(phone) ?? []), now]);
+          }
+          const held = (event: NewEvent) =>
+            event.type === 'sequence.step_held' && event.data.step_order === step.step_order;
+          if (decided.some(held)) deferred.push(step);
           events.push(...decided);
+          for (const event of decided)
+            bytes += ENVELOPE_BYTES + Buffer.byteLength(JSON.stringify(event.data));
         }
-        return { events: byAppendOrder(events), result: deferred };
+        return { events: byAppendOrder(events), result: { release: deferred, undecided } };
       },
     });
     return result;
@@ -158,38 +190,61 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
   /** Accounts appended to in the running tick, with a partner to stamp a no-op command with. */
   const touched = new Map<string, string>();
 
+  /**
+   * Accounts a worker of this process is deciding. One account's decisions queue on its lock and
+   * each waits for the projector to show the one before; workers claiming other accounts meanwhile
+   * keep the log and the projector busy instead of queueing behind one account.
+   */
+  const busy = new Set<string>();
+  let claiming: Promise<unknown> = Promise.resolve();
+
+  /** Claims a batch (one worker at a time, so each sees the accounts the others took). */
+  function claim(): Promise<DueStep[]> {
+    const claimed = claiming.then(async () => {
+      const steps = await claimDueSteps(db, clock.now(), leaseMs, batchSize, [...busy]);
+      for (const step of steps) busy.add(step.account_id);
+      return steps;
+    });
+    claiming = claimed.catch(() => undefined);
+    return claimed;
+  }
+
   /** Claims and decides due steps until none is left; each worker claims its own batches. */
   async function work(): Promise<number> {
     let total = 0;
     for (;;) {
-      const claimed = await claimDueSteps(db, clock.now(), leaseMs, batchSize).catch((error: unknown) => {
+      let undecided = 0;
+      const claimed = await claim().catch((error: unknown) => {
         // Claiming failed (the database is unavailable, or lost a race): the next tick tries again.
         onError(error);
-        return [];
+        return [] as DueStep[];
       });
       total += claimed.length;
       const byAccount = new Map<string, DueStep[]>();
       for (const step of claimed)
         byAccount.set(step.account_id, [...(byAccount.get(step.account_id) ?? []), step]);
-      // One append per chunk: its records must fit one record batch of the log (1 MB by default),
-      // and a step with the longest message and instructions is a few kilobytes of events.
-      const chunks = [...byAccount.values()].flatMap((steps) =>
-        Array.from({ length: Math.ceil(steps.length / STEPS_PER_APPEND) }, (_, index) =>
-          steps.slice(index * STEPS_PER_APPEND, (index + 1) * STEPS_PER_APPEND),
-        ),
-      );
-      for (const steps of chunks) {
-        touched.set(steps[0]!.account_id, steps[0]!.partner_id);
-        try {
-          await releaseLeases(db, await decideAccountSteps(steps));
-        } catch (error) {
-          // Nothing was appended (the log or the read models were unavailable): the leases run
-          // out and the steps are claimed again.
-          onError(error);
+      // One append per account's claimed steps, each as many as fit the append's budget.
+      const chunks = [...byAccount.values()];
+      try {
+        for (const steps of chunks) {
+          touched.set(steps[0]!.account_id, steps[0]!.partner_id);
+          try {
+            const decided = await decideAccountSteps(steps);
+            await releaseLeases(db, decided.release);
+            undecided += decided.undecided;
+          } catch (error) {
+            // Nothing was appended (the log or the read models were unavailable): the leases run
+            // out and the steps are claimed again.
+            onError(error);
+          }
         }
+      } finally {
+        for (const accountId of byAccount.keys()) busy.delete(accountId);
       }
-      // A full batch means more may be due; a partial one was everything due.
-      if (claimed.length < batchSize) return total;
+      // A full batch means more may be due; a partial one was everything due (but for the accounts
+      // other workers hold, which they claim again when done).
+      if (claimed.length < batchSize && undecided === 0) return total;
+      total -= undecided;
     }
   }
 
@@ -254,7 +309,7 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
         lockKeys: [`account:${event.account_id}`],
         consistency: 'partition',
         async decide(trx) {
-          const state = await stepState(trx, enrollment_id);
+          const state = await stepState(trx, enrollment_id, clock.now());
           const events = state
             ? decideAiStepOutcome(state, step_order, decided, { now: clock.now(), hourSeconds })
             : [];

@@ -265,6 +265,60 @@ describe('the sequencer', () => {
   });
 });
 
+describe("the lead's state's rules", () => {
+  it('sends a Florida lead at most 3 proactive messages in 24 hours, holds the 4th and sends it after', async () => {
+    // Given an hourly sequence of four steps and a Miami lead enrolled at 10:00 EST,
+    const run = await sequencer();
+    const { accountId, sequenceId } = await setUp({
+      name: 'Hourly',
+      steps: [
+        { type: 'fixed', message: 'One' },
+        { type: 'fixed', message: 'Two', delay_hours: 1 },
+        { type: 'fixed', message: 'Three', delay_hours: 1 },
+        { type: 'fixed', message: 'Four', delay_hours: 1 },
+      ],
+    });
+    const phone = `+1305555${String(1000 + ++phones).padStart(4, '0')}`;
+    await acme.post(`/accounts/${accountId}/leads`, { phone, first_name: 'Ana' });
+    await acme.post(`/accounts/${accountId}/sequences/${sequenceId}/enroll`, { phone });
+    for (let hour = 1; hour <= 3; hour++) {
+      clock.advance(HOUR);
+      await settled(run);
+    }
+    // when the fourth step falls due at 13:00, three hours after the first,
+    expect(await bodiesOf(accountId, phone)).toEqual(['One', 'Two', 'Three']);
+    // then it is held until the first message is 24 hours old, and the hold is on the log.
+    const lead = await leadOf(accountId, phone);
+    expect(lead.sequence).toMatchObject({
+      status: 'active',
+      current_step: 3,
+      next_step_at: '2026-03-03T15:00:00.000Z',
+    });
+    const held = (await accountEvents(system.services)).filter(
+      (event) => event.type === 'sequence.step_held' && event.account_id === accountId,
+    );
+    expect(held.map((event) => event.data)).toEqual([
+      expect.objectContaining({
+        phone,
+        step_order: 3,
+        stage: 'due',
+        reason: 'frequency_cap',
+        state: 'FL',
+        zone: 'America/New_York',
+        next_step_at: '2026-03-03T15:00:00.000Z',
+      }),
+    ]);
+    // Ticking again before then sends nothing.
+    clock.set(new Date('2026-03-03T14:59:00Z'));
+    await settled(run);
+    expect(await bodiesOf(accountId, phone)).toEqual(['One', 'Two', 'Three']);
+    clock.set(new Date('2026-03-03T15:00:00Z'));
+    await settled(run);
+    expect(await bodiesOf(accountId, phone)).toEqual(['One', 'Two', 'Three', 'Four']);
+    expect((await leadOf(accountId, phone)).sequence.status).toBe('completed');
+  });
+});
+
 describe('exactly once', () => {
   async function dueLeads(count: number) {
     const { accountId, sequenceId } = await setUp({

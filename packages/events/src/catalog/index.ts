@@ -64,6 +64,7 @@ export const eventCatalog = [
   ai.contextUrlDeleted,
   sequences.sequenceAiStepRequested,
   sequences.sequenceAiStepFailed,
+  sequences.sequenceStepHeld,
   webhooks.webhookCreated,
   webhooks.webhookUpdated,
   webhooks.webhookDeleted,

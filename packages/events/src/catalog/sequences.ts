@@ -168,6 +168,28 @@ export const sequenceStepDeferred = defineEvent('sequence.step_deferred', {
   }),
 });
 
+/**
+ * The audit record of a held step: a due step, or an AI-written one at the moment it was to be sent,
+ * that the law or the account's window does not let go out now (`step_deferred` on older logs, for
+ * quiet hours only). `reason`: `quiet_hours` (the account's window), `state_hours`, `state_sunday`,
+ * `state_holiday` (the lead's state's law, `state`, presumed from the area code) or `frequency_cap`
+ * (the state's cap on proactive messages per 24 hours). `zone` is the lead's zone the rule was read in;
+ * `next_step_at` the earliest instant every rule allows, when the step is decided again. `stage`:
+ * `due` when the sequencer held the step, `ai_send` when the AI agent held the message it wrote.
+ */
+export const sequenceStepHeld = defineEvent('sequence.step_held', {
+  topic: 'account',
+  data: z.object({
+    ...enrollmentRef,
+    step_order: z.number().int().nonnegative(),
+    stage: z.enum(['due', 'ai_send']),
+    reason: z.enum(['quiet_hours', 'state_hours', 'state_sunday', 'state_holiday', 'frequency_cap']),
+    state: z.string().nullable(),
+    zone: z.string(),
+    next_step_at: z.iso.datetime(),
+  }),
+});
+
 /** The last step was sent or skipped: what the partner's `sequence.completed` webhook carries. */
 export const sequenceCompleted = defineEvent('sequence.completed', {
   topic: 'account',

@@ -3,7 +3,7 @@ import { conflict, DomainError, notFound, type SequenceStep } from '@leadline/ru
 import type { ConversationState } from '../conversations/decide';
 import { decideSendMessage } from '../conversations/decide';
 import type { Lead } from '../leads/decide';
-import { leadLocation, nextSendTime, type SendingWindow } from './sending-window';
+import { leadLocation, proactiveHold, type Hold, type SendingWindow } from './sending-window';
 import { renderTemplate, valuesOf } from './templates';
 
 export const MAX_STEPS = 50;
@@ -114,9 +114,8 @@ export interface Schedule {
 type AccountForSteps = ConversationState['account'] & { sending_window: SendingWindow };
 
 /**
- * When a step may go out: `delay_hours` after `from`, then moved into the lead's sending window. A
- * window that never opens for this lead (its state's hours exclude all of the account's) is looked at
- * again a day later, so a change of the account's window takes effect.
+ * When a step may go out: `delay_hours` after `from`, then moved to the first instant the lead's
+ * sending window and its state's rules allow, counting the proactive messages it got (`sent`).
  */
 export function stepDueAt(
   from: Date,
@@ -124,11 +123,20 @@ export function stepDueAt(
   phone: string,
   window: SendingWindow,
   hourSeconds: number,
+  sent: readonly Date[] = [],
 ): Date {
   const due = new Date(from.getTime() + delayHours * hourSeconds * 1000);
-  return (
-    nextSendTime(due, window, leadLocation(phone, window.time_zone)) ?? new Date(due.getTime() + 86_400_000)
-  );
+  return proactiveHold(due, window, leadLocation(phone, window.time_zone), sent)?.next_allowed_at ?? due;
+}
+
+/** Why a step due now may not go out now (the window, the lead's state's law), if it may not. */
+export function stepHold(
+  now: Date,
+  phone: string,
+  window: SendingWindow,
+  sent: readonly Date[] = [],
+): Hold | null {
+  return proactiveHold(now, window, leadLocation(phone, window.time_zone), sent);
 }
 
 export interface StepState {
@@ -139,6 +147,11 @@ export interface StepState {
   steps: readonly SequenceStep[];
   lead: Lead | undefined;
   conversation: ConversationState['conversation'];
+  /**
+   * Proactive messages (sequence steps) the enrollment's number got in the last 24 hours, for the
+   * states that cap them; empty when no cap applies.
+   */
+  sent?: readonly Date[];
 }
 
 const refOf = (enrollment: Enrollment) => ({
@@ -148,40 +161,60 @@ const refOf = (enrollment: Enrollment) => ({
   phone: enrollment.phone,
 });
 
-/** What follows a step that was done (sent or skipped) at `now`: the next step's due time, or completion. */
-function afterStep(state: StepState, enrollment: Enrollment, schedule: Schedule) {
+/**
+ * What follows a step that was done (sent or skipped) at `now`: the next step's due time, with its
+ * hold when a rule moved it (the window, the lead's state's law), or completion. `sentNow` when the
+ * step's message went out now (it counts toward the state's cap).
+ */
+function afterStep(state: StepState, enrollment: Enrollment, schedule: Schedule, sentNow: boolean) {
   const next = enrollment.current_step + 1;
   const nextStep = state.steps[next];
-  const nextStepAt = nextStep
-    ? stepDueAt(
-        schedule.now,
-        nextStep.delay_hours,
-        enrollment.phone,
-        state.account.sending_window,
-        schedule.hourSeconds,
-      ).toISOString()
-    : null;
-  const completion: NewEvent[] = nextStep
-    ? []
-    : [
-        {
-          type: 'sequence.completed',
-          data: {
-            ...refOf(enrollment),
-            lead_name: leadName(state.lead),
-            sequence_name: enrollment.sequence_name,
-            total_steps: enrollment.total_steps,
-          },
-        },
-      ];
-  return { nextStepAt, completion };
+  if (nextStep) {
+    const sent = [...(state.sent ?? []), ...(sentNow ? [schedule.now] : [])];
+    const due = new Date(schedule.now.getTime() + nextStep.delay_hours * schedule.hourSeconds * 1000);
+    const hold = stepHold(due, enrollment.phone, state.account.sending_window, sent);
+    return {
+      nextStepAt: (hold?.next_allowed_at ?? due).toISOString(),
+      following: hold ? [heldEvent({ ...refOf(enrollment), step_order: next }, 'due', hold)] : [],
+    };
+  }
+  const completion: NewEvent = {
+    type: 'sequence.completed',
+    data: {
+      ...refOf(enrollment),
+      lead_name: leadName(state.lead),
+      sequence_name: enrollment.sequence_name,
+      total_steps: enrollment.total_steps,
+    },
+  };
+  return { nextStepAt: null, following: [completion] };
+}
+
+/** The audit record of a held step. */
+export function heldEvent(
+  ref: ReturnType<typeof refOf> & { step_order: number },
+  stage: 'due' | 'ai_send',
+  hold: Hold,
+): NewEvent {
+  return {
+    type: 'sequence.step_held',
+    data: {
+      ...ref,
+      stage,
+      reason: hold.reason,
+      state: hold.state,
+      zone: hold.zone,
+      next_step_at: hold.next_allowed_at.toISOString(),
+    },
+  };
 }
 
 /**
  * A due step (the sequencer claimed it, or step 0 at enrollment). Nothing happens when the claim is
  * stale (the enrollment moved on, ended or waits for the AI) or paused (deactivated account, inactive or
- * deleted sequence: the step goes out when that ends). Outside the lead's sending window the step is
- * deferred to the window's opening. A lead who replied since the enrollment began has a
+ * deleted sequence: the step goes out when that ends). Outside the lead's sending window, or past its
+ * state's rules (hours, Sundays, holidays, messages per 24 hours), the step is held
+ * (`sequence.step_held`) until every rule allows it. A lead who replied since the enrollment began has a
  * `skip_if_replied` step skipped. A fixed step goes through the same send decider as a manual message
  * (opt-out, deactivation); an AI step is handed to the AI agent. The last step done completes it.
  */
@@ -207,20 +240,13 @@ export function decideDueStep(
   if (!step) return [];
   const ref = { ...refOf(enrollment), step_order: stepOrder };
 
-  const sendAt = stepDueAt(now, 0, enrollment.phone, account.sending_window, schedule.hourSeconds);
-  if (sendAt.getTime() > now.getTime()) {
-    return [
-      {
-        type: 'sequence.step_deferred',
-        data: { ...ref, reason: 'quiet_hours', next_step_at: sendAt.toISOString() },
-      },
-    ];
-  }
+  const hold = stepHold(now, enrollment.phone, account.sending_window, state.sent);
+  if (hold) return [heldEvent(ref, 'due', hold)];
   if (step.skip_if_replied && enrollment.replied) {
-    const { nextStepAt, completion } = afterStep(state, enrollment, schedule);
+    const { nextStepAt, following } = afterStep(state, enrollment, schedule, false);
     return [
       { type: 'sequence.step_skipped', data: { ...ref, reason: 'replied', next_step_at: nextStepAt } },
-      ...completion,
+      ...following,
     ];
   }
   const stepRef = {
@@ -250,14 +276,14 @@ export function decideDueStep(
     { account, conversation: state.conversation, lead },
     now,
   );
-  const { nextStepAt, completion } = afterStep(state, enrollment, schedule);
+  const { nextStepAt, following } = afterStep(state, enrollment, schedule, true);
   return [
     ...sent,
     {
       type: 'sequence.step_sent',
       data: { ...ref, message_id: schedule.messageId, next_step_at: nextStepAt },
     },
-    ...completion,
+    ...following,
   ];
 }
 
@@ -282,7 +308,8 @@ export function decideAiStepOutcome(
   )
     return [];
   const ref = { ...refOf(enrollment), step_order: stepOrder };
-  const { nextStepAt, completion } = afterStep(state, enrollment, schedule);
+  // The AI's message is on the log before this answer is decided: `state.sent` counts it already.
+  const { nextStepAt, following } = afterStep(state, enrollment, schedule, false);
   const done: NewEvent =
     outcome.kind === 'sent'
       ? {
@@ -290,7 +317,7 @@ export function decideAiStepOutcome(
           data: { ...ref, message_id: outcome.message_id, next_step_at: nextStepAt },
         }
       : { type: 'sequence.step_skipped', data: { ...ref, reason: 'ai_failed', next_step_at: nextStepAt } };
-  return [done, ...completion];
+  return [done, ...following];
 }
 
 export type UnenrollResult = { action: 'unenrolled' | 'not_enrolled' };
@@ -317,6 +344,8 @@ export interface EnrollState {
   conversation: ConversationState['conversation'];
   /** The lead's enrollment in this sequence, if it ever had one. */
   enrollment: Enrollment | undefined;
+  /** As `StepState.sent`. */
+  sent?: readonly Date[];
 }
 
 export interface EnrollResult {
@@ -362,13 +391,9 @@ export function decideEnroll(
   }
   const action = enrollment ? 'reactivated' : 'enrolled';
   const first = sequence.steps[0]!;
-  const dueAt = stepDueAt(
-    schedule.now,
-    first.delay_hours,
-    lead.phone,
-    account.sending_window,
-    schedule.hourSeconds,
-  );
+  const due = new Date(schedule.now.getTime() + first.delay_hours * schedule.hourSeconds * 1000);
+  const hold = stepHold(due, lead.phone, account.sending_window, state.sent);
+  const dueAt = hold?.next_allowed_at ?? due;
   const enrolled: Enrollment = {
     id: command.enrollment_id,
     sequence_id: sequence.id,
@@ -398,11 +423,26 @@ export function decideEnroll(
       },
     },
   ];
+  if (hold) {
+    events.push(
+      heldEvent(
+        {
+          enrollment_id: enrolled.id,
+          sequence_id: sequence.id,
+          lead_id: lead.lead_id,
+          phone: lead.phone,
+          step_order: 0,
+        },
+        'due',
+        hold,
+      ),
+    );
+  }
   if (dueAt.getTime() > schedule.now.getTime()) {
     return { events, result: { action, message_sent: false, next_step_at: dueAt.toISOString() } };
   }
   const stepEvents = decideDueStep(
-    { account, sequence, enrollment: enrolled, steps: sequence.steps, lead, conversation },
+    { account, sequence, enrollment: enrolled, steps: sequence.steps, lead, conversation, sent: state.sent },
     0,
     { ...schedule, messageId: command.message_id },
   );

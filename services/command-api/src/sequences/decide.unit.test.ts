@@ -110,15 +110,70 @@ describe('decideDueStep', () => {
     ).toEqual([]);
   });
 
-  it('defers a step due at night to the window opening', () => {
+  it('holds a step due at night until the window opens, with the reason', () => {
     const night = new Date('2026-03-03T03:00:00Z');
     const events = decideDueStep(given({}, { next_step_at: night }), 1, { ...schedule, now: night });
     expect(events).toEqual([
       {
-        type: 'sequence.step_deferred',
-        data: expect.objectContaining({ reason: 'quiet_hours', next_step_at: '2026-03-03T13:00:00.000Z' }),
+        type: 'sequence.step_held',
+        data: {
+          enrollment_id: 'enr-1',
+          sequence_id: 'seq-1',
+          lead_id: 'lead-1',
+          phone: lead.phone,
+          step_order: 1,
+          stage: 'due',
+          reason: 'quiet_hours',
+          state: null,
+          zone: 'America/New_York',
+          next_step_at: '2026-03-03T13:00:00.000Z',
+        },
       },
     ]);
+  });
+
+  it("holds a Florida lead's fourth step in 24 hours until the first of the three leaves them", () => {
+    // Given a Miami lead who got three sequence messages this morning (EST),
+    const miami = '+13055550100';
+    const sent = ['2026-03-02T14:00:00Z', '2026-03-02T14:30:00Z', '2026-03-02T14:45:00Z'].map(
+      (at) => new Date(at),
+    );
+    const state = given({ lead: { ...lead, phone: miami }, sent }, { phone: miami });
+    // when the next step falls due at 10:00,
+    const events = decideDueStep(state, 1, schedule);
+    // then it is held until 09:00 tomorrow, 24 hours after the first.
+    expect(events).toEqual([
+      {
+        type: 'sequence.step_held',
+        data: expect.objectContaining({
+          stage: 'due',
+          reason: 'frequency_cap',
+          state: 'FL',
+          next_step_at: '2026-03-03T14:00:00.000Z',
+        }),
+      },
+    ]);
+    // With two of them, it goes out.
+    expect(
+      decideDueStep({ ...state, sent: sent.slice(1) }, 1, schedule).map((event) => event.type),
+    ).toContain('message.outbound_requested');
+  });
+
+  it("schedules a Florida lead's next step after the cap when this one is its third", () => {
+    const miami = '+13055550100';
+    const sent = ['2026-03-02T13:00:00Z', '2026-03-02T14:00:00Z'].map((at) => new Date(at));
+    const state = given(
+      { lead: { ...lead, phone: miami }, sent, steps: [fixed('One'), fixed('Two'), fixed('Three', 0)] },
+      { phone: miami, total_steps: 3 },
+    );
+    const events = decideDueStep(state, 1, schedule);
+    expect(types(events)).toEqual(['message.outbound_requested', 'sequence.step_sent', 'sequence.step_held']);
+    expect(events[1]!.data).toMatchObject({ next_step_at: '2026-03-03T13:00:00.000Z' });
+    expect(events[2]!.data).toMatchObject({
+      step_order: 2,
+      reason: 'frequency_cap',
+      next_step_at: '2026-03-03T13:00:00.000Z',
+    });
   });
 
   it('hands an AI step to the agent, then moves on when it answers', () => {

@@ -4,7 +4,7 @@ import type { z } from 'zod';
 import type { AccountRow } from '../accounts/account-stream';
 import { conversationState } from '../conversations/queries';
 import { toLead } from '../leads/queries';
-import { DEFAULT_SENDING_WINDOW } from './sending-window';
+import { DEFAULT_SENDING_WINDOW, leadLocation, stateRules, type SendingWindow } from './sending-window';
 import type { Enrollment, EnrollState, Sequence, StepState } from './decide';
 import type { sequenceResponse } from './schemas';
 
@@ -83,12 +83,44 @@ const withWindow = (account: StepAccount) => ({
   sending_window: account.sending_window ?? DEFAULT_SENDING_WINDOW,
 });
 
+/**
+ * The proactive messages (sequence steps, AI-written ones included) each of these numbers got from the
+ * account in the 24 hours before `now`, for the numbers whose state caps them (others need none).
+ * Replies to a lead's own messages (`ai`, `manual`) are not solicitations and do not count.
+ */
+export async function proactiveSends(
+  db: Kysely<Database>,
+  accountId: string,
+  window: SendingWindow,
+  phones: readonly string[],
+  now: Date,
+): Promise<Map<string, Date[]>> {
+  const sent = new Map<string, Date[]>();
+  const capped = phones.filter((phone) => {
+    const { state } = leadLocation(phone, window.time_zone);
+    return window.enabled && state !== null && stateRules[state]?.dailyCap !== undefined;
+  });
+  if (capped.length === 0) return sent;
+  const rows = await db
+    .selectFrom('messages')
+    .select(['phone', 'sent_at'])
+    .where('account_id', '=', accountId)
+    .where('phone', 'in', capped)
+    .where('direction', '=', 'outbound')
+    .where('source', '=', 'sequence')
+    .where('sent_at', '>', new Date(now.getTime() - 86_400_000))
+    .execute();
+  for (const row of rows) sent.set(row.phone, [...(sent.get(row.phone) ?? []), row.sent_at]);
+  return sent;
+}
+
 /** What enrolling a lead reads: the sequence, the lead, its conversation and its enrollment in it. */
 export async function enrollState(
   db: Kysely<Database>,
   account: StepAccount,
   sequenceId: string,
   phone: string,
+  now: Date,
 ): Promise<EnrollState> {
   const [sequence, conversation] = await Promise.all([
     findSequenceRow(db, account.id, sequenceId),
@@ -102,17 +134,24 @@ export async function enrollState(
         .where('lead_id', '=', conversation.lead.lead_id)
         .executeTakeFirst()
     : undefined;
+  const withSteps = withWindow(account);
+  const sent = await proactiveSends(db, account.id, withSteps.sending_window, [phone], now);
   return {
-    account: withWindow(account),
+    account: withSteps,
     sequence: sequence && toSequence(sequence),
     lead: conversation.lead,
     conversation: conversation.conversation,
     enrollment: enrollment && toEnrollment(enrollment),
+    sent: sent.get(phone) ?? [],
   };
 }
 
 /** What deciding an enrollment's due step reads, inside the command's transaction. */
-export async function stepState(db: Kysely<Database>, enrollmentId: string): Promise<StepState | undefined> {
+export async function stepState(
+  db: Kysely<Database>,
+  enrollmentId: string,
+  now: Date,
+): Promise<StepState | undefined> {
   const row = await db
     .selectFrom('sequence_enrollments')
     .selectAll()
@@ -139,13 +178,16 @@ export async function stepState(db: Kysely<Database>, enrollmentId: string): Pro
       .executeTakeFirst(),
     conversationState(db, account, row.phone),
   ]);
+  const withSteps = withWindow(account);
+  const sent = await proactiveSends(db, account.id, withSteps.sending_window, [row.phone], now);
   return {
-    account: withWindow(account),
+    account: withSteps,
     sequence,
     enrollment: toEnrollment(row),
     steps: version?.steps ?? [],
     lead: conversation.lead,
     conversation: conversation.conversation,
+    sent: sent.get(row.phone) ?? [],
   };
 }
 
@@ -280,6 +322,7 @@ export async function accountStepStates(
   db: Kysely<Database>,
   accountId: string,
   enrollmentIds: readonly string[],
+  now: Date,
 ): Promise<Map<string, StepState>> {
   const states = new Map<string, StepState>();
   if (enrollmentIds.length === 0) return states;
@@ -295,7 +338,8 @@ export async function accountStepStates(
   if (!account || rows.length === 0) return states;
   const sequenceIds = [...new Set(rows.map((row) => row.sequence_id))];
   const phones = [...new Set(rows.map((row) => row.phone))];
-  const [sequences, versions, conversations, leads] = await Promise.all([
+  const withSteps = withWindow(account);
+  const [sequences, versions, conversations, leads, sent] = await Promise.all([
     db.selectFrom('sequences').select(['id', 'is_active']).where('id', 'in', sequenceIds).execute(),
     db.selectFrom('sequence_step_versions').selectAll().where('sequence_id', 'in', sequenceIds).execute(),
     db
@@ -310,6 +354,7 @@ export async function accountStepStates(
       .where('account_id', '=', accountId)
       .where('phone', 'in', phones)
       .execute(),
+    proactiveSends(db, accountId, withSteps.sending_window, phones, now),
   ]);
   const sequenceById = new Map(sequences.map((row) => [row.id, row]));
   const stepsOf = new Map(versions.map((row) => [`${row.sequence_id}/${row.version}`, row.steps]));
@@ -319,12 +364,13 @@ export async function accountStepStates(
     const conversation = conversationOf.get(row.phone);
     const lead = leadOf.get(row.phone);
     states.set(row.id, {
-      account: withWindow(account),
+      account: withSteps,
       sequence: sequenceById.get(row.sequence_id),
       enrollment: toEnrollment(row),
       steps: stepsOf.get(`${row.sequence_id}/${row.steps_version}`) ?? [],
       lead: lead && toLead(lead),
       conversation: conversation && { ...conversation, started: conversation.started_at !== null },
+      sent: sent.get(row.phone) ?? [],
     });
   }
   return states;

@@ -210,8 +210,9 @@ export const sequenceRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) 
       const { id, sequence_id } = request.params;
       const ids = { enrollment_id: newId(), message_id: newId() };
       const { result } = await executeOnAccount(commands, request, id, async (trx, account) => {
-        const state = await enrollState(trx, account, sequence_id, request.body.phone);
-        return decideEnroll(ids, state, { now: clock.now(), hourSeconds });
+        const now = clock.now();
+        const state = await enrollState(trx, account, sequence_id, request.body.phone, now);
+        return decideEnroll(ids, state, { now, hourSeconds });
       });
       return { success: true as const, ...result };
     },

@@ -251,6 +251,8 @@ async function applyOne(trx: Trx, event: SequenceEvent, touchedAccounts: Set<str
       await stepDone(trx, event);
       return;
     case 'sequence.step_deferred':
+    case 'sequence.step_held':
+      // `next_step_at` shows when the held step goes out (an AI-written one stays awaited meanwhile).
       await trx
         .updateTable('sequence_enrollments')
         .set({ next_step_at: event.data.next_step_at, updated_at: event.occurred_at })
@@ -334,6 +336,7 @@ const handled = [
   'sequence.step_sent',
   'sequence.step_skipped',
   'sequence.step_deferred',
+  'sequence.step_held',
   'sequence.ai_step_requested',
   'sequence.completed',
   'message.received',
