@@ -259,7 +259,7 @@ export const sequenceRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) 
     async (request) => {
       const { id, sequence_id } = request.params;
       const { result } = await executeOnAccount(commands, request, id, async (trx, account) =>
-        decideUnenroll(await enrollState(trx, account, sequence_id, request.body.phone)),
+        decideUnenroll(await enrollState(trx, account, sequence_id, request.body.phone, clock.now())),
       );
       return { success: true as const, ...result };
     },
