@@ -254,8 +254,10 @@ describe('the sequencer', () => {
     const run = await sequencer();
     const { accountId, sequenceId } = await setUp();
     const { phone } = await enrolledLead(accountId, sequenceId);
-    clock.advance(24 * HOUR);
+    // Changed before the clock moves: a tick the log wakes meanwhile must not find the step due under
+    // the old window.
     await acme.patch(`/accounts/${accountId}`, { sending_window: { start: '11:00' } });
+    clock.advance(24 * HOUR);
     await settled(run);
     expect(await bodiesOf(accountId, phone)).toEqual(['Hi Ana']);
     expect((await leadOf(accountId, phone)).sequence.next_step_at).toBe('2026-03-03T16:00:00.000Z');
