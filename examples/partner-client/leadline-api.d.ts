@@ -328,6 +328,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/accounts/{id}/leads/{phone}/sequences": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a lead's sequences
+         * @description Every sequence the lead is or was in, with the enrollment's state: the lead details' `sequence` shows only the active one (else the latest). 404 for an unknown lead.
+         */
+        get: operations["listLeadEnrollments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/accounts/{id}/sequences/{sequence_id}/unenroll": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Take a lead out of a sequence
+         * @description Ends the lead's active enrollment in the sequence (`unenrolled`; its `sequence.status` becomes `cancelled`) and nothing more is sent from it; enrolling again starts over at step 0. A lead not in the sequence now is left alone (`not_enrolled`). 404 for an unknown sequence or lead.
+         */
+        post: operations["unenrollLead"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/accounts/{id}/conversations": {
         parameters: {
             query?: never;
@@ -1622,6 +1662,8 @@ export interface components {
             };
             /** @description The active enrollment, else the latest one; null when the lead was never enrolled. */
             sequence: {
+                /** Format: uuid */
+                sequence_id: string;
                 name: string;
                 /**
                  * @description `paused` while the account is deactivated or the sequence inactive; `opted_out` when the number texted STOP during the sequence (it stops for good; enrolling again after START starts over).
@@ -1638,6 +1680,35 @@ export interface components {
                 /** @description When the next step goes out, inside the lead's sending window. */
                 next_step_at: string | null;
             } | null;
+        };
+        LeadEnrollment: {
+            /** Format: uuid */
+            sequence_id: string;
+            /** @description The sequence name when the lead was enrolled. */
+            name: string;
+            /**
+             * @description `paused` while the account is deactivated or the sequence inactive; `cancelled` when the lead was taken out or the sequence deleted; `opted_out` when the number texted STOP during it.
+             * @enum {string}
+             */
+            status: "active" | "paused" | "completed" | "cancelled" | "opted_out";
+            /**
+             * Format: int32
+             * @description Steps sent or skipped so far: the 0-based order of the next one.
+             */
+            current_step: number;
+            /** Format: int32 */
+            total_steps: number;
+            next_step_at: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-01-15T14:30:00.000Z
+             */
+            started_at: string;
+            ended_at: string | null;
+        };
+        LeadEnrollments: {
+            /** @description Active enrollments first, then the latest; one per sequence the lead was ever in. */
+            enrollments: components["schemas"]["LeadEnrollment"][];
         };
         LeadImport: {
             name?: string;
@@ -1780,6 +1851,9 @@ export interface components {
              *     | `multipart_required` | 400 | The upload is not `multipart/form-data`. |
              *     | `file_required` | 400 | The multipart part `file` is missing. |
              *     | `unsupported_file_type` | 400 | Context files are `.txt` or `.md` files of UTF-8 text. |
+             *     | `invalid_idempotency_key` | 400 | `Idempotency-Key` is empty, over 255 characters or not printable ASCII. |
+             *     | `idempotency_key_in_progress` | 409 | A request with this `Idempotency-Key` is still running; retry once it has answered. |
+             *     | `idempotency_key_reused` | 422 | This `Idempotency-Key` was used with another method, path or body in the last 24 hours. |
              *     | `bad_request` | 400 | The body is not well-formed JSON, or is empty where one is required. |
              *     | `missing_api_key` | 401 | No `X-Partner-Key` header. |
              *     | `invalid_api_key` | 401 | The partner key is unknown or revoked. |
@@ -1840,7 +1914,7 @@ export interface components {
              *     | `not_ready` | 503 | The service is not ready (readiness probe only). |
              * @enum {string}
              */
-            code: "validation_failed" | "invalid_phone" | "multipart_required" | "file_required" | "unsupported_file_type" | "bad_request" | "missing_api_key" | "invalid_api_key" | "invalid_signature" | "account_not_found" | "lead_not_found" | "requirement_not_found" | "sequence_not_found" | "context_file_not_found" | "context_url_not_found" | "document_not_found" | "webhook_not_found" | "delivery_not_found" | "message_not_found" | "phone_number_not_found" | "partner_not_found" | "api_key_not_found" | "ambiguous_api_key" | "too_many_active_keys" | "missing_embed_token" | "invalid_embed_token" | "embed_role_forbidden" | "asset_not_found" | "route_not_found" | "phone_number_in_use" | "phone_number_not_owned" | "account_active" | "phone_number_released" | "sequence_limit_reached" | "invalid_sending_window" | "sequence_inactive" | "context_file_limit_reached" | "context_url_limit_reached" | "context_url_unreachable" | "team_member_exists" | "external_id_in_use" | "requirement_exists" | "requirement_limit_reached" | "account_deactivated" | "lead_opted_out" | "webhook_limit_reached" | "delivery_pending" | "webhook_inactive" | "uri_too_long" | "file_too_large" | "payload_too_large" | "event_batch_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_failed_authentications" | "internal_error" | "projection_lagging" | "event_log_unavailable" | "telephony_unavailable" | "account_held" | "live_updates_unavailable" | "dashboard_not_built" | "not_ready";
+            code: "validation_failed" | "invalid_phone" | "multipart_required" | "file_required" | "unsupported_file_type" | "invalid_idempotency_key" | "idempotency_key_in_progress" | "idempotency_key_reused" | "bad_request" | "missing_api_key" | "invalid_api_key" | "invalid_signature" | "account_not_found" | "lead_not_found" | "requirement_not_found" | "sequence_not_found" | "context_file_not_found" | "context_url_not_found" | "document_not_found" | "webhook_not_found" | "delivery_not_found" | "message_not_found" | "phone_number_not_found" | "partner_not_found" | "api_key_not_found" | "ambiguous_api_key" | "too_many_active_keys" | "missing_embed_token" | "invalid_embed_token" | "embed_role_forbidden" | "asset_not_found" | "route_not_found" | "phone_number_in_use" | "phone_number_not_owned" | "account_active" | "phone_number_released" | "sequence_limit_reached" | "invalid_sending_window" | "sequence_inactive" | "context_file_limit_reached" | "context_url_limit_reached" | "context_url_unreachable" | "team_member_exists" | "external_id_in_use" | "requirement_exists" | "requirement_limit_reached" | "account_deactivated" | "lead_opted_out" | "webhook_limit_reached" | "delivery_pending" | "webhook_inactive" | "uri_too_long" | "file_too_large" | "payload_too_large" | "event_batch_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_failed_authentications" | "internal_error" | "projection_lagging" | "event_log_unavailable" | "telephony_unavailable" | "account_held" | "live_updates_unavailable" | "dashboard_not_built" | "not_ready";
             /** @description The path of the request that failed. */
             instance: string;
             /** @description For `validation_failed`: one entry per invalid field. */
@@ -2115,6 +2189,15 @@ export interface components {
         TeamMemberList: {
             team_members: components["schemas"]["TeamMember"][];
         };
+        Unenrollment: {
+            /** @constant */
+            success: true;
+            /**
+             * @description `not_enrolled`: the lead was not in the sequence (any more); nothing changed.
+             * @enum {string}
+             */
+            action: "unenrolled" | "not_enrolled";
+        };
         /** @description Mutable fields: name, company_name, forwarding_number, branding, metadata, ai_pause_minutes, sending_window and status. The phone number and slug cannot change. */
         UpdateAccountRequest: {
             name?: string;
@@ -2265,7 +2348,13 @@ export interface components {
         };
     };
     responses: never;
-    parameters: never;
+    parameters: {
+        /**
+         * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+         * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+         */
+        "Idempotency-Key": string;
+    };
     requestBodies: never;
     headers: {
         /** @description Requests allowed per minute for the partner key. */
@@ -2372,7 +2461,13 @@ export interface operations {
     createAccount: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2396,6 +2491,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              *
@@ -2428,7 +2525,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `phone_number_in_use`: Another account already uses this phone number. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `phone_number_in_use`: Another account already uses this phone number.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2464,7 +2565,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `phone_number_not_owned`: With Twilio configured, a supplied number must be one of our Twilio account's numbers. */
+            /**
+             * @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours.
+             *
+             *     `phone_number_not_owned`: With Twilio configured, a supplied number must be one of our Twilio account's numbers.
+             */
             422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2762,7 +2867,13 @@ export interface operations {
     updateAccount: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -2789,6 +2900,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              *
@@ -2833,7 +2946,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `phone_number_released`: The account released its number; it cannot be reactivated. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `phone_number_released`: The account released its number; it cannot be reactivated.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2871,6 +2988,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -2934,7 +3063,13 @@ export interface operations {
     releaseAccountPhoneNumber: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -2955,7 +3090,11 @@ export interface operations {
                     "application/json": components["schemas"]["ReleasedPhoneNumber"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2995,7 +3134,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `account_active`: The account is active; deactivate it before releasing its number. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `account_active`: The account is active; deactivate it before releasing its number.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3009,6 +3152,18 @@ export interface operations {
             };
             /** @description `uri_too_long`: A path parameter is too long. */
             414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -3072,7 +3227,13 @@ export interface operations {
     inviteTeamMember: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -3099,6 +3260,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -3141,7 +3304,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `team_member_exists`: This e-mail address is already on the team. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `team_member_exists`: This e-mail address is already on the team.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3179,6 +3346,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -3465,7 +3644,13 @@ export interface operations {
     importLead: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -3504,6 +3689,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -3546,6 +3733,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import). */
             413: {
                 headers: {
@@ -3572,6 +3771,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -3635,7 +3846,13 @@ export interface operations {
     importLeads: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -3662,6 +3879,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -3704,6 +3923,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /**
              * @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import).
              *
@@ -3734,6 +3965,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -4042,7 +4285,13 @@ export interface operations {
     updateLead: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -4071,6 +4320,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -4117,7 +4368,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `external_id_in_use`: Another lead of the account has this `external_id`. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `external_id_in_use`: Another lead of the account has this `external_id`.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4155,6 +4410,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -4438,7 +4705,13 @@ export interface operations {
     createRequirement: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -4465,6 +4738,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -4508,7 +4783,9 @@ export interface operations {
                 };
             };
             /**
-             * @description `requirement_exists`: The account has a requirement with this name.
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `requirement_exists`: The account has a requirement with this name.
              *
              *     `requirement_limit_reached`: The account has 100 requirements, the most it can have.
              */
@@ -4549,6 +4826,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -4744,7 +5033,13 @@ export interface operations {
     updateRequirement: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -4773,6 +5068,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -4819,7 +5116,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `requirement_exists`: The account has a requirement with this name. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `requirement_exists`: The account has a requirement with this name.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4857,6 +5158,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5032,7 +5345,13 @@ export interface operations {
     createSequence: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -5059,6 +5378,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              *
@@ -5103,6 +5424,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import). */
             413: {
                 headers: {
@@ -5129,6 +5462,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5437,7 +5782,13 @@ export interface operations {
     updateSequence: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -5466,6 +5817,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -5512,6 +5865,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import). */
             413: {
                 headers: {
@@ -5538,6 +5903,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5601,7 +5978,13 @@ export interface operations {
     enrollLead: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -5630,6 +6013,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -5677,7 +6062,9 @@ export interface operations {
                 };
             };
             /**
-             * @description `sequence_inactive`: The sequence is inactive; activate it before enrolling leads.
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `sequence_inactive`: The sequence is inactive; activate it before enrolling leads.
              *
              *     `account_deactivated`: The account is deactivated; reactivate it to send messages or embed its dashboard.
              *
@@ -5720,6 +6107,327 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
+             *
+             *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
+             */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listLeadEnrollments: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The account id. */
+                id: string;
+                /** @description The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`. */
+                phone: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LeadEnrollments"];
+                };
+            };
+            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `missing_api_key`: No `X-Partner-Key` header.
+             *
+             *     `invalid_api_key`: The partner key is unknown or revoked.
+             */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `account_not_found`: No such account for this partner (another partner's account too).
+             *
+             *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone.
+             */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    unenrollLead: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                /** @description The account id. */
+                id: string;
+                /** @description The sequence id. */
+                sequence_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EnrollLead"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Unenrollment"];
+                };
+            };
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
+             *
+             *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
+             */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `missing_api_key`: No `X-Partner-Key` header.
+             *
+             *     `invalid_api_key`: The partner key is unknown or revoked.
+             */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `account_not_found`: No such account for this partner (another partner's account too).
+             *
+             *     `sequence_not_found`: No such sequence in the account (another account's too).
+             */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import). */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json`. */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -6015,7 +6723,13 @@ export interface operations {
     sendMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -6044,6 +6758,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -6091,7 +6807,9 @@ export interface operations {
                 };
             };
             /**
-             * @description `account_deactivated`: The account is deactivated; reactivate it to send messages or embed its dashboard.
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `account_deactivated`: The account is deactivated; reactivate it to send messages or embed its dashboard.
              *
              *     `lead_opted_out`: The number opted out (it texted STOP); it can opt back in with START.
              */
@@ -6132,6 +6850,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -6195,7 +6925,13 @@ export interface operations {
     resumeAi: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -6218,7 +6954,11 @@ export interface operations {
                     "application/json": components["schemas"]["AiResumed"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6262,8 +7002,32 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `uri_too_long`: A path parameter is too long. */
             414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -6494,7 +7258,13 @@ export interface operations {
     createWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6518,6 +7288,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -6548,7 +7320,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `webhook_limit_reached`: The partner has 20 webhooks, the most it can have; `limit` says so. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `webhook_limit_reached`: The partner has 20 webhooks, the most it can have; `limit` says so.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6574,6 +7350,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -6759,7 +7547,13 @@ export interface operations {
     updateWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The webhook id. */
                 webhook_id: string;
@@ -6786,6 +7580,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -6828,6 +7624,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import). */
             413: {
                 headers: {
@@ -6854,6 +7662,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -7029,7 +7849,13 @@ export interface operations {
     retryDelivery: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The webhook id. */
                 webhook_id: string;
@@ -7052,7 +7878,11 @@ export interface operations {
                     "application/json": components["schemas"]["QueuedDelivery"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7096,7 +7926,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `delivery_pending`: The delivery is still pending; its next attempt is scheduled. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `delivery_pending`: The delivery is still pending; its next attempt is scheduled.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7110,6 +7944,18 @@ export interface operations {
             };
             /** @description `uri_too_long`: A path parameter is too long. */
             414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -7171,7 +8017,13 @@ export interface operations {
     sendTestEvent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The webhook id. */
                 webhook_id: string;
@@ -7192,7 +8044,11 @@ export interface operations {
                     "application/json": components["schemas"]["QueuedDelivery"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7232,7 +8088,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `webhook_inactive`: The webhook is disabled; activate it before sending a test event. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `webhook_inactive`: The webhook is disabled; activate it before sending a test event.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7246,6 +8106,18 @@ export interface operations {
             };
             /** @description `uri_too_long`: A path parameter is too long. */
             414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -7307,7 +8179,13 @@ export interface operations {
     createEmbedToken: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -7334,6 +8212,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -7376,7 +8256,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `account_deactivated`: The account is deactivated; reactivate it to send messages or embed its dashboard. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `account_deactivated`: The account is deactivated; reactivate it to send messages or embed its dashboard.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7414,6 +8298,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -7717,7 +8613,13 @@ export interface operations {
     updatePromptSettings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -7744,6 +8646,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -7786,6 +8690,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import). */
             413: {
                 headers: {
@@ -7812,6 +8728,18 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -7984,7 +8912,13 @@ export interface operations {
     uploadContextFile: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -8013,6 +8947,8 @@ export interface operations {
              *     `file_required`: The multipart part `file` is missing.
              *
              *     `unsupported_file_type`: Context files are `.txt` or `.md` files of UTF-8 text.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              */
             400: {
                 headers: {
@@ -8053,7 +8989,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `context_file_limit_reached`: The account has 20 context files, the most it can have. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `context_file_limit_reached`: The account has 20 context files, the most it can have.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -8079,6 +9019,18 @@ export interface operations {
             };
             /** @description `uri_too_long`: A path parameter is too long. */
             414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -8388,7 +9340,13 @@ export interface operations {
     createContextUrl: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
             path: {
                 /** @description The account id. */
                 id: string;
@@ -8415,6 +9373,8 @@ export interface operations {
             };
             /**
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
              *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
@@ -8457,7 +9417,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `context_url_limit_reached`: The account has 20 context URLs, the most it can have. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `context_url_limit_reached`: The account has 20 context URLs, the most it can have.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -8505,7 +9469,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `context_url_unreachable`: The page could not be fetched, or held no text to use. */
+            /**
+             * @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours.
+             *
+             *     `context_url_unreachable`: The page could not be fetched, or held no text to use.
+             */
             422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
