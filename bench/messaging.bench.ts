@@ -55,7 +55,8 @@ export async function benchMessaging(rows: string[] = []): Promise<string> {
           NumMedia: '0',
         });
         const posted = await fetch(`${base}/twilio/sms`, { method: 'POST', headers: form, body });
-        if (posted.status !== 200) throw new Error(`inbound answered ${posted.status}: ${await posted.text()}`);
+        if (posted.status !== 200)
+          throw new Error(`inbound answered ${posted.status}: ${await posted.text()}`);
         await posted.arrayBuffer();
         // Answered once kept; readable once the inbound decider and the projector have done their part.
         const deadline = Date.now() + 120_000;
@@ -66,7 +67,8 @@ export async function benchMessaging(rows: string[] = []): Promise<string> {
           );
           const { messages } = (await read.json()) as { messages?: { body: string }[] };
           if (messages?.[0]?.body === `Hello ${i}`) break;
-          if (Date.now() > deadline) throw new Error('inbound message not readable within 120 s of the answer');
+          if (Date.now() > deadline)
+            throw new Error('inbound message not readable within 120 s of the answer');
           await new Promise((resolve) => setTimeout(resolve, 10));
         }
       },

@@ -195,7 +195,11 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
           .where('id', '=', accountId)
           .executeTakeFirst();
         // The projected opt-outs, and STOPs already answered whose decisions are still queued.
-        const optedOut = await optedOutPhones(trx, accountId, rows.map((row) => row.phone));
+        const optedOut = await optedOutPhones(
+          trx,
+          accountId,
+          rows.map((row) => row.phone),
+        );
         const refused: { row: OutboxRow; report: OutboxReport }[] = [];
         const allowed: OutboxRow[] = [];
         for (const row of rows) {

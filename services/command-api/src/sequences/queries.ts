@@ -193,35 +193,10 @@ export async function stepState(
 
 /** The lead's `sequence` block: its active enrollment, else its latest one. */
 export async function leadSequence(db: Kysely<Database>, leadId: string) {
-  const row = await db
-    .selectFrom('sequence_enrollments as e')
-    .innerJoin('accounts as a', 'a.id', 'e.account_id')
-    .leftJoin('sequences as s', 's.id', 'e.sequence_id')
-    .select([
-      'e.sequence_id',
-      'e.sequence_name',
-      'e.status',
-      'e.current_step',
-      'e.total_steps',
-      'e.next_step_at',
-      'a.status as account_status',
-      's.is_active',
-    ])
-    .where('e.lead_id', '=', leadId)
-    .where('e.status', '<>', 'removed')
-    .orderBy((eb) => eb.case().when('e.status', '=', 'active').then(0).else(1).end())
-    .orderBy('e.started_at', 'desc')
-    .executeTakeFirst();
-  if (!row || row.status === 'removed') return null;
-  const paused = row.status === 'active' && (row.account_status !== 'active' || row.is_active === false);
-  return {
-    sequence_id: row.sequence_id,
-    name: row.sequence_name,
-    status: paused ? ('paused' as const) : row.status,
-    current_step: row.current_step,
-    total_steps: row.total_steps,
-    next_step_at: row.next_step_at?.toISOString() ?? null,
-  };
+  const [first] = await leadEnrollments(db, leadId);
+  if (!first) return null;
+  const { started_at: _startedAt, ended_at: _endedAt, ...block } = first;
+  return block;
 }
 
 /** Every enrollment of a lead, active ones first, then the latest; `paused` as in the lead's block. */
