@@ -55,9 +55,11 @@ const rfc2822 = (date: Date) => date.toUTCString().replace('GMT', '+0000');
  * independently of the twilio package, so tests check our validation against the definition.
  */
 export function twilioSignature(authToken: string, url: string, params: Record<string, string>): string {
+  // Twilio signs the URL it requested: a fragment (its connection overrides, `#rc=3…`) is never sent.
+  const requested = url.split('#')[0]!;
   const data = Object.keys(params)
     .sort()
-    .reduce((acc, key) => acc + key + params[key], url);
+    .reduce((acc, key) => acc + key + params[key], requested);
   return createHmac('sha1', authToken).update(Buffer.from(data, 'utf-8')).digest('base64');
 }
 

@@ -152,7 +152,17 @@ export async function startSystem(
       { timeoutMs: waitOptions.timeoutMs ?? 30_000, message: `inbound SMS ${messageSid} was never decided` },
     );
   };
-  if (options.awaitInbound !== false && inboundDecider) awaitInboundDecisions(app, inboundDecided);
+  if (options.awaitInbound !== false && inboundDecider) {
+    awaitInboundDecisions(app, async (messageSid) => {
+      // The receipt is written before the answer: a 200 without one kept nothing (a short code's SMS).
+      const kept = await services.db
+        .selectFrom('inbound_receipts')
+        .select('message_sid')
+        .where('message_sid', '=', messageSid)
+        .executeTakeFirst();
+      if (kept) await inboundDecided(messageSid);
+    });
+  }
   const gatewayDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
   const gateway = options.gateway
     ? await startSmsGateway({

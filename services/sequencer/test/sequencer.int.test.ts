@@ -125,6 +125,7 @@ describe('the sequencer', () => {
     await settled(run);
     expect(await bodiesOf(accountId, phone)).toEqual(['Hi Ana', 'Day one', 'Day two']);
     expect((await leadOf(accountId, phone)).sequence).toEqual({
+      sequence_id: sequenceId,
       name: 'Nurture',
       status: 'completed',
       current_step: 3,
