@@ -5,6 +5,7 @@ import { leadsFromCsv } from '../lib/csv';
 import { formatDateTime, formatPhone, formatTime, percent } from '../lib/format';
 import { useLiveChanges } from '../lib/live-context';
 import { enrollmentLabel } from './Sequences';
+import { DeleteButton } from './DeleteButton';
 
 export const leadStatuses = ['new', 'contacted', 'qualified', 'converted', 'lost'] as const;
 const PAGE_SIZE = 25;
@@ -461,20 +462,12 @@ function LeadPanel({
           <button className="secondary" onClick={() => setEditing(true)}>
             Edit
           </button>
-          {confirming ? (
-            <>
-              <button className="danger" onClick={() => void remove()}>
-                Delete for good
-              </button>
-              <button className="link" onClick={() => setConfirming(false)}>
-                Keep
-              </button>
-            </>
-          ) : (
-            <button className="link danger-link" onClick={() => setConfirming(true)}>
-              Delete lead
-            </button>
-          )}
+          <DeleteButton
+            label="Delete lead"
+            confirming={confirming}
+            onConfirmingChange={setConfirming}
+            onDelete={() => void remove()}
+          />
         </div>
       )}
       {confirming && (

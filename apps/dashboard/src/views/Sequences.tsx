@@ -2,6 +2,7 @@ import { useCallback, useEffect, useState } from 'react';
 import { useCan, useDashboard } from '../context';
 import { formatDateTime } from '../lib/format';
 import { useLiveChanges } from '../lib/live-context';
+import { DeleteButton } from './DeleteButton';
 
 export interface Step {
   order: number;
@@ -442,20 +443,12 @@ function Detail({
             <button className="secondary" onClick={onEdit}>
               Edit
             </button>
-            {confirming ? (
-              <>
-                <button className="danger" onClick={() => void remove()}>
-                  Delete for good
-                </button>
-                <button className="link" onClick={() => setConfirming(false)}>
-                  Keep
-                </button>
-              </>
-            ) : (
-              <button className="link danger-link" onClick={() => setConfirming(true)}>
-                Delete
-              </button>
-            )}
+            <DeleteButton
+              label="Delete"
+              confirming={confirming}
+              onConfirmingChange={setConfirming}
+              onDelete={() => void remove()}
+            />
           </div>
         )}
       </header>
