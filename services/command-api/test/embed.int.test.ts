@@ -1,6 +1,7 @@
-import { createSecretBox, DEVELOPMENT_WEBHOOK_KEY, newUuid } from '@leadline/runtime';
-import { fakeClock, testDocuments } from '@leadline/test-kit';
-import { buildApp } from '../src/app';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fakeClock } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from './client';
 import { startSystem, type TestSystem } from './system';
@@ -459,73 +460,38 @@ describe('the embed API', () => {
 
 describe('embed API limits', () => {
   it('limits each token to its requests a minute, with a 429 problem', async () => {
-    const app = await buildApp({
-      db: system.services.db,
-      commands: system.services.commands,
-      numbers: {
-        provisionNumber: async () => ({ phoneNumber: '+15550000001', providerId: 'PN0' }),
-        isOwnNumber: async () => true,
-        releaseNumber: async () => {},
-      },
-      clock,
-      newId: newUuid,
-      publicUrl: 'http://127.0.0.1:8080',
-      rateLimitPerMinute: 3,
-      webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
-      ...testDocuments(system.services.db),
-    });
-    try {
-      const account = await newAccount();
-      const [busy, calm] = [await tokenFor(account), await tokenFor(account)];
-      const session = (token: string) =>
-        app.inject({
-          method: 'GET',
-          url: '/embed/api/session',
-          headers: { authorization: `Bearer ${token}` },
-        });
-      const statuses = [];
-      for (let i = 0; i < 4; i++) statuses.push((await session(busy)).statusCode);
-      expect(statuses).toEqual([200, 200, 200, 429]);
-      expect((await session(busy)).json()).toMatchObject({ status: 429, code: 'rate_limited' });
-      expect((await session(calm)).statusCode).toBe(200);
-    } finally {
-      await app.close();
-    }
+    const app = await system.appWith({ rateLimitPerMinute: 3 });
+    const account = await newAccount();
+    const [busy, calm] = [await tokenFor(account), await tokenFor(account)];
+    const session = (token: string) =>
+      app.inject({
+        method: 'GET',
+        url: '/embed/api/session',
+        headers: { authorization: `Bearer ${token}` },
+      });
+    const statuses = [];
+    for (let i = 0; i < 4; i++) statuses.push((await session(busy)).statusCode);
+    expect(statuses).toEqual([200, 200, 200, 429]);
+    expect((await session(busy)).json()).toMatchObject({ status: 429, code: 'rate_limited' });
+    expect((await session(calm)).statusCode).toBe(200);
   });
 });
 
 describe('request logs', () => {
   it('never hold an embed token, though the page URL carries one', async () => {
     const lines: string[] = [];
-    const app = await buildApp({
-      db: system.services.db,
-      commands: system.services.commands,
-      numbers: {
-        provisionNumber: async () => ({ phoneNumber: '+15550000002', providerId: 'PN0' }),
-        isOwnNumber: async () => true,
-        releaseNumber: async () => {},
-      },
-      clock,
-      newId: newUuid,
-      publicUrl: 'http://127.0.0.1:8080',
-      rateLimitPerMinute: 100,
-      webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
-      ...testDocuments(system.services.db),
+    const app = await system.appWith({
       logger: { level: 'info', stream: { write: (line: string) => void lines.push(line) } },
     });
-    try {
-      const token = await tokenFor(await newAccount());
-      await app.inject({ method: 'GET', url: `/embed?token=${token}&view=leads` });
-      await app.inject({
-        method: 'GET',
-        url: '/embed/api/session',
-        headers: { authorization: `Bearer ${token}` },
-      });
-      expect(lines.join('')).toContain('/embed?[redacted]');
-      expect(lines.join('')).not.toContain(token);
-    } finally {
-      await app.close();
-    }
+    const token = await tokenFor(await newAccount());
+    await app.inject({ method: 'GET', url: `/embed?token=${token}&view=leads` });
+    await app.inject({
+      method: 'GET',
+      url: '/embed/api/session',
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(lines.join('')).toContain('/embed?[redacted]');
+    expect(lines.join('')).not.toContain(token);
   });
 });
 
@@ -560,6 +526,16 @@ describe('the dashboard page', () => {
       });
       expect(page.headers['content-security-policy']).not.toContain('frame-ancestors *');
     }
+  });
+
+  it('answers a 503 problem that nobody may frame when the server has no built dashboard', async () => {
+    const app = await system.appWith({ dashboardDir: mkdtempSync(join(tmpdir(), 'no-dashboard-')) });
+    const token = await tokenFor(await newAccount());
+    const page = await app.inject({ method: 'GET', url: `/embed?token=${token}` });
+    expect(page.statusCode).toBe(503);
+    expect(page.json()).toMatchObject({ status: 503, code: 'dashboard_not_built' });
+    expect(page.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+    expect(page.headers['x-content-type-options']).toBe('nosniff');
   });
 });
 

@@ -19,7 +19,7 @@ import {
   type TestEnvironment,
 } from '@leadline/test-kit';
 import type { InjectOptions } from 'fastify';
-import { buildApp, type App } from '../src/app';
+import { buildApp, type App, type AppDeps } from '../src/app';
 import { generateApiKey } from '../src/partners/api-keys';
 import { createPartner } from '../src/partners/partners';
 import { connectCommandServices, type CommandServices } from '../src/services';
@@ -41,6 +41,11 @@ export interface TestSystem {
    * in the read models (what a test reads next).
    */
   inboundDecided(messageSid: string, options?: { timeoutMs?: number }): Promise<void>;
+  /**
+   * Another command API over the same services and the same defaults, with `overrides` (a rate limit,
+   * a log sink, a dashboard directory); closed with the system.
+   */
+  appWith(overrides: Partial<AppDeps>): Promise<App>;
   /** Registers a partner and returns its API key. */
   createPartner(name?: string): Promise<string>;
   close(): Promise<void>;
@@ -105,7 +110,7 @@ export async function startSystem(
       apiBaseUrl: options.twilio.baseUrl,
       publicUrl: PUBLIC_URL,
     });
-  const app = await buildApp({
+  const appDeps: AppDeps = {
     db: services.db,
     commands: services.commands,
     numbers: twilio ?? localNumbers,
@@ -125,7 +130,9 @@ export async function startSystem(
     documents: createPostgresDocumentStore(services.db),
     // Context pages in tests are served from this machine.
     allowPrivateTargets: true,
-  });
+  };
+  const app = await buildApp(appDeps);
+  const otherApps: App[] = [];
   checkResponsesAgainstDocument(app);
   const deciderDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
   const inboundDecider =
@@ -184,12 +191,18 @@ export async function startSystem(
     inboundDecider,
     publicUrl: PUBLIC_URL,
     inboundDecided,
+    async appWith(overrides) {
+      const other = await buildApp({ ...appDeps, ...overrides });
+      otherApps.push(other);
+      return other;
+    },
     async createPartner(name = 'Test partner') {
       const key = generateApiKey();
       await createPartner({ ...services, newId: newUuid }, name, key);
       return key;
     },
     async close() {
+      for (const other of otherApps) await other.close();
       await app.close();
       await gateway?.stop();
       await gatewayDb.destroy();

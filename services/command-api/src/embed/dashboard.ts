@@ -77,6 +77,8 @@ export const dashboardRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps)
     },
     async (request, reply) => {
       if (!dashboard) {
+        // The error page is as unframeable as a refused session: nobody may dress it up.
+        reply.headers({ ...common, 'content-security-policy': dashboardPolicy(undefined) });
         return sendProblem(reply, request, 503, 'dashboard_not_built', 'The dashboard has not been built.');
       }
       const { token } = request.query;
