@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { createDb, createSecretBox, DEVELOPMENT_WEBHOOK_KEY, newUuid, systemClock } from '@leadline/runtime';
-import { eventually, testDocuments } from '@leadline/test-kit';
+import { createDb, newUuid } from '@leadline/runtime';
+import { eventually } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, type App } from '../src/app';
+import type { App } from '../src/app';
 import { hashApiKey } from '../src/partners/api-keys';
 import { createPartnerKey, listPartnerKeys, revokePartnerKey } from '../src/partners/keys';
 import { partnerClient } from './client';
@@ -17,26 +17,11 @@ let secondDb: ReturnType<typeof createDb>;
 beforeAll(async () => {
   system = await startSystem();
   secondDb = createDb(system.env.config.DATABASE_URL, { maxConnections: 4 });
-  second = await buildApp({
-    db: secondDb,
-    commands: system.services.commands,
-    numbers: {
-      provisionNumber: async () => ({ phoneNumber: '+15550000000', providerId: 'PN0' }),
-      isOwnNumber: async () => true,
-      releaseNumber: async () => {},
-    },
-    clock: systemClock,
-    newId: newUuid,
-    publicUrl: system.publicUrl,
-    rateLimitPerMinute: 100_000,
-    webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
-    ...testDocuments(secondDb),
-  });
+  second = await system.appWith({ db: secondDb });
 });
 afterAll(async () => {
-  await second?.close();
-  await secondDb?.destroy();
   await system?.close();
+  await secondDb?.destroy();
 });
 
 const status = async (app: App, key: string) => (await partnerClient(app, key).get('/accounts')).status;

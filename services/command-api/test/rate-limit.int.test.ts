@@ -1,7 +1,6 @@
-import { testDocuments } from '@leadline/test-kit';
-import { createDb, createSecretBox, DEVELOPMENT_WEBHOOK_KEY, newUuid, systemClock } from '@leadline/runtime';
+import { createDb } from '@leadline/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, type App } from '../src/app';
+import type { App } from '../src/app';
 import { partnerClient } from './client';
 import { startSystem, type TestSystem } from './system';
 
@@ -14,30 +13,13 @@ beforeAll(async () => {
   // Two command API instances, each with its own connections, as two processes behind a balancer.
   for (let i = 0; i < 2; i++) {
     const db = createDb(system.env.config.DATABASE_URL, { maxConnections: 4 });
-    const app = await buildApp({
-      db,
-      commands: system.services.commands,
-      numbers: {
-        provisionNumber: async () => ({ phoneNumber: '+15550000000', providerId: 'PN0' }),
-        isOwnNumber: async () => true,
-        releaseNumber: async () => {},
-      },
-      clock: systemClock,
-      newId: newUuid,
-      publicUrl: system.publicUrl,
-      rateLimitPerMinute: LIMIT,
-      webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
-      ...testDocuments(db),
-    });
+    const app = await system.appWith({ db, rateLimitPerMinute: LIMIT });
     instances.push({ app, db });
   }
 });
 afterAll(async () => {
-  for (const { app, db } of instances) {
-    await app.close();
-    await db.destroy();
-  }
   await system?.close();
+  for (const { db } of instances) await db.destroy();
 });
 
 describe('rate limits across instances', () => {

@@ -1,20 +1,9 @@
-import { testDocuments } from '@leadline/test-kit';
 import { projections, startProjector } from '@leadline/projector';
-import {
-  createDb,
-  createDocumentLinks,
-  createPostgresDocumentStore,
-  createSecretBox,
-  documentLinkKey,
-  DEVELOPMENT_WEBHOOK_KEY,
-  newUuid,
-  systemClock,
-} from '@leadline/runtime';
+import { createDb } from '@leadline/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../src/app';
 import { partnerClient, type PartnerClient } from './client';
 import { logSize } from './log';
-import { checkResponsesAgainstDocument, startSystem, type TestSystem } from './system';
+import { startSystem, type TestSystem } from './system';
 
 let system: TestSystem;
 let partner: PartnerClient;
@@ -60,74 +49,33 @@ describe('when the read models lag behind the log', () => {
 
 describe('operations', () => {
   it('limits each partner key to its requests a minute, with a 429 problem and Retry-After', async () => {
-    const app = await buildApp({
-      db: system.services.db,
-      commands: system.services.commands,
-      numbers: {
-        provisionNumber: async () => ({ phoneNumber: '+15550000000', providerId: 'PN0' }),
-        isOwnNumber: async () => true,
-        releaseNumber: async () => {},
-      },
-      clock: systemClock,
-      newId: newUuid,
-      publicUrl: 'http://127.0.0.1:8080',
-      rateLimitPerMinute: 3,
-      webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
-      documentLinks: createDocumentLinks({
-        publicUrl: 'http://127.0.0.1:8080',
-        key: documentLinkKey(DEVELOPMENT_WEBHOOK_KEY),
-        clock: systemClock,
-      }),
-      documents: createPostgresDocumentStore(system.services.db),
-    });
-    checkResponsesAgainstDocument(app);
-    try {
-      const limited = partnerClient(app, await system.createPartner('Busy CRM'));
-      const answers = [];
-      for (let i = 0; i < 4; i++) answers.push(await limited.get('/accounts'));
-      expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200, 429]);
-      // The documented policy, on every answer.
-      expect(answers[0]!.headers).toMatchObject({ 'x-ratelimit-limit': '3', 'x-ratelimit-remaining': '2' });
-      expect(Number(answers[0]!.headers['x-ratelimit-reset'])).toBeGreaterThan(0);
-      const refused = await limited.get('/accounts');
-      expect(refused.body).toMatchObject({ status: 429, code: 'rate_limited' });
-      expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
-      // Another partner's key has its own budget.
-      expect((await partner.get('/accounts')).status).toBe(200);
-    } finally {
-      await app.close();
-    }
+    const app = await system.appWith({ rateLimitPerMinute: 3 });
+    const limited = partnerClient(app, await system.createPartner('Busy CRM'));
+    const answers = [];
+    for (let i = 0; i < 4; i++) answers.push(await limited.get('/accounts'));
+    expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200, 429]);
+    // The documented policy, on every answer.
+    expect(answers[0]!.headers).toMatchObject({ 'x-ratelimit-limit': '3', 'x-ratelimit-remaining': '2' });
+    expect(Number(answers[0]!.headers['x-ratelimit-reset'])).toBeGreaterThan(0);
+    const refused = await limited.get('/accounts');
+    expect(refused.body).toMatchObject({ status: 429, code: 'rate_limited' });
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    // Another partner's key has its own budget.
+    expect((await partner.get('/accounts')).status).toBe(200);
   });
 
   it('says only "not ready" to an anonymous caller, never why', async () => {
-    const app = await buildApp({
-      db: system.services.db,
-      commands: system.services.commands,
-      numbers: {
-        provisionNumber: async () => ({ phoneNumber: '+15550000000', providerId: 'PN0' }),
-        isOwnNumber: async () => true,
-        releaseNumber: async () => {},
-      },
-      clock: systemClock,
-      newId: newUuid,
-      publicUrl: 'http://127.0.0.1:8080',
-      rateLimitPerMinute: 3,
-      webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
-      ...testDocuments(system.services.db),
+    const app = await system.appWith({
       readinessChecks: [
         async () => {
           throw new Error('connect ECONNREFUSED 10.20.0.7:9092 (kafka-0.internal)');
         },
       ],
     });
-    try {
-      const response = await app.inject({ method: 'GET', url: '/health/ready' });
-      expect(response.statusCode).toBe(503);
-      expect(response.json()).toMatchObject({ code: 'not_ready', detail: 'Not ready.' });
-      expect(response.body).not.toMatch(/10\.20|internal|ECONNREFUSED|9092/);
-    } finally {
-      await app.close();
-    }
+    const response = await app.inject({ method: 'GET', url: '/health/ready' });
+    expect(response.statusCode).toBe(503);
+    expect(response.json()).toMatchObject({ code: 'not_ready', detail: 'Not ready.' });
+    expect(response.body).not.toMatch(/10\.20|internal|ECONNREFUSED|9092/);
   });
 
   it('answers liveness and readiness without a key', async () => {

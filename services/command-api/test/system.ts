@@ -193,6 +193,7 @@ export async function startSystem(
     inboundDecided,
     async appWith(overrides) {
       const other = await buildApp({ ...appDeps, ...overrides });
+      checkResponsesAgainstDocument(other);
       otherApps.push(other);
       return other;
     },
