@@ -720,6 +720,8 @@ describe('the embedded dashboard', () => {
       buffer: Buffer.from('# FAQ\n\nWe close most loans in 21 days.\n'),
     });
     await context.getByRole('list', { name: 'Context files' }).getByText('faq.md').waitFor();
+    // The prompt as the model sees it now carries the file, without a reload.
+    await prompt.getByLabel('Composed prompt').getByText('We close most loans in 21 days.').waitFor();
     await context.getByLabel('Page address').fill(`${parentOrigin}/faq`);
     await context.getByRole('button', { name: 'Add page' }).click();
     await context.getByRole('list', { name: 'Context pages' }).getByText('Rates and FAQ').waitFor();
@@ -744,6 +746,9 @@ describe('the embedded dashboard', () => {
     );
     await context.getByRole('button', { name: 'Remove faq.md' }).click();
     await context.getByText('No files yet.').waitFor();
+    await eventually(async () =>
+      (await prompt.getByLabel('Composed prompt').innerText()).includes('21 days') ? undefined : true,
+    );
     expect((await acme.get(`/accounts/${account.id}/context/files`)).body.files).toEqual([]);
   });
 });

@@ -13,8 +13,8 @@ interface Requirement {
   description: string | null;
 }
 
-/** The checklist the AI collects from every lead. */
-function Requirements() {
+/** The checklist the AI collects from every lead; `onChanged` after every change made here. */
+function Requirements({ onChanged }: { onChanged: () => void }) {
   const { api, session } = useDashboard();
   const canManage = useCan('manage_requirements');
   const [requirements, setRequirements] = useState<Requirement[]>([]);
@@ -37,6 +37,7 @@ function Requirements() {
     try {
       await action();
       await load();
+      onChanged();
     } catch (failure) {
       setError((failure as Error).message);
     }
@@ -189,8 +190,12 @@ export const promptBody = (draft: PromptDraft) =>
         ...Object.fromEntries(guidedFields.map(([field]) => [field, draft[field].trim() || null])),
       };
 
-/** The assistant's prompt, guided (five parts combined) or advanced (the whole system prompt). */
-function Prompt() {
+/**
+ * The assistant's prompt, guided (five parts combined) or advanced (the whole system prompt), and the
+ * prompt as the model sees it, re-read whenever `contextVersion` says the checklist or the company
+ * context changed.
+ */
+function Prompt({ contextVersion }: { contextVersion: number }) {
   const { api, session } = useDashboard();
   const canManage = useCan('manage_settings');
   const [settings, setSettings] = useState<PromptSettings | null>(null);
@@ -209,6 +214,10 @@ function Prompt() {
       })
       .catch((failure: Error) => setError(failure.message));
   }, [api, path]);
+  useEffect(() => {
+    // Only the composed prompt changes with the context: a draft being edited is left as it is.
+    if (contextVersion > 0) void api.get<PromptSettings>(path).then(setSettings, () => undefined);
+  }, [api, path, contextVersion]);
 
   if (!draft || !settings) {
     return (
@@ -348,8 +357,11 @@ interface ContextUrl {
 export const fileSize = (bytes: number) =>
   bytes < 1024 ? `${bytes} B` : `${(bytes / 1024).toFixed(bytes < 10 * 1024 ? 1 : 0)} KB`;
 
-/** What the assistant knows of the company: uploaded text files and pages it keeps in sync. */
-function Context() {
+/**
+ * What the assistant knows of the company: uploaded text files and pages it keeps in sync;
+ * `onChanged` after every change made here.
+ */
+function Context({ onChanged }: { onChanged: () => void }) {
   const { api, session } = useDashboard();
   const canManage = useCan('manage_settings');
   const [files, setFiles] = useState<ContextFile[]>([]);
@@ -377,6 +389,7 @@ function Context() {
     try {
       await action();
       await load();
+      onChanged();
     } catch (failure) {
       setError((failure as Error).message);
     } finally {
@@ -490,11 +503,14 @@ function Context() {
 }
 
 export function Settings() {
+  // The composed prompt includes the checklist and the company context edited beside it.
+  const [contextVersion, setContextVersion] = useState(0);
+  const contextChanged = useCallback(() => setContextVersion((version) => version + 1), []);
   return (
     <div className="settings">
-      <Prompt />
-      <Context />
-      <Requirements />
+      <Prompt contextVersion={contextVersion} />
+      <Context onChanged={contextChanged} />
+      <Requirements onChanged={contextChanged} />
     </div>
   );
 }
