@@ -463,7 +463,9 @@ export function decideEnroll(
  * `auto_sequence` on import: each lead imported with it starts the account's default sequence, unless
  * it already has an enrollment in it (active or ended: a re-import never restarts a sequence), the
  * number opted out, the account is deactivated or there is no active default. Step 0 is left to the
- * sequencer, which sends it as soon as it is due: an import of 1,000 leads stays one quick append.
+ * sequencer, which sends it as soon as it is due, all of an account's due steps in one command: an
+ * import of 1,000 leads stays one quick append. A step 0 moved by the sending window or the lead's
+ * state's rules is on the log as `sequence.step_held` after the enrollments, as any held step is.
  */
 export function decideAutoEnrollments(
   leads: readonly { lead: Lead; auto_sequence: boolean }[],
@@ -482,22 +484,36 @@ export function decideAutoEnrollments(
   if (!sequence?.is_active || account.status !== 'active') return { events, inSequence };
   const first = sequence.steps[0]!;
   const enrollments: EventData<'sequence.leads_enrolled'>['enrollments'] = [];
+  const holds: NewEvent[] = [];
   for (const { lead, auto_sequence } of leads) {
     if (!auto_sequence || state.enrolled.has(lead.lead_id) || inSequence.has(lead.lead_id)) continue;
     if (state.optedOut.has(lead.phone)) continue;
-    const dueAt = stepDueAt(
-      context.now,
-      first.delay_hours,
-      lead.phone,
-      account.sending_window,
-      context.hourSeconds,
-    );
-    enrollments.push({
+    const due = new Date(context.now.getTime() + first.delay_hours * context.hourSeconds * 1000);
+    const hold = stepHold(due, lead.phone, account.sending_window);
+    const enrollment = {
       enrollment_id: context.newId(),
       lead_id: lead.lead_id,
       phone: lead.phone,
-      next_step_at: dueAt.toISOString(),
-    });
+      next_step_at: (hold?.next_allowed_at ?? due).toISOString(),
+    };
+    enrollments.push(enrollment);
+    // As for an enrollment one by one (and every later step): a moved step 0 is on the log as a hold.
+    if (hold) {
+      const ref = { ...enrollment, sequence_id: sequence.id, step_order: 0 };
+      holds.push(
+        heldEvent(
+          {
+            enrollment_id: ref.enrollment_id,
+            sequence_id: ref.sequence_id,
+            lead_id: ref.lead_id,
+            phone: ref.phone,
+            step_order: 0,
+          },
+          'due',
+          hold,
+        ),
+      );
+    }
     inSequence.add(lead.lead_id);
   }
   if (enrollments.length > 0) {
@@ -510,6 +526,8 @@ export function decideAutoEnrollments(
         enrollments,
       },
     });
+    // After the enrollments they move (the projector applies a hold to an enrollment it has).
+    events.push(...holds);
   }
   return { events, inSequence };
 }
