@@ -1,4 +1,10 @@
-import { accountStepStates, decideAiStepOutcome, decideDueStep, stepState } from '@leadline/command-api';
+import {
+  accountStepStates,
+  decideAiStepOutcome,
+  decideDueStep,
+  inAppendOrder,
+  stepState,
+} from '@leadline/command-api';
 import {
   UnknownEventTypeError,
   type DomainEvent,
@@ -51,28 +57,6 @@ const SERVICE = 'sequencer';
 const APPEND_BUDGET_BYTES = 4 * 1024 * 1024;
 /** An event's envelope (ids, actor, times, headers) beside its data, rounded up. */
 const ENVELOPE_BYTES = 500;
-
-/**
- * The order the events of a claimed batch are appended in: by type, each step's own events keeping
- * their order (each step's events follow this order already). Projections apply a run of one type
- * with one statement, so 200 steps are a handful of statements rather than 800.
- */
-const appendOrder = [
-  'conversation.started',
-  'message.outbound_requested',
-  'lead.status_changed',
-  'sequence.ai_step_requested',
-  'sequence.step_sent',
-  'sequence.step_skipped',
-  // After the step done: a hold of the next step it scheduled applies to the step it moved to.
-  'sequence.step_held',
-  'sequence.completed',
-];
-const byAppendOrder = (events: NewEvent[]) =>
-  events
-    .map((event, index) => ({ event, index, rank: appendOrder.indexOf(event.type) }))
-    .sort((a, b) => a.rank - b.rank || a.index - b.index)
-    .map(({ event }) => event);
 
 const contextOf = (partnerId: string, correlationId: string, causationId: string | null): CommandContext => ({
   partnerId,
@@ -177,7 +161,7 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
           for (const event of decided)
             bytes += ENVELOPE_BYTES + Buffer.byteLength(JSON.stringify(event.data));
         }
-        return { events: byAppendOrder(events), result: { release: deferred, undecided } };
+        return { events: inAppendOrder(events), result: { release: deferred, undecided } };
       },
     });
     return result;

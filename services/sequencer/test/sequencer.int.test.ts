@@ -529,6 +529,29 @@ describe('batched decisions', () => {
     expect((await sequenceSent(capped.accountId)).get(miami)).toBe(4);
   });
 
+  it('sends nothing to a number whose STOP was answered but is not decided yet', async () => {
+    const run = await sequencer();
+    const { accountId, sequenceId } = await setUp(later);
+    const [guarded, other] = [nextPhone(), nextPhone()];
+    await enrollAll(accountId, sequenceId, [guarded, other]);
+    // The STOP was answered to Twilio (the guard is written then); the inbound decider has not run.
+    await system.services.db
+      .insertInto('opt_out_guards')
+      .values({
+        account_id: accountId,
+        phone: guarded,
+        message_sid: `SM${newUuid()}`,
+        created_at: clock.now(),
+      })
+      .execute();
+    clock.advance(HOUR);
+    await settled(run);
+    const sent = await sequenceSent(accountId);
+    expect(sent.get(other)).toBe(1);
+    expect(sent.get(guarded)).toBeUndefined();
+    await system.services.db.deleteFrom('opt_out_guards').where('phone', '=', guarded).execute();
+  });
+
   it('records the hold of an imported step 0 and sends it when the window opens, once', async () => {
     // Given an import at 03:00 in New York (midnight in Los Angeles) with auto_sequence,
     clock.set(new Date('2026-03-02T08:00:00Z'));
