@@ -17,6 +17,7 @@ export {
   decideAiStepOutcome,
   decideDueStep,
   heldEvent,
+  inAppendOrder,
   stepDueAt,
   stepHold,
   type Enrollment,

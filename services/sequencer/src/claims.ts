@@ -9,9 +9,19 @@ export interface DueStep {
   next_step_at: Date;
 }
 
+export interface ClaimOptions {
+  /** How many accounts one claim takes steps of (each up to the per-account limit). */
+  accounts?: number;
+  /** Accounts whose steps this process is deciding now: their next steps wait for that to end. */
+  skipAccounts?: readonly string[];
+}
+
 /**
- * Leases up to `limit` due steps, earliest first, for `leaseMs`: another sequencer skips them (SKIP
- * LOCKED while claiming, the lease after), and a crashed sequencer's leases run out. Paused enrollments
+ * Leases due steps for `leaseMs`, account by account: the accounts whose earliest due step is the
+ * earliest (at most `options.accounts` of them), and up to `perAccount` due steps of each, earliest
+ * first. Each account's steps are decided together in one command (one lock, one append), so a claim
+ * is shaped by account rather than by due time alone. Another sequencer skips the steps (SKIP LOCKED
+ * while claiming, the lease after), and a crashed sequencer's leases run out. Paused enrollments
  * (deactivated account, inactive sequence) are not due; when the pause ends, each one's overdue step is
  * due once. Claiming decides nothing: each step is decided under its account's lock afterwards, so a
  * step claimed twice (a lease that ran out mid-send) is still sent once.
@@ -20,32 +30,49 @@ export async function claimDueSteps(
   db: Kysely<Database>,
   now: Date,
   leaseMs: number,
-  limit: number,
-  /** Accounts whose steps this process is deciding now: their next steps wait for that to end. */
-  skipAccounts: readonly string[] = [],
+  perAccount: number,
+  options: ClaimOptions = {},
 ) {
+  const skipAccounts = [...(options.skipAccounts ?? [])];
+  const accounts = options.accounts ?? 1_000_000;
   const { rows } = await sql<DueStep>`
-    with due as (
-      select e.id, e.current_step, e.account_id, a.partner_id, e.next_step_at
+    with due_accounts as (
+      select e.account_id, min(e.next_step_at) as first_due
       from sequence_enrollments e
       join accounts a on a.id = e.account_id and a.status = 'active'
       join sequences s on s.id = e.sequence_id and s.is_active
       left join sequencer_leases l on l.enrollment_id = e.id and l.step_order = e.current_step
       where e.status = 'active' and not e.awaiting_ai and e.next_step_at <= ${now}
-        and not (e.account_id = any(${[...skipAccounts]}::text[]))
+        and not (e.account_id = any(${skipAccounts}::text[]))
         and (l.lease_until is null or l.lease_until < ${now})
-      order by e.next_step_at, e.id
-      limit ${limit}
-      for update of e skip locked
+      group by e.account_id
+      order by first_due, e.account_id
+      limit ${accounts}
+    ), due as (
+      select d.* from due_accounts, lateral (
+        select e.id, e.current_step, e.account_id, a.partner_id, e.next_step_at
+        from sequence_enrollments e
+        join accounts a on a.id = e.account_id and a.status = 'active'
+        join sequences s on s.id = e.sequence_id and s.is_active
+        left join sequencer_leases l on l.enrollment_id = e.id and l.step_order = e.current_step
+        where e.account_id = due_accounts.account_id
+          and e.status = 'active' and not e.awaiting_ai and e.next_step_at <= ${now}
+          and (l.lease_until is null or l.lease_until < ${now})
+        order by e.next_step_at, e.id
+        limit ${perAccount}
+        for update of e skip locked
+      ) d
     ), leased as (
       insert into sequencer_leases (enrollment_id, step_order, lease_until)
       select id, current_step, ${new Date(now.getTime() + leaseMs)} from due
       on conflict (enrollment_id, step_order) do update set lease_until = excluded.lease_until
-      returning enrollment_id
     )
     select due.id as enrollment_id, due.current_step as step_order, due.account_id, due.partner_id,
       due.next_step_at
-    from due join leased on leased.enrollment_id = due.id`.execute(db);
+    -- Every row claimed is leased (the upsert always writes), and a data-modifying CTE runs to its end
+    -- whether or not it is read: no join with it (a join of two CTEs compares every pair of rows).
+    from due
+    order by due.account_id, due.next_step_at, due.id`.execute(db);
   return rows;
 }
 

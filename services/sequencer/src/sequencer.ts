@@ -1,4 +1,10 @@
-import { accountStepStates, decideAiStepOutcome, decideDueStep, stepState } from '@leadline/command-api';
+import {
+  accountStepStates,
+  decideAiStepOutcome,
+  decideDueStep,
+  inAppendOrder,
+  stepState,
+} from '@leadline/command-api';
 import {
   UnknownEventTypeError,
   type DomainEvent,
@@ -23,8 +29,12 @@ export interface SequencerDeps {
   groupId: string;
   /** How many seconds one `delay_hours` unit lasts. */
   hourSeconds: number;
-  /** Workers claiming and deciding at once; one account's claimed steps are decided together, under its lock. */
+  /**
+   * Accounts decided at once; one account's claimed steps are decided together, in one command
+   * (one lock, one wait for the read models, one append).
+   */
   concurrency?: number;
+  /** The most due steps of one account claimed at once. */
   batchSize?: number;
   leaseMs?: number;
   pollIntervalMs?: number;
@@ -39,35 +49,14 @@ export interface RunningSequencer {
 
 const SERVICE = 'sequencer';
 /**
- * What one append of decided steps may hold: its records must fit one record batch of the log (1 MB
- * by default). Steps are decided until their events pass this, so short messages go many to an
- * append and the longest messages and AI instructions fewer.
+ * What one append of decided steps may hold, well under what one command may append
+ * (`APPEND_MAX_BYTES`): steps are decided until their events pass this, so a claim of 1,000 short
+ * steps is one append, and the longest messages and AI instructions go fewer to an append (the rest
+ * in the next command on the account).
  */
-const APPEND_BUDGET_BYTES = 640 * 1024;
+const APPEND_BUDGET_BYTES = 4 * 1024 * 1024;
 /** An event's envelope (ids, actor, times, headers) beside its data, rounded up. */
 const ENVELOPE_BYTES = 500;
-
-/**
- * The order the events of a claimed batch are appended in: by type, each step's own events keeping
- * their order (each step's events follow this order already). Projections apply a run of one type
- * with one statement, so 200 steps are a handful of statements rather than 800.
- */
-const appendOrder = [
-  'conversation.started',
-  'message.outbound_requested',
-  'lead.status_changed',
-  'sequence.ai_step_requested',
-  'sequence.step_sent',
-  'sequence.step_skipped',
-  // After the step done: a hold of the next step it scheduled applies to the step it moved to.
-  'sequence.step_held',
-  'sequence.completed',
-];
-const byAppendOrder = (events: NewEvent[]) =>
-  events
-    .map((event, index) => ({ event, index, rank: appendOrder.indexOf(event.type) }))
-    .sort((a, b) => a.rank - b.rank || a.index - b.index)
-    .map(({ event }) => event);
 
 const contextOf = (partnerId: string, correlationId: string, causationId: string | null): CommandContext => ({
   partnerId,
@@ -90,22 +79,25 @@ const contextOf = (partnerId: string, correlationId: string, causationId: string
  */
 export async function startSequencer(deps: SequencerDeps): Promise<RunningSequencer> {
   const { kafka, db, codec, topics, commands, clock, newId, hourSeconds } = deps;
-  const concurrency = deps.concurrency ?? 4;
-  const batchSize = deps.batchSize ?? 200;
+  const concurrency = deps.concurrency ?? 8;
+  const batchSize = deps.batchSize ?? 1000;
   const leaseMs = deps.leaseMs ?? 30_000;
   const onError = deps.onError ?? ((error) => console.error('sequencer:', error));
 
   /**
-   * One account's claimed steps: one lock, one wait, one append. Returns the steps to claim again
-   * soon: the ones held (the sending window, the lead's state's rules) and the ones left for the
-   * next append (`undecided`, past the append's size budget). A step done keeps its lease until it
-   * runs out (the read models may not show it done yet, and the lease keeps it from being claimed
-   * again meanwhile); a step that did nothing (a stale claim, a lead gone) is looked at again only
-   * after its lease.
+   * One account's claimed steps: one lock, one high-watermark check, one append of every step's events
+   * (in order), without waiting for the projector afterwards (the next decision on the account waits
+   * for it before reading). Each step is still decided on its own rules (opt-out, the window and the
+   * state's rules, the enrollment still active, the lead still there, the state's daily cap), counting
+   * the steps decided before it in the same command. Returns the steps to release (held to a later
+   * time) and the ones left for the next command (past the append's size budget). A step done keeps its
+   * lease until it runs out (the read models may not show it done yet, and the lease keeps it from being
+   * claimed again meanwhile); a step that did nothing (a stale claim, a lead gone) is looked at again
+   * only after its lease.
    */
   async function decideAccountSteps(
     steps: readonly DueStep[],
-  ): Promise<{ release: DueStep[]; undecided: number }> {
+  ): Promise<{ release: DueStep[]; undecided: DueStep[] }> {
     const first = steps[0]!;
     const { result } = await commands.execute({
       stream: { topic: 'account', accountId: first.account_id },
@@ -117,7 +109,7 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
       async decide(trx) {
         const events: NewEvent[] = [];
         const deferred: DueStep[] = [];
-        let undecided = 0;
+        let undecided: DueStep[] = [];
         let bytes = 0;
         const now = clock.now();
         const states = await accountStepStates(
@@ -132,9 +124,8 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
         const sentInBatch = new Map<string, Date[]>();
         for (const [index, step] of steps.entries()) {
           if (bytes > APPEND_BUDGET_BYTES) {
-            // The rest go in the next append, claimed again at once.
-            deferred.push(...steps.slice(index));
-            undecided = steps.length - index;
+            // The rest go in the next command on the account, once this one's events are projected.
+            undecided = steps.slice(index);
             break;
           }
           const state = states.get(step.enrollment_id);
@@ -170,10 +161,20 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
           for (const event of decided)
             bytes += ENVELOPE_BYTES + Buffer.byteLength(JSON.stringify(event.data));
         }
-        return { events: byAppendOrder(events), result: { release: deferred, undecided } };
+        return { events: inAppendOrder(events), result: { release: deferred, undecided } };
       },
     });
     return result;
+  }
+
+  /** Decides all of one account's claimed steps: one command, more only past the size budget. */
+  async function decideAccount(steps: readonly DueStep[]) {
+    let left: readonly DueStep[] = steps;
+    while (left.length > 0) {
+      const decided = await decideAccountSteps(left);
+      await releaseLeases(db, decided.release);
+      left = decided.undecided;
+    }
   }
 
   /** Waits until the account's partition is projected up to what is on the log now (an empty command). */
@@ -191,71 +192,67 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
   const touched = new Map<string, string>();
 
   /**
-   * Accounts a worker of this process is deciding. One account's decisions queue on its lock and
-   * each waits for the projector to show the one before; workers claiming other accounts meanwhile
-   * keep the log and the projector busy instead of queueing behind one account.
+   * Accounts this process is deciding: a claim skips them (their steps wait for the decision under
+   * way, whose events the next decision must see), and takes other accounts' steps meanwhile, so the
+   * log and the projector stay busy with many accounts instead of queueing behind one.
    */
   const busy = new Set<string>();
-  let claiming: Promise<unknown> = Promise.resolve();
 
-  /** Claims a batch (one worker at a time, so each sees the accounts the others took). */
-  function claim(): Promise<DueStep[]> {
-    const claimed = claiming.then(async () => {
-      const steps = await claimDueSteps(db, clock.now(), leaseMs, batchSize, [...busy]);
-      for (const step of steps) busy.add(step.account_id);
-      return steps;
-    });
-    claiming = claimed.catch(() => undefined);
-    return claimed;
-  }
-
-  /** Claims and decides due steps until none is left; each worker claims its own batches. */
-  async function work(): Promise<number> {
+  /**
+   * Claims and decides due steps until none is left: up to `concurrency` accounts at once, each with up
+   * to `batchSize` of its due steps decided in one command. When an account is done, a claim takes the
+   * next accounts (or more of the same account's steps).
+   */
+  async function tickOnce(): Promise<number> {
+    await expireLeases(db, clock.now()).catch(onError);
     let total = 0;
+    const inFlight = new Set<Promise<void>>();
     for (;;) {
-      let undecided = 0;
-      const claimed = await claim().catch((error: unknown) => {
-        // Claiming failed (the database is unavailable, or lost a race): the next tick tries again.
-        onError(error);
-        return [] as DueStep[];
-      });
+      const free = concurrency - inFlight.size;
+      const claimed =
+        free > 0
+          ? await claimDueSteps(db, clock.now(), leaseMs, batchSize, {
+              accounts: free,
+              skipAccounts: [...busy],
+            }).catch((error: unknown) => {
+              // Claiming failed (the database is unavailable, or lost a race): the next tick tries again.
+              onError(error);
+              return [] as DueStep[];
+            })
+          : [];
       total += claimed.length;
       const byAccount = new Map<string, DueStep[]>();
       for (const step of claimed)
         byAccount.set(step.account_id, [...(byAccount.get(step.account_id) ?? []), step]);
-      // One append per account's claimed steps, each as many as fit the append's budget.
-      const chunks = [...byAccount.values()];
-      try {
-        for (const steps of chunks) {
-          touched.set(steps[0]!.account_id, steps[0]!.partner_id);
-          try {
-            const decided = await decideAccountSteps(steps);
-            await releaseLeases(db, decided.release);
-            undecided += decided.undecided;
-          } catch (error) {
-            // Nothing was appended (the log or the read models were unavailable): the leases run
+      for (const [accountId, steps] of byAccount) {
+        busy.add(accountId);
+        touched.set(accountId, steps[0]!.partner_id);
+        const deciding: Promise<void> = decideAccount(steps)
+          .catch((error: unknown) => {
+            // Nothing more was appended (the log or the read models were unavailable): the leases run
             // out and the steps are claimed again.
             onError(error);
-          }
-        }
-      } finally {
-        for (const accountId of byAccount.keys()) busy.delete(accountId);
+          })
+          .finally(() => {
+            busy.delete(accountId);
+            inFlight.delete(deciding);
+          });
+        inFlight.add(deciding);
       }
-      // A full batch means more may be due; a partial one was everything due (but for the accounts
-      // other workers hold, which they claim again when done).
-      if (claimed.length < batchSize && undecided === 0) return total;
-      total -= undecided;
+      if (claimed.length === 0 || inFlight.size >= concurrency) {
+        // Nothing more to claim now (or no room): wait for an account to be done, then claim again.
+        if (inFlight.size === 0) break;
+        await Promise.race(inFlight);
+      }
     }
-  }
-
-  async function tickOnce(): Promise<number> {
-    await expireLeases(db, clock.now()).catch(onError);
-    const totals = await Promise.all(Array.from({ length: concurrency }, work));
     // Appends do not wait for the projector (the next decision does); the tick as a whole does, so
     // what it did is readable when it returns. An empty command waits for its account's partition.
-    for (const [accountId, partnerId] of touched) await projected(accountId, partnerId).catch(onError);
+    const accounts = [...touched];
     touched.clear();
-    return totals.reduce((sum, count) => sum + count, 0);
+    await Promise.all(
+      accounts.map(([accountId, partnerId]) => projected(accountId, partnerId).catch(onError)),
+    );
+    return total;
   }
 
   let running: Promise<number> | undefined;

@@ -1,4 +1,4 @@
-import type { Database } from '@leadline/runtime';
+import { optedOutPhones, type Database } from '@leadline/runtime';
 import type { Kysely, Selectable } from 'kysely';
 import type { z } from 'zod';
 import type { AccountRow } from '../accounts/account-stream';
@@ -250,7 +250,6 @@ export async function autoEnrollState(
     .where('is_default', '=', true)
     .executeTakeFirst();
   const leadIds = leads.map((lead) => lead.lead_id);
-  const phones = leads.map((lead) => lead.phone);
   const [enrollments, optedOut] = await Promise.all([
     defaultRow && leadIds.length > 0
       ? db
@@ -260,21 +259,18 @@ export async function autoEnrollState(
           .where('lead_id', 'in', leadIds)
           .execute()
       : [],
-    phones.length > 0
-      ? db
-          .selectFrom('conversations')
-          .select('phone')
-          .where('account_id', '=', account.id)
-          .where('phone', 'in', phones)
-          .where('opted_out', '=', true)
-          .execute()
-      : [],
+    // Projected opt-outs and the ones answered to Twilio whose decision is still queued.
+    optedOutPhones(
+      db,
+      account.id,
+      leads.map((lead) => lead.phone),
+    ),
   ]);
   return {
     account: withWindow(account),
     defaultSequence: defaultRow && toSequence(defaultRow),
     enrolled: new Map(enrollments.map((row) => [row.lead_id, row.status === 'active'])),
-    optedOut: new Set(optedOut.map((row) => row.phone)),
+    optedOut,
   };
 }
 
@@ -314,7 +310,7 @@ export async function accountStepStates(
   const sequenceIds = [...new Set(rows.map((row) => row.sequence_id))];
   const phones = [...new Set(rows.map((row) => row.phone))];
   const withSteps = withWindow(account);
-  const [sequences, versions, conversations, leads, sent] = await Promise.all([
+  const [sequences, versions, conversations, leads, sent, optedOut] = await Promise.all([
     db.selectFrom('sequences').select(['id', 'is_active']).where('id', 'in', sequenceIds).execute(),
     db.selectFrom('sequence_step_versions').selectAll().where('sequence_id', 'in', sequenceIds).execute(),
     db
@@ -330,6 +326,8 @@ export async function accountStepStates(
       .where('phone', 'in', phones)
       .execute(),
     proactiveSends(db, accountId, withSteps.sending_window, phones, now),
+    // An opt-out answered to Twilio whose decision is still queued holds the step as a projected one does.
+    optedOutPhones(db, accountId, phones),
   ]);
   const sequenceById = new Map(sequences.map((row) => [row.id, row]));
   const stepsOf = new Map(versions.map((row) => [`${row.sequence_id}/${row.version}`, row.steps]));
@@ -346,6 +344,7 @@ export async function accountStepStates(
       lead: lead && toLead(lead),
       conversation: conversation && { ...conversation, started: conversation.started_at !== null },
       sent: sent.get(row.phone) ?? [],
+      optOutPending: optedOut.has(row.phone),
     });
   }
   return states;

@@ -28,7 +28,7 @@ export interface StateRule {
   saturday?: Hours;
   /** Sunday's hours; null when the state forbids solicitations on Sundays. */
   sunday?: Hours | null;
-  /** No solicitations on the legal holidays of `restrictedHolidays`. */
+  /** No solicitations on the state's legal holidays (`stateHolidays`). */
   holidays?: true;
   /** At most this many proactive messages to one lead in any 24 hours. */
   dailyCap?: number;
@@ -109,32 +109,129 @@ const lastWeekday = (year: number, month: number, weekday: number) => {
   return days - ((last - weekday + 7) % 7);
 };
 
+/** `MM-DD` of a month and day. */
+const monthDay = (month: number, date: number) =>
+  `${String(month).padStart(2, '0')}-${String(date).padStart(2, '0')}`;
+
 /**
- * The legal holidays on which the holiday states forbid solicitations, as `MM-DD` of `year`: the ones
- * every one of those states keeps (New Year's Day, Memorial Day, Independence Day, Labor Day,
- * Thanksgiving, Christmas Day), on the day itself.
+ * The legal holidays every holiday state keeps, as `MM-DD` of `year`: New Year's Day, Memorial Day,
+ * Independence Day, Labor Day, Thanksgiving, Christmas Day, on the day itself.
  */
 export function restrictedHolidays(year: number): string[] {
-  const day = (month: number, date: number) =>
-    `${String(month).padStart(2, '0')}-${String(date).padStart(2, '0')}`;
   return [
-    day(1, 1),
-    day(5, lastWeekday(year, 5, 1)),
-    day(7, 4),
-    day(9, nthWeekday(year, 9, 1, 1)),
-    day(11, nthWeekday(year, 11, 4, 4)),
-    day(12, 25),
+    monthDay(1, 1),
+    monthDay(5, lastWeekday(year, 5, 1)),
+    monthDay(7, 4),
+    monthDay(9, nthWeekday(year, 9, 1, 1)),
+    monthDay(11, nthWeekday(year, 11, 4, 4)),
+    monthDay(12, 25),
   ];
 }
 
-const holidayCache = new Map<number, Set<string>>();
-function isRestrictedHoliday(year: number, month: number, date: number) {
-  let days = holidayCache.get(year);
+/** Easter Sunday of `year` (Gregorian; the anonymous algorithm), as month and day. */
+function easter(year: number): { month: number; day: number } {
+  const a = year % 19;
+  const b = Math.floor(year / 100);
+  const c = year % 100;
+  const d = Math.floor(b / 4);
+  const e = b % 4;
+  const f = Math.floor((b + 8) / 25);
+  const g = Math.floor((b - f + 1) / 3);
+  const h = (19 * a + b - d - g + 15) % 30;
+  const i = Math.floor(c / 4);
+  const k = c % 4;
+  const l = (32 + 2 * e + 2 * i - h - k) % 7;
+  const m = Math.floor((a + 11 * h + 22 * l) / 451);
+  const month = Math.floor((h + l - 7 * m + 114) / 31);
+  return { month, day: ((h + l - 7 * m + 114) % 31) + 1 };
+}
+
+/** `MM-DD` of the day `offset` days from Easter Sunday (Mardi Gras -47, Good Friday -2). */
+function fromEaster(year: number, offset: number) {
+  const { month, day } = easter(year);
+  const date = new Date(Date.UTC(year, month - 1, day + offset));
+  return monthDay(date.getUTCMonth() + 1, date.getUTCDate());
+}
+
+/** Election Day: the Tuesday after the first Monday of November. */
+const electionDay = (year: number) => monthDay(11, nthWeekday(year, 11, 1, 1) + 1);
+
+/**
+ * The state-only legal holidays of each holiday state, as `MM-DD` of `year`, beside
+ * `restrictedHolidays`: the days its holiday statute names, on the day itself. Holidays of a county or
+ * a parish only (Mardi Gras in Alabama's Mobile and Baldwin counties and in Louisiana's parishes) are
+ * kept for the whole state: the area code cannot tell the county, and the stricter reading is kept.
+ */
+export const stateOnlyHolidays: Readonly<Record<string, (year: number) => string[]>> = {
+  // Ala. Code § 1-3-8.
+  AL: (year) => [
+    monthDay(1, nthWeekday(year, 1, 1, 3)), // Robert E. Lee / Martin Luther King Jr. birthday
+    monthDay(2, nthWeekday(year, 2, 1, 3)), // George Washington / Thomas Jefferson birthday
+    fromEaster(year, -47), // Mardi Gras (Mobile and Baldwin counties)
+    monthDay(4, nthWeekday(year, 4, 1, 4)), // Confederate Memorial Day
+    monthDay(6, nthWeekday(year, 6, 1, 1)), // Jefferson Davis's birthday
+    monthDay(10, nthWeekday(year, 10, 1, 2)), // Columbus Day / American Indian Heritage Day
+    monthDay(11, 11), // Veterans Day
+  ],
+  // La. R.S. 1:55.
+  LA: (year) => [
+    monthDay(1, nthWeekday(year, 1, 1, 3)), // Martin Luther King Jr. Day
+    fromEaster(year, -47), // Mardi Gras
+    fromEaster(year, -2), // Good Friday
+    monthDay(11, 11), // Veterans Day
+  ],
+  // Miss. Code § 3-3-7.
+  MS: (year) => [
+    monthDay(1, nthWeekday(year, 1, 1, 3)), // Martin Luther King Jr. / Robert E. Lee birthday
+    monthDay(2, nthWeekday(year, 2, 1, 3)), // Washington's birthday
+    monthDay(4, lastWeekday(year, 4, 1)), // Confederate Memorial Day
+    monthDay(11, 11), // Armistice (Veterans) Day
+  ],
+  // R.I. Gen. Laws § 25-1-1 (Election Day in the years of a general election).
+  RI: (year) => [
+    monthDay(1, nthWeekday(year, 1, 1, 3)), // Martin Luther King Jr. Day
+    monthDay(8, nthWeekday(year, 8, 1, 2)), // Victory Day
+    monthDay(10, nthWeekday(year, 10, 1, 2)), // Columbus Day / Indigenous Peoples' Day
+    ...(year % 2 === 0 ? [electionDay(year)] : []),
+    monthDay(11, 11), // Veterans Day
+  ],
+  // 44 P.S. § 11 (Election Day: the general and municipal elections, every year).
+  PA: (year) => [
+    monthDay(1, nthWeekday(year, 1, 1, 3)), // Martin Luther King Jr. Day
+    monthDay(2, nthWeekday(year, 2, 1, 3)), // Presidents' Day
+    fromEaster(year, -2), // Good Friday
+    monthDay(6, 14), // Flag Day
+    monthDay(10, nthWeekday(year, 10, 1, 2)), // Columbus Day
+    electionDay(year),
+    monthDay(11, 11), // Veterans Day
+  ],
+  // Utah Code § 63G-1-301.
+  UT: (year) => [
+    monthDay(1, nthWeekday(year, 1, 1, 3)), // Martin Luther King Jr. / Human Rights Day
+    monthDay(2, nthWeekday(year, 2, 1, 3)), // Washington and Lincoln Day
+    monthDay(6, 19), // Juneteenth National Freedom Day
+    monthDay(7, 24), // Pioneer Day
+    monthDay(10, nthWeekday(year, 10, 1, 2)), // Columbus Day
+    monthDay(11, 11), // Veterans Day
+  ],
+};
+
+/** Every legal holiday of `state` on which it forbids solicitations, as sorted `MM-DD` of `year`. */
+export function stateHolidays(state: string, year: number): string[] {
+  if (!stateRules[state]?.holidays) return [];
+  const days = new Set([...restrictedHolidays(year), ...(stateOnlyHolidays[state]?.(year) ?? [])]);
+  return [...days].sort();
+}
+
+const holidayCache = new Map<string, Set<string>>();
+function isRestrictedHoliday(state: string, year: number, month: number, date: number) {
+  const key = `${state}/${year}`;
+  let days = holidayCache.get(key);
   if (!days) {
-    days = new Set(restrictedHolidays(year));
-    holidayCache.set(year, days);
+    days = new Set(stateHolidays(state, year));
+    holidayCache.set(key, days);
   }
-  return days.has(`${String(month).padStart(2, '0')}-${String(date).padStart(2, '0')}`);
+  return days.has(monthDay(month, date));
 }
 
 /** Where a lead is presumed to be: every zone its area code spans, and its state when known. */
@@ -177,7 +274,7 @@ export function allowedMinutes(
   const rule = state ? stateRules[state] : undefined;
   let hours: Hours | null = rule?.hours ?? null;
   if (rule) {
-    if (rule.holidays && isRestrictedHoliday(date.year, date.month, date.day)) return null;
+    if (rule.holidays && isRestrictedHoliday(state!, date.year, date.month, date.day)) return null;
     const weekday = new Date(Date.UTC(date.year, date.month - 1, date.day)).getUTCDay();
     if (weekday === 0 && rule.sunday !== undefined) {
       if (rule.sunday === null) return null;
@@ -313,7 +410,7 @@ function closedReason(at: Date, zone: string, window: SendingWindow, state: stri
   const minute = minuteOfDay(p);
   if (minute < minutesOf(window.start) || minute >= minutesOf(window.end)) return 'quiet_hours';
   const rule = state ? stateRules[state] : undefined;
-  if (rule?.holidays && isRestrictedHoliday(p.year, p.month, p.day)) return 'state_holiday';
+  if (state && rule?.holidays && isRestrictedHoliday(state, p.year, p.month, p.day)) return 'state_holiday';
   const weekday = new Date(Date.UTC(p.year, p.month - 1, p.day)).getUTCDay();
   if (weekday === 0 && rule?.sunday !== undefined) return 'state_sunday';
   return 'state_hours';

@@ -5,6 +5,7 @@ import {
   nextSendTime,
   proactiveHold,
   restrictedHolidays,
+  stateHolidays,
 } from './sending-window';
 
 const at = (iso: string) => new Date(iso);
@@ -16,6 +17,8 @@ const LOS_ANGELES = '+12135550100';
 const MIAMI = '+13055550100';
 const OKLAHOMA_CITY = '+14055550100';
 const BOISE = '+12085550100';
+const NEW_ORLEANS = '+15045550100';
+const SALT_LAKE_CITY = '+18015550100';
 
 describe('leadLocation', () => {
   it('reads the zone and state from the area code, else falls back to the account zone', () => {
@@ -204,6 +207,54 @@ describe('state holidays', () => {
       reason: 'state_sunday',
       next_allowed_at: '2026-07-06T13:00:00.000Z',
     });
+  });
+
+  it("lists each holiday state's own legal holidays beside the common ones", () => {
+    // Easter 2026 is April 5: Mardi Gras February 17, Good Friday April 3.
+    expect(stateHolidays('LA', 2026)).toEqual([
+      '01-01',
+      '01-19',
+      '02-17',
+      '04-03',
+      '05-25',
+      '07-04',
+      '09-07',
+      '11-11',
+      '11-26',
+      '12-25',
+    ]);
+    expect(stateHolidays('AL', 2026)).toEqual(
+      expect.arrayContaining(['01-19', '02-16', '02-17', '04-27', '06-01', '10-12', '11-11']),
+    );
+    expect(stateHolidays('MS', 2026)).toEqual(expect.arrayContaining(['01-19', '02-16', '04-27', '11-11']));
+    // Rhode Island keeps Victory Day, and Election Day in the years of a general election.
+    expect(stateHolidays('RI', 2026)).toEqual(expect.arrayContaining(['08-10', '10-12', '11-03', '11-11']));
+    expect(stateHolidays('RI', 2027)).not.toContain('11-02');
+    expect(stateHolidays('PA', 2027)).toEqual(
+      expect.arrayContaining(['01-18', '02-15', '03-26', '06-14', '10-11', '11-02', '11-11']),
+    );
+    expect(stateHolidays('UT', 2026)).toEqual(expect.arrayContaining(['06-19', '07-24']));
+    // States without a holiday rule keep none.
+    expect(stateHolidays('FL', 2026)).toEqual([]);
+    expect(stateHolidays('NY', 2026)).toEqual([]);
+  });
+
+  it('holds a Louisiana lead on Mardi Gras, and a Utah lead on Pioneer Day, but not a New York lead', () => {
+    // Mardi Gras 2026, Tuesday February 17, 10:00 CST in New Orleans: Wednesday 08:00 CST.
+    expect(hold(NEW_ORLEANS, '2026-02-17T16:00:00Z')).toEqual({
+      reason: 'state_holiday',
+      state: 'LA',
+      zone: 'America/Chicago',
+      next_allowed_at: '2026-02-18T14:00:00.000Z',
+    });
+    // Pioneer Day 2026 is a Friday: 10:00 MDT in Salt Lake City waits for Saturday 08:00 MDT.
+    expect(hold(SALT_LAKE_CITY, '2026-07-24T16:00:00Z')).toMatchObject({
+      reason: 'state_holiday',
+      state: 'UT',
+      next_allowed_at: '2026-07-25T14:00:00.000Z',
+    });
+    expect(hold(NEW_YORK, '2026-02-17T16:00:00Z')).toBeNull();
+    expect(hold(NEW_YORK, '2026-07-24T16:00:00Z')).toBeNull();
   });
 
   it('finds the opening across the autumn DST change after a holiday weekend', () => {
