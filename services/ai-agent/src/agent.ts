@@ -215,9 +215,20 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
     if (!account) return undefined;
     const now = clock.now();
     const window = account.sending_window ?? DEFAULT_SENDING_WINDOW;
-    const sent = turn.step
-      ? (await proactiveSends(reader, account.id, window, [turn.phone], now)).get(turn.phone)
-      : undefined;
+    const step = turn.step;
+    const [sent, enrollment] = step
+      ? await Promise.all([
+          proactiveSends(reader, account.id, window, [turn.phone], now).then((sends) =>
+            sends.get(turn.phone),
+          ),
+          reader
+            .selectFrom('sequence_enrollments')
+            .select(['status', 'current_step'])
+            .where('id', '=', step.enrollment_id)
+            .where('account_id', '=', account.id)
+            .executeTakeFirst(),
+        ])
+      : [undefined, undefined];
     const [conversation, handled, today, requirements] = await Promise.all([
       conversationState(reader, account, turn.phone),
       keys.length === 0
@@ -261,7 +272,10 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
         aiMessagesToday: Number(today.count),
         requirements,
         collected: new Set(collected.map((row) => row.requirement_id)),
-        stepHold: turn.step ? stepHold(now, turn.phone, window, sent) : null,
+        stepHold: step ? stepHold(now, turn.phone, window, sent) : null,
+        stepEnrollmentActive: step
+          ? enrollment?.status === 'active' && enrollment.current_step === step.step_order
+          : null,
       },
     };
   }
