@@ -217,6 +217,8 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
     turn: TurnRow,
     keys: string[],
     knownAccount?: Awaited<ReturnType<typeof loadAccount>>,
+    /** The checklist matters only to a proposal that collects something (not to skips and sends). */
+    withChecklist = true,
   ): Promise<{ state: AiTurnState; account: { id: string; company_name: string } } | undefined> {
     const account = knownAccount ?? (await loadAccount(reader, turn.account_id));
     if (!account) return undefined;
@@ -255,21 +257,24 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
         .where('source', '=', 'ai')
         .where('sent_at', '>', new Date(now.getTime() - 24 * 3600_000))
         .executeTakeFirstOrThrow(),
-      reader
-        .selectFrom('requirements')
-        .select(['id', 'name', 'type', 'required'])
-        .where('account_id', '=', account.id)
-        .orderBy('created_at')
-        .orderBy('id')
-        .execute(),
+      withChecklist
+        ? reader
+            .selectFrom('requirements')
+            .select(['id', 'name', 'type', 'required'])
+            .where('account_id', '=', account.id)
+            .orderBy('created_at')
+            .orderBy('id')
+            .execute()
+        : Promise.resolve([]),
     ]);
-    const collected = conversation.lead
-      ? await reader
-          .selectFrom('lead_checklist_items')
-          .select('requirement_id')
-          .where('lead_id', '=', conversation.lead.lead_id)
-          .execute()
-      : [];
+    const collected =
+      withChecklist && conversation.lead
+        ? await reader
+            .selectFrom('lead_checklist_items')
+            .select('requirement_id')
+            .where('lead_id', '=', conversation.lead.lead_id)
+            .execute()
+        : [];
     return {
       account,
       state: {
@@ -375,7 +380,7 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
       // The next decision about this account waits for the projector under the lock anyway.
       readYourWrites: false,
       decide: async (trx) => {
-        const loaded = await loadState(trx, turn, keys);
+        const loaded = await loadState(trx, turn, keys, undefined, (proposal?.collected.length ?? 0) > 0);
         if (!loaded) return { events: [], result: { recorded: true, heldUntil: null } };
         const aiTurn: AiTurn = {
           phone: turn.phone,
@@ -477,7 +482,7 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
       : undefined;
     // Settled here if the turn stops at the pre-check; awaited (and its error handled) below otherwise.
     early?.catch(() => undefined);
-    const loaded = await timeStage('ai_load_state', () => loadState(db, turn, keys, account));
+    const loaded = await timeStage('ai_load_state', () => loadState(db, turn, keys, account, false));
     if (!loaded || loaded.state.handled) return finish(turn, messageIds);
     let proposal: TurnProposal | null = null;
     let unavailable = false;
