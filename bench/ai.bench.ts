@@ -1,5 +1,11 @@
 import { createModelResponder, startAiAgent } from '@leadline/ai-agent';
-import { createDb, createPostgresDocumentStore, newUuid, systemClock } from '@leadline/runtime';
+import {
+  commandStageSeconds,
+  createDb,
+  createPostgresDocumentStore,
+  newUuid,
+  systemClock,
+} from '@leadline/runtime';
 import { startFakeOpenAi } from '@leadline/test-kit';
 import OpenAI from 'openai';
 import { comparisonTable, measure, percentile, type Measurement } from './stats';
@@ -155,6 +161,16 @@ export async function benchAi(): Promise<string> {
     await client.chat.completions.create({ model: 'bench', messages: prompt });
   });
 
+  // Where the time went: mean per call of each stage (the command's, and the agent's own steps).
+  const stages = (await commandStageSeconds.get()).values.filter(
+    (value) => value.metricName?.endsWith('_sum') || value.metricName?.endsWith('_count'),
+  );
+  const stageRows = [...new Set(stages.map((value) => String(value.labels.stage)))].map((stage) => {
+    const of = (suffix: string) =>
+      stages.find((value) => value.labels.stage === stage && value.metricName?.endsWith(suffix))?.value ?? 0;
+    const count = of('_count');
+    return `| ${stage} | ${count} | ${count ? ((of('_sum') / count) * 1000).toFixed(1) : '-'} |`;
+  });
   const added = percentile(agentSpan.samples, 50) - percentile(direct.samples, 50);
   const quietAdded = percentile(quietSpan.samples, 50) - percentile(directOne.samples, 50);
   const report = [
@@ -164,6 +180,7 @@ export async function benchAi(): Promise<string> {
       { subject: agentSpan, baseline: direct },
       { subject: quietSpan, baseline: directOne },
     ]),
+    ['| stage | calls | mean ms |', '|---|---:|---:|', ...stageRows].join('\n'),
     `Replies per second: ${(endToEnd.count / endToEnd.seconds).toFixed(1)}. The agent adds ${added.toFixed(1)} ms at p50 over the model call across ${CONVERSATIONS} conversations, ${quietAdded.toFixed(1)} ms one conversation at a time (goal: at most 50 ms; the ops/s column of the one-at-a-time row is not meaningful).`,
   ].join('\n\n');
   // Printed before the teardown, so a failure while stopping cannot lose the figures.

@@ -1164,6 +1164,13 @@ export interface components {
             file_size: number;
             created_at: string;
         };
+        ContextFileUpload: {
+            /**
+             * Format: binary
+             * @description The `.txt` or `.md` file: UTF-8 text, at most 100 KB. Its name gives the extension.
+             */
+            file: string;
+        };
         ContextUrl: {
             id: string;
             url: string;
@@ -8925,7 +8932,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["ContextFileUpload"];
+            };
+        };
         responses: {
             /** @description Default Response */
             201: {
@@ -8949,6 +8960,8 @@ export interface operations {
              *     `unsupported_file_type`: Context files are `.txt` or `.md` files of UTF-8 text.
              *
              *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
+             *
+             *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
              */
             400: {
                 headers: {
@@ -9005,7 +9018,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `file_too_large`: Context files are at most 100 KB. */
+            /**
+             * @description `file_too_large`: Context files are at most 100 KB.
+             *
+             *     `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import).
+             */
             413: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -9019,6 +9036,18 @@ export interface operations {
             };
             /** @description `uri_too_long`: A path parameter is too long. */
             414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json`. */
+            415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];

@@ -13,6 +13,7 @@ import {
   advanceCheckpoint,
   freshRecords,
   startLogConsumer,
+  timeStage,
   type Clock,
   type CommandBus,
   type Database,
@@ -73,6 +74,8 @@ type Trx = Transaction<Database>;
 const MAX_INTAKE_AGE_MS = 24 * 3600_000;
 const LEASE_MS = 5 * 60_000;
 const HISTORY_MESSAGES = 30;
+const PROJECTED_WAIT_MS = 2_000;
+const PROJECTED_POLL_MS = 10;
 
 const inboundTurnId = (accountId: string, phone: string) => `inbound:${accountId}:${phone}`;
 
@@ -202,22 +205,39 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
   }
 
   /** What the decider reads, from the given connection (the command's transaction, or a plain read). */
+  const loadAccount = (reader: Kysely<Database>, accountId: string) =>
+    reader
+      .selectFrom('accounts')
+      .select(['id', 'status', 'company_name', 'ai_pause_minutes', 'sending_window'])
+      .where('id', '=', accountId)
+      .executeTakeFirst();
+
   async function loadState(
     reader: Kysely<Database>,
     turn: TurnRow,
     keys: string[],
+    knownAccount?: Awaited<ReturnType<typeof loadAccount>>,
+    /** The checklist matters only to a proposal that collects something (not to skips and sends). */
+    withChecklist = true,
   ): Promise<{ state: AiTurnState; account: { id: string; company_name: string } } | undefined> {
-    const account = await reader
-      .selectFrom('accounts')
-      .select(['id', 'status', 'company_name', 'ai_pause_minutes', 'sending_window'])
-      .where('id', '=', turn.account_id)
-      .executeTakeFirst();
+    const account = knownAccount ?? (await loadAccount(reader, turn.account_id));
     if (!account) return undefined;
     const now = clock.now();
     const window = account.sending_window ?? DEFAULT_SENDING_WINDOW;
-    const sent = turn.step
-      ? (await proactiveSends(reader, account.id, window, [turn.phone], now)).get(turn.phone)
-      : undefined;
+    const step = turn.step;
+    const [sent, enrollment] = step
+      ? await Promise.all([
+          proactiveSends(reader, account.id, window, [turn.phone], now).then((sends) =>
+            sends.get(turn.phone),
+          ),
+          reader
+            .selectFrom('sequence_enrollments')
+            .select(['status', 'current_step'])
+            .where('id', '=', step.enrollment_id)
+            .where('account_id', '=', account.id)
+            .executeTakeFirst(),
+        ])
+      : [undefined, undefined];
     const [conversation, handled, today, requirements] = await Promise.all([
       conversationState(reader, account, turn.phone),
       keys.length === 0
@@ -237,21 +257,24 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
         .where('source', '=', 'ai')
         .where('sent_at', '>', new Date(now.getTime() - 24 * 3600_000))
         .executeTakeFirstOrThrow(),
-      reader
-        .selectFrom('requirements')
-        .select(['id', 'name', 'type', 'required'])
-        .where('account_id', '=', account.id)
-        .orderBy('created_at')
-        .orderBy('id')
-        .execute(),
+      withChecklist
+        ? reader
+            .selectFrom('requirements')
+            .select(['id', 'name', 'type', 'required'])
+            .where('account_id', '=', account.id)
+            .orderBy('created_at')
+            .orderBy('id')
+            .execute()
+        : Promise.resolve([]),
     ]);
-    const collected = conversation.lead
-      ? await reader
-          .selectFrom('lead_checklist_items')
-          .select('requirement_id')
-          .where('lead_id', '=', conversation.lead.lead_id)
-          .execute()
-      : [];
+    const collected =
+      withChecklist && conversation.lead
+        ? await reader
+            .selectFrom('lead_checklist_items')
+            .select('requirement_id')
+            .where('lead_id', '=', conversation.lead.lead_id)
+            .execute()
+        : [];
     return {
       account,
       state: {
@@ -261,7 +284,10 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
         aiMessagesToday: Number(today.count),
         requirements,
         collected: new Set(collected.map((row) => row.requirement_id)),
-        stepHold: turn.step ? stepHold(now, turn.phone, window, sent) : null,
+        stepHold: step ? stepHold(now, turn.phone, window, sent) : null,
+        stepEnrollmentActive: step
+          ? enrollment?.status === 'active' && enrollment.current_step === step.step_order
+          : null,
       },
     };
   }
@@ -354,7 +380,7 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
       // The next decision about this account waits for the projector under the lock anyway.
       readYourWrites: false,
       decide: async (trx) => {
-        const loaded = await loadState(trx, turn, keys);
+        const loaded = await loadState(trx, turn, keys, undefined, (proposal?.collected.length ?? 0) > 0);
         if (!loaded) return { events: [], result: { recorded: true, heldUntil: null } };
         const aiTurn: AiTurn = {
           phone: turn.phone,
@@ -403,6 +429,26 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
     });
   }
 
+  /**
+   * The pre-check reads read models that may not have caught up with the burst yet: it would read "no
+   * such lead" for a new number and the model would not be asked, costing the turn a command under the
+   * account's lock only to find the read models behind, and then a second one. So it first waits until
+   * the burst's latest message is projected (briefly, and bounded: past the bound the command decides).
+   */
+  async function burstProjected(accountId: string, latestMessageId: string) {
+    const deadline = Date.now() + PROJECTED_WAIT_MS;
+    for (;;) {
+      const row = await db
+        .selectFrom('messages')
+        .select('id')
+        .where('account_id', '=', accountId)
+        .where('id', '=', latestMessageId)
+        .executeTakeFirst();
+      if (row || Date.now() >= deadline || stopped) return;
+      await new Promise((resolve) => setTimeout(resolve, PROJECTED_POLL_MS));
+    }
+  }
+
   async function process(turn: TurnRow) {
     const messages =
       turn.kind === 'inbound'
@@ -424,7 +470,19 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
     });
     if (turn.kind === 'inbound' && messages.length === 0) return finish(turn, []);
 
-    const loaded = await loadState(db, turn, keys);
+    const latest = messageIds.at(-1);
+    if (latest) await burstProjected(turn.account_id, latest);
+    const account = await loadAccount(db, turn.account_id);
+    if (!account) return finish(turn, messageIds);
+    // The model's input is read beside the pre-check (both only read), so a turn that goes ahead does not
+    // wait for one and then the other. Not with media: downloading and storing them waits for the
+    // pre-check to let the turn go ahead.
+    const early = messages.every((message) => message.media.length === 0)
+      ? timeStage('ai_build_input', () => buildInput(turn, account, messages))
+      : undefined;
+    // Settled here if the turn stops at the pre-check; awaited (and its error handled) below otherwise.
+    early?.catch(() => undefined);
+    const loaded = await timeStage('ai_load_state', () => loadState(db, turn, keys, account, false));
     if (!loaded || loaded.state.handled) return finish(turn, messageIds);
     let proposal: TurnProposal | null = null;
     let unavailable = false;
@@ -440,7 +498,8 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
       !loaded.state.stepHold
     ) {
       try {
-        proposal = await callResponder(await buildInput(turn, loaded.account, messages));
+        const input = await (early ?? timeStage('ai_build_input', () => buildInput(turn, account, messages)));
+        proposal = await timeStage('ai_model', () => callResponder(input));
       } catch (error) {
         const now = clock.now();
         const firstFailure = turn.first_failure_at ?? now;
@@ -462,7 +521,9 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
         unavailable = true;
       }
     }
-    const recorded = await record(turn, messageIds, keys, proposal, unavailable);
+    const recorded = await timeStage('ai_record', () =>
+      record(turn, messageIds, keys, proposal, unavailable),
+    );
     if (recorded.heldUntil) {
       // The step is written and sent when the window opens again (the hold is on the log).
       await db
@@ -470,28 +531,26 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
         .set({ due_at: recorded.heldUntil, lease_until: null, attempts: 0, first_failure_at: null })
         .where('id', '=', turn.id)
         .execute();
-    } else if (recorded.recorded) await finish(turn, messageIds);
+    } else if (recorded.recorded) await timeStage('ai_finish', () => finish(turn, messageIds));
     else {
       await db.updateTable('ai_pending_turns').set({ lease_until: null }).where('id', '=', turn.id).execute();
     }
   }
 
+  /** Releases a turn whose processing failed, for a later attempt (the decision is idempotent). */
+  async function release(turn: TurnRow, error: unknown) {
+    onError(error);
+    await db
+      .updateTable('ai_pending_turns')
+      .set({ lease_until: new Date(clock.now().getTime() + retryBaseMs) })
+      .where('id', '=', turn.id)
+      .execute()
+      .catch(onError);
+  }
+
   async function work(limit = deps.concurrency ?? 8): Promise<number> {
     const turns = await claim(limit);
-    await Promise.all(
-      turns.map((turn) =>
-        process(turn).catch(async (error: unknown) => {
-          onError(error);
-          // Released for a later attempt; the decision is idempotent, so trying again is safe.
-          await db
-            .updateTable('ai_pending_turns')
-            .set({ lease_until: new Date(clock.now().getTime() + retryBaseMs) })
-            .where('id', '=', turn.id)
-            .execute()
-            .catch(onError);
-        }),
-      ),
-    );
+    await Promise.all(turns.map((turn) => process(turn).catch((error: unknown) => release(turn, error))));
     return turns.length;
   }
 
@@ -506,15 +565,34 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
     onCrash: (error) => onError(error),
   });
 
-  // Independent workers, one turn each at a time, so a slow turn (a model call, a busy account's lock)
-  // never holds up the others; SKIP LOCKED keeps them on different turns.
-  const worker = async () => {
+  // One claimer keeps up to `concurrency` turns in flight, each processed on its own, so a slow turn (a
+  // model call, a busy account's lock) never holds up the others; it claims again as soon as a turn
+  // ends or the log brings new ones, and otherwise polls. (One claim for all the free slots, rather
+  // than a poll per idle worker: idle workers polling the queue were load on the database.)
+  const concurrency = deps.concurrency ?? 8;
+  let inFlight = 0;
+  const loop = (async () => {
     while (!stopped) {
-      try {
-        if ((await work(1)) > 0) continue;
-      } catch (error) {
-        onError(error);
+      let claimed = 0;
+      if (inFlight < concurrency) {
+        try {
+          const turns = await claim(concurrency - inFlight);
+          claimed = turns.length;
+          for (const turn of turns) {
+            inFlight++;
+            void process(turn)
+              .catch((error: unknown) => release(turn, error))
+              .finally(() => {
+                inFlight--;
+                wake();
+              });
+          }
+        } catch (error) {
+          onError(error);
+        }
       }
+      // Full, or nothing due: wait for a slot, the log, or the poll.
+      if (claimed > 0 && inFlight < concurrency) continue;
       await new Promise<void>((resolve) => {
         const done = () => {
           clearTimeout(timer);
@@ -525,8 +603,9 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
         sleepers.add(done);
       });
     }
-  };
-  const loop = Promise.all(Array.from({ length: deps.concurrency ?? 8 }, worker));
+    // Stopping waits for the turns in flight.
+    while (inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+  })();
 
   const refreshContext = () =>
     refreshContextUrls({

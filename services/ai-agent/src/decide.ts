@@ -27,6 +27,11 @@ export interface AiTurnState extends ConversationState {
    * rules), read at the instant of sending; null when it may.
    */
   stepHold: Hold | null;
+  /**
+   * For a sequence step: whether its enrollment is still active and waiting at that step (false once
+   * the lead was unenrolled, opted out, deleted, or the sequence ended or moved on); null otherwise.
+   */
+  stepEnrollmentActive: boolean | null;
 }
 
 export interface AiTurn {
@@ -48,6 +53,7 @@ export function skipReason(
   state: AiTurnState,
 ): string | null {
   if (state.account.status === 'deactivated') return 'account_deactivated';
+  if (turn.sequence_step && state.stepEnrollmentActive === false) return 'enrollment_ended';
   if (!state.lead && !state.conversation) return 'lead_not_found';
   if (state.conversation?.opted_out) return 'lead_opted_out';
   if (state.aiPaused) return 'ai_paused';
@@ -107,7 +113,8 @@ export function decideAiTurn(turn: AiTurn, state: AiTurnState, now: Date): NewEv
 
   const skip = skipReason(turn, state);
   if (skip) {
-    stepFailed(skip);
+    // An ended enrollment waits for nothing: the sequencer would ignore a failure of its step.
+    if (skip !== 'enrollment_ended') stepFailed(skip);
     completed('skipped', skip, false);
     return events;
   }

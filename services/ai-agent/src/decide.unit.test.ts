@@ -32,6 +32,7 @@ const state = (overrides: Partial<AiTurnState> = {}): AiTurnState => ({
   ],
   collected: new Set(),
   stepHold: null,
+  stepEnrollmentActive: null,
   ...overrides,
 });
 const turn = (overrides: Partial<AiTurn> = {}): AiTurn => ({
@@ -145,6 +146,30 @@ describe('deciding an AI turn', () => {
       state: null,
       zone: 'America/Chicago',
       next_step_at: reopens.toISOString(),
+    });
+  });
+
+  it('sends nothing for a sequence step whose enrollment ended while the message was being written', () => {
+    // Given an AI step the model has written,
+    const step = {
+      enrollment_id: 'e1',
+      sequence_id: 's1',
+      step_order: 1,
+      phone: lead.phone,
+      instructions: 'x',
+    };
+    // when the lead was unenrolled meanwhile,
+    const events = decideAiTurn(
+      turn({ sequence_step: step, message_ids: [] }),
+      state({ stepEnrollmentActive: false }),
+      now,
+    );
+    // then no message is requested and nothing is collected: the turn is recorded as skipped.
+    expect(types(events)).toEqual(['ai.turn_completed']);
+    expect(events[0]!.data).toMatchObject({
+      outcome: 'skipped',
+      reason: 'enrollment_ended',
+      reply_message_id: null,
     });
   });
 });

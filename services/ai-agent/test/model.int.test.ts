@@ -1,4 +1,4 @@
-import { startFakeOpenAi, type FakeChatRequest, type FakeOpenAi, eventually } from '@leadline/test-kit';
+import { startFakeOpenAi, type FakeChatRequest, type FakeOpenAi } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accountEvents } from '../../command-api/test/log';
 import { createModelResponder } from '../src/model';
@@ -191,60 +191,5 @@ describe('the model through Chat Completions with tools', () => {
     expect(await scrape()).toMatch(
       /^leadline_ai_model_request_duration_seconds_count\{outcome="error"\} [1-9]/m,
     );
-  });
-
-  it('writes an AI sequence step from its instructions, as a sequence message naming the step', async () => {
-    const { system, partner } = world;
-    const account = await newAccount(partner, [{ name: 'Pay stub', type: 'document' }]);
-    // The clock is the wall's here: the sending window is tested where the clock is faked.
-    await partner.patch(`/accounts/${account.id}`, { sending_window: { enabled: false } });
-    const phone = '+15125550305';
-    await partner.post(`/accounts/${account.id}/leads`, { phone, first_name: 'Ana' });
-    const optedOut = '+15125550306';
-    await inbound(system, account.number, optedOut, 'STOP');
-    fake.respondWith(() => ({ text: 'Hi Ana, a quick reminder to send your pay stub when you can.' }));
-    const step = {
-      sequence_id: 'seq-1',
-      step_order: 2,
-      instructions: 'Remind them about the pay stub [step]',
-    };
-    const owner = (await accountEvents(system.services)).find((event) => event.account_id === account.id)!;
-    await system.services.commands.append({
-      stream: { topic: 'account', accountId: account.id },
-      context: {
-        partnerId: owner.partner_id,
-        actor: { kind: 'system', service: 'sequencer' },
-        correlationId: 'seq',
-      },
-      events: [
-        { type: 'sequence.ai_step_requested', data: { ...step, enrollment_id: 'enr-1', phone } },
-        { type: 'sequence.ai_step_requested', data: { ...step, enrollment_id: 'enr-2', phone: optedOut } },
-      ],
-    });
-    const [message] = await aiMessages(partner, account.id, phone, 1, 'sequence');
-    expect(message!.body).toBe('Hi Ana, a quick reminder to send your pay stub when you can.');
-    expect(String(requestsAbout('[step]')[0]!.messages.at(-1)!.content)).toContain(
-      'Remind them about the pay stub',
-    );
-    const events = (await accountEvents(system.services)).filter((event) => event.account_id === account.id);
-    const requested = events.find(
-      (event) => event.type === 'message.outbound_requested' && event.data.phone === phone,
-    );
-    expect(requested?.type === 'message.outbound_requested' && requested.data.sequence_step).toEqual({
-      enrollment_id: 'enr-1',
-      sequence_id: 'seq-1',
-      step_order: 2,
-    });
-    const failed = await eventually(async () => {
-      const all = (await accountEvents(system.services)).filter(
-        (event) => event.type === 'sequence.ai_step_failed',
-      );
-      return all.length > 0 ? all : undefined;
-    });
-    expect(
-      failed.map(
-        (event) => event.type === 'sequence.ai_step_failed' && [event.data.enrollment_id, event.data.reason],
-      ),
-    ).toEqual([['enr-2', 'lead_opted_out']]);
   });
 });

@@ -27,27 +27,24 @@ afterAll(() => world?.close());
 describe("an AI sequence step and the lead's sending window", () => {
   it('holds the message when the window closed while it was being written, and sends it when it opens', async () => {
     const { system, partner } = world;
-    // Given an Austin lead and an AI step requested at 20:59,
+    // Given an Austin lead enrolled at 20:59 in a sequence whose first step is AI-written,
     const account = await newAccount(partner, [{ name: 'Pay stub', type: 'document' }]);
     const phone = '+15125550401';
     await partner.post(`/accounts/${account.id}/leads`, { phone, first_name: 'Ana' });
-    const owner = (await accountEvents(system.services)).find((event) => event.account_id === account.id)!;
-    const step = { enrollment_id: 'enr-1', sequence_id: 'seq-1', step_order: 1 };
-    writingMinutes = 3;
-    await system.services.commands.append({
-      stream: { topic: 'account', accountId: account.id },
-      context: {
-        partnerId: owner.partner_id,
-        actor: { kind: 'system', service: 'sequencer' },
-        correlationId: 'seq',
-      },
-      events: [
-        {
-          type: 'sequence.ai_step_requested',
-          data: { ...step, phone, instructions: 'Remind them about the pay stub' },
-        },
-      ],
+    const sequence = await partner.post(`/accounts/${account.id}/sequences`, {
+      name: 'Pay stub reminder',
+      steps: [{ type: 'ai', instructions: 'Remind them about the pay stub' }],
     });
+    writingMinutes = 3;
+    await partner.post(`/accounts/${account.id}/sequences/${sequence.body.id}/enroll`, { phone });
+    const enrolled = (await accountEvents(system.services)).find(
+      (event) => event.type === 'sequence.enrolled' && event.account_id === account.id,
+    );
+    const step = {
+      enrollment_id: enrolled?.type === 'sequence.enrolled' ? enrolled.data.enrollment_id : undefined,
+      sequence_id: sequence.body.id,
+      step_order: 0,
+    };
     // when the model's message is ready at 21:02, after the window closed,
     const held = await eventually(async () => {
       const events = (await accountEvents(system.services)).filter(

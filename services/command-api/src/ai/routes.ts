@@ -1,7 +1,7 @@
 import fastifyMultipart from '@fastify/multipart';
 import type { NewEvent } from '@leadline/events';
 import { conflict, DomainError, notFound, type Database } from '@leadline/runtime';
-import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { validatorCompiler, type FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Kysely, Selectable } from 'kysely';
 import { executeOnAccount, requireAccount, type AccountRow } from '../accounts/account-stream';
 import { accountParams } from '../accounts/schemas';
@@ -14,6 +14,7 @@ import {
   contextFileListResponse,
   contextFileParams,
   contextFileResponse,
+  contextFileUpload,
   contextUrlBody,
   contextUrlListResponse,
   contextUrlParams,
@@ -221,8 +222,15 @@ export const aiRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
         description: `Multipart form data with one part \`file\`: a \`.txt\` or \`.md\` file of UTF-8 text, at most 100 KB (413 \`file_too_large\` beyond; 400 \`unsupported_file_type\` for another extension or binary content). At most ${contextLimits.filesPerAccount} files per account (409 \`context_file_limit_reached\`). The text is given to the AI as company context.`,
         params: accountParams,
         consumes: ['multipart/form-data'],
+        // For the contract only: the multipart plugin reads the file from the stream below, so there is
+        // no parsed body to validate (the route's validator leaves the body to the handler).
+        body: contextFileUpload,
         response: { 201: contextFileResponse },
       },
+      validatorCompiler: (route) =>
+        route.httpPart === 'body'
+          ? () => true
+          : validatorCompiler(route as unknown as Parameters<typeof validatorCompiler>[0]),
     },
     async (request, reply) => {
       if (!request.isMultipart())

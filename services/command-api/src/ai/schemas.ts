@@ -57,6 +57,17 @@ export const contextFileResponse = z
   })
   .meta({ id: 'ContextFile' });
 
+/** The upload, as documented: one multipart part `file` (read from the stream, not parsed as a body). */
+export const contextFileUpload = z
+  .strictObject({
+    file: z
+      .file()
+      .max(100 * 1024)
+      .meta({ maxLength: 100 * 1024 })
+      .describe('The `.txt` or `.md` file: UTF-8 text, at most 100 KB. Its name gives the extension.'),
+  })
+  .meta({ id: 'ContextFileUpload' });
+
 export const contextFileListResponse = z.object({ files: z.array(contextFileResponse).max(20) });
 
 export const contextUrlBody = z
