@@ -12,7 +12,9 @@ import { percentile } from './stats';
  * Twilio signs them, send manual messages and read leads and conversations, each request to either
  * API in turn. Every non-2xx answer and every transport error counts as an error.
  *
- * MIXED_BENCH_SECONDS (60), MIXED_BENCH_CLIENTS (16) and MIXED_BENCH_ACCOUNTS (8) size it.
+ * MIXED_BENCH_SECONDS (60), MIXED_BENCH_CLIENTS (16) and MIXED_BENCH_ACCOUNTS (8) size it; the
+ * same load against one process of each service follows as the baseline (MIXED_BENCH_BASELINE=0
+ * skips it).
  */
 const SECONDS = Number(process.env.MIXED_BENCH_SECONDS ?? 60);
 const CLIENTS = Number(process.env.MIXED_BENCH_CLIENTS ?? 16);
@@ -124,11 +126,25 @@ function run(
   }
 }
 
-export async function benchMixed(): Promise<string> {
+interface LoadResult {
+  instances: number;
+  startupSeconds: number;
+  seconds: number;
+  samples: Map<Operation, number[]>;
+  errors: Map<Operation, number>;
+  examples: string[];
+  manualSent: number;
+  manualAtTwilio: number;
+  drainSeconds: number;
+  smsAtTwilio: number;
+}
+
+/** The mixed load for SECONDS against a cluster of `instances` processes of each service. */
+async function runLoad(instances: number): Promise<LoadResult> {
   const env = await benchEnvironment();
   const twilio = await startFakeTwilio();
   const startedAt = performance.now();
-  const cluster = await startCluster({ config: env.config, twilio });
+  const cluster = await startCluster({ config: env.config, twilio, instances });
   const startupSeconds = (performance.now() - startedAt) / 1000;
   try {
     const accounts: Account[] = [];
@@ -154,7 +170,7 @@ export async function benchMixed(): Promise<string> {
     await Promise.all(
       Array.from({ length: CLIENTS }, async (_, client) => {
         for (let call = 0; performance.now() < deadline; call++) {
-          // Each client moves over the accounts; requests alternate between the two APIs.
+          // Each client moves over the accounts; requests alternate between the APIs.
           const account = accounts[(client + call) % accounts.length]!;
           const operation = pick(Math.random());
           const t0 = performance.now();
@@ -176,30 +192,6 @@ export async function benchMixed(): Promise<string> {
     );
     const seconds = (performance.now() - started) / 1000;
 
-    const lines = [
-      `Mixed load, two processes of every service (${SECONDS} s, ${CLIENTS} clients over ${ACCOUNTS} accounts; ` +
-        `cluster start-up ${startupSeconds.toFixed(0)} s)`,
-      '',
-      '| operation | calls | ops/s | p50 ms | p99 ms | errors |',
-      '|---|---:|---:|---:|---:|---:|',
-    ];
-    let calls = 0;
-    let errorCount = 0;
-    for (const [operation] of MIX) {
-      const taken = samples.get(operation)!;
-      calls += taken.length;
-      errorCount += errors.get(operation)!;
-      lines.push(
-        `| ${operation} | ${taken.length} | ${(taken.length / seconds).toFixed(1)} | ` +
-          `${percentile(taken, 50).toFixed(1)} | ${percentile(taken, 99).toFixed(1)} | ${errors.get(operation)} |`,
-      );
-    }
-    const all = [...samples.values()].flat();
-    lines.push(
-      `| all | ${calls} | ${(calls / seconds).toFixed(1)} | ${percentile(all, 50).toFixed(1)} | ` +
-        `${percentile(all, 99).toFixed(1)} | ${errorCount} |`,
-    );
-
     // Every accepted manual message reaches Twilio (AI replies and compliance answers come on top).
     const drainStarted = performance.now();
     const manualAtTwilio = () =>
@@ -207,18 +199,72 @@ export async function benchMixed(): Promise<string> {
     while (manualAtTwilio() < manualSent && performance.now() - drainStarted < 120_000) {
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
-    lines.push(
-      '',
-      `- errors: ${errorCount}${errorCount === 0 ? ' (none)' : ''}`,
-      `- manual messages accepted: ${manualSent}; at Twilio: ${manualAtTwilio()} ` +
-        `(all there ${((performance.now() - drainStarted) / 1000).toFixed(1)} s after the load ended)`,
-      `- SMS at Twilio during and after the load (manual, AI replies, compliance): ${twilio.messages.length - twilioBefore}`,
-      ...examples.map((example) => `- error: ${example}`),
-    );
-    return lines.join('\n');
+    return {
+      instances,
+      startupSeconds,
+      seconds,
+      samples,
+      errors,
+      examples,
+      manualSent,
+      manualAtTwilio: manualAtTwilio(),
+      drainSeconds: (performance.now() - drainStarted) / 1000,
+      smsAtTwilio: twilio.messages.length - twilioBefore,
+    };
   } finally {
     await cluster.close();
     await twilio.close();
     await env.dispose();
   }
+}
+
+const summary = (samples: number[], seconds: number, errors: number) =>
+  `${samples.length} | ${(samples.length / seconds).toFixed(1)} | ${percentile(samples, 50).toFixed(1)} | ` +
+  `${percentile(samples, 99).toFixed(1)} | ${errors}`;
+
+/**
+ * The load against two processes of each service, then (unless MIXED_BENCH_BASELINE=0) the same load
+ * against one of each, in the same run: the baseline the two-instance figures are read against.
+ */
+export async function benchMixed(): Promise<string> {
+  const results = [await runLoad(2)];
+  if (process.env.MIXED_BENCH_BASELINE !== '0') results.push(await runLoad(1));
+  const [twin, single] = results as [LoadResult, LoadResult | undefined];
+  const lines = [
+    `Mixed load (${SECONDS} s, ${CLIENTS} clients over ${ACCOUNTS} accounts, requests alternating between the APIs; ` +
+      `cluster start-up ${twin.startupSeconds.toFixed(0)} s with two of each` +
+      (single ? `, ${single.startupSeconds.toFixed(0)} s with one of each)` : ')'),
+    '',
+    '| operation | 2x calls | 2x ops/s | 2x p50 ms | 2x p99 ms | 2x errors |' +
+      (single ? ' 1x calls | 1x ops/s | 1x p50 ms | 1x p99 ms | 1x errors | 2x/1x throughput |' : ''),
+    '|---|---:|---:|---:|---:|---:|' + (single ? '---:|---:|---:|---:|---:|---:|' : ''),
+  ];
+  const row = (name: string, pick: (result: LoadResult) => [number[], number]) => {
+    const [samples, errors] = pick(twin);
+    let line = `| ${name} | ${summary(samples, twin.seconds, errors)} |`;
+    if (single) {
+      const [baseSamples, baseErrors] = pick(single);
+      const ratio = samples.length / twin.seconds / (baseSamples.length / single.seconds);
+      line += ` ${summary(baseSamples, single.seconds, baseErrors)} | ${ratio.toFixed(2)}x |`;
+    }
+    lines.push(line);
+  };
+  for (const [operation] of MIX) {
+    row(operation, (result) => [result.samples.get(operation)!, result.errors.get(operation)!]);
+  }
+  row('all', (result) => [
+    [...result.samples.values()].flat(),
+    [...result.errors.values()].reduce((sum, count) => sum + count, 0),
+  ]);
+  lines.push('');
+  for (const result of results) {
+    const errors = [...result.errors.values()].reduce((sum, count) => sum + count, 0);
+    lines.push(
+      `- ${result.instances}x: errors ${errors}${errors === 0 ? ' (none)' : ''}; manual messages accepted ` +
+        `${result.manualSent}, at Twilio ${result.manualAtTwilio} (${result.drainSeconds.toFixed(1)} s after the ` +
+        `load ended); SMS at Twilio in all (manual, AI replies, compliance) ${result.smsAtTwilio}`,
+      ...result.examples.map((example) => `  - error: ${example}`),
+    );
+  }
+  return lines.join('\n');
 }
