@@ -117,9 +117,7 @@ async function afterEverySend(accountId: string, phone: string) {
   for (const [i, body] of marks.entries()) {
     const sent = await api(i).post(
       `/accounts/${accountId}/conversations/${encodeURIComponent(phone)}/messages`,
-      {
-        body,
-      },
+      { body },
     );
     expect(sent.status).toBe(200);
   }
@@ -164,10 +162,7 @@ describe('two instances of every service', () => {
     );
     await afterEverySend(account.id, phones[0]!);
     for (const { phone, body } of sends) {
-      expect({ body, sent: sentTo(phone, body) }).toEqual({
-        body,
-        sent: 1,
-      });
+      expect({ body, sent: sentTo(phone, body) }).toEqual({ body, sent: 1 });
     }
   });
 
