@@ -292,8 +292,14 @@ describe('two instances of every service', () => {
       { timeoutMs: 30_000 },
     );
     expect({ status: later.status, code: later.body.code }).toEqual({ status: 409, code: 'lead_opted_out' });
-    const lead = await api(0).get(`/accounts/${account.id}/leads/${encodeURIComponent(phone)}`);
-    expect(lead.body.opted_out).toBe(true);
+    // The lead shows the opt-out once the STOP is decided (sends are refused from its acknowledgement on).
+    await eventually(
+      async () => {
+        const lead = await api(0).get(`/accounts/${account.id}/leads/${encodeURIComponent(phone)}`);
+        return lead.body.opted_out === true ? true : undefined;
+      },
+      { timeoutMs: 30_000, message: 'the lead never showed the opt-out' },
+    );
     // Twilio got the STOP's confirmation at most, never either manual message.
     expect(atTwilio((m) => m.to === phone && m.body.includes('the STOP'))).toEqual([]);
   });
