@@ -4,6 +4,7 @@ import { benchEmbed } from './embed.bench';
 import { benchAi } from './ai.bench';
 import { benchLeads } from './leads.bench';
 import { benchMessaging } from './messaging.bench';
+import { benchMixed } from './mixed.bench';
 import { benchSequences } from './sequences.bench';
 import { benchWebhooks } from './webhooks.bench';
 
@@ -18,6 +19,7 @@ const scenarios: Record<string, (rows: string[]) => Promise<string>> = {
   ai: benchAi,
   leads: benchLeads,
   messaging: benchMessaging,
+  mixed: benchMixed,
   sequences: benchSequences,
   webhooks: benchWebhooks,
 };
