@@ -90,9 +90,10 @@ interface AccountState {
  *      only then reported with `message.failed`;
  *   2. claim: the row is marked `sending` (committed), so it is never sent again;
  *   3. call the provider, bounded by `sendTimeoutMs`, with nothing open in the database;
- *   4. record: the row is settled with the event that reports it, then `message.sent` /
- *      `message.failed` are appended (one append per account and decision batch; appending needs no
- *      lock, the next decision waits for the log anyway).
+ *   4. record: the row is settled with the event that reports it; at the end of the pass every outcome
+ *      of the account's pass (the refusals of 1 included) is appended at once, in the rows' order: one
+ *      append per account and pass, with no lock and no wait for the projector (the next decision
+ *      waits for the log anyway).
  * A decision covers at most `decisionBatch` rows of one account; the claim of each row checks the
  * number's opt-out again, and a number that opted out since is decided again (and refused).
  *
@@ -285,58 +286,92 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
     return { claim, settledOwed, owed: outcome };
   }
 
-  async function sendAll(rows: readonly OutboxRow[], redecided?: string): Promise<void> {
-    for (let start = 0; start < rows.length; start += decisionBatch) {
-      const chunk = rows.slice(start, start + decisionBatch);
-      // Nothing is settled when the decision fails (the log or the read models are unavailable): the
-      // leases run out and the rows are tried again, in order, so this account stops here.
-      const decided = await decide(chunk[0]!.account_id, chunk);
-      await report(decided.refused);
-      const byId = new Map(chunk.map((row) => [row.message_id, row]));
-      const sent: { row: OutboxRow; report: OutboxReport }[] = [];
-      let owed: OwedSettlement | undefined;
-      const settledOwed = () => {
-        if (owed) sent.push({ row: byId.get(owed.messageId)!, report: owed.report });
-        owed = undefined;
-      };
-      let rest: OutboxRow[] | undefined;
-      try {
+  /**
+   * One pass over an account's claimed rows: decide them, send the allowed ones one by one, then record
+   * every outcome of the pass (refused, sent, refused by the provider) with one append, in the rows'
+   * order. Every outcome is settled in the outbox before it is appended (a refusal in its decision's
+   * transaction, a send with the next claim or at the end), so a crash before the append loses nothing:
+   * reconciliation reports what was settled and not reported.
+   */
+  async function sendAll(rows: readonly OutboxRow[]): Promise<void> {
+    const turn = new Map(rows.map((row, index) => [row.message_id, index]));
+    const byId = new Map(rows.map((row) => [row.message_id, row]));
+    const outcomes: { row: OutboxRow; report: OutboxReport }[] = [];
+    let owed: OwedSettlement | undefined;
+    const owedSettled = () => {
+      if (owed) outcomes.push({ row: byId.get(owed.messageId)!, report: owed.report });
+      owed = undefined;
+    };
+    try {
+      let todo: readonly OutboxRow[] = rows;
+      let redecided: string | undefined;
+      while (todo.length > 0) {
+        const chunk = todo.slice(0, decisionBatch);
+        let next = todo.slice(chunk.length);
+        // Nothing is settled when the decision fails (the log or the read models are unavailable): the
+        // leases run out and the rows are tried again, in order, so this account stops here.
+        const decided = await decide(chunk[0]!.account_id, chunk);
+        outcomes.push(...decided.refused);
         for (const row of decided.allowed) {
           const result = await send(row, decided.from, owed);
-          if (result.settledOwed) settledOwed();
+          if (result.settledOwed) owedSettled();
           owed = result.owed;
           if (result.claim === 'opted_out') {
-            // An opt-out arrived while this batch went out: decide again from this row on (once; a
-            // row still refused by the claim then waits for its lease to run out).
-            rest = row.message_id === redecided ? [] : rows.slice(rows.indexOf(row));
+            // An opt-out arrived while this pass went out: decide again from this row on (once; a row
+            // still refused by the claim then waits for its lease to run out, with the rest behind it).
+            next = row.message_id === redecided ? [] : todo.slice(todo.indexOf(row));
+            redecided = row.message_id;
             break;
           }
         }
-      } finally {
-        // The last outcome is settled on its own; what was settled is reported even if a later send of
-        // the batch failed to record.
-        if (owed && (await settleSending(db, owed.messageId, clock.now(), owed.report))) settledOwed();
-        await report(sent);
+        todo = next;
       }
-      // The rest of this account waits behind the row, in order.
-      if (rest) return rest.length > 0 ? sendAll(rest, rest[0]!.message_id) : undefined;
+    } finally {
+      // The last outcome is settled on its own; what was settled is reported even if a later send of
+      // the pass failed to record.
+      if (owed && (await settleSending(db, owed.messageId, clock.now(), owed.report))) owedSettled();
+      outcomes.sort((a, b) => turn.get(a.row.message_id)! - turn.get(b.row.message_id)!);
+      await report(outcomes);
     }
   }
 
+  /** Wakes workers that found nothing to claim: a pass ended (its account is free again) or rows arrived. */
+  let wakeWorkers: () => void = () => undefined;
+  let workersWoken = new Promise<void>((resolve) => (wakeWorkers = resolve));
+  const signalWorkers = () => {
+    const wake = wakeWorkers;
+    workersWoken = new Promise<void>((resolve) => (wakeWorkers = resolve));
+    wake();
+  };
+
   /**
    * Every worker claims for itself as soon as it is free (no worker waits for another's batch); a claim
-   * never takes an account another worker holds, so each account's messages still go out in order.
+   * never takes an account another worker holds, so each account's messages still go out in order. A
+   * worker that finds nothing while others are still sending waits for one of them to finish its pass
+   * (its account may have more rows) or for new rows, instead of leaving the backlog to fewer workers.
    */
   async function dispatchOnce(): Promise<number> {
     let total = 0;
+    let active = 0;
     await Promise.all(
       Array.from({ length: concurrency }, async () => {
         for (;;) {
+          const woken = workersWoken;
           const rows = await claimPending(db, clock.now(), leaseMs, decisionBatch, decisionBatch);
-          if (rows.length === 0) return;
+          if (rows.length === 0) {
+            if (active === 0) return;
+            await woken;
+            continue;
+          }
           total += rows.length;
-          for (const group of groupBy(rows, (row) => row.account_id).values())
-            await sendAll(group).catch(onError);
+          active += 1;
+          try {
+            for (const group of groupBy(rows, (row) => row.account_id).values())
+              await sendAll(group).catch(onError);
+          } finally {
+            active -= 1;
+            signalWorkers();
+          }
         }
       }),
     );
@@ -345,10 +380,11 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
 
   let running: Promise<number> | undefined;
   let again = false;
-  /** One dispatch loop at a time; a kick during a run makes it go round once more. */
+  /** One dispatch loop at a time; a kick during a run wakes its idle workers and makes it go round once more. */
   function dispatch(): Promise<number> {
     if (running) {
       again = true;
+      signalWorkers();
       return running;
     }
     running = (async () => {

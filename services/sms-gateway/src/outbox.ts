@@ -86,25 +86,22 @@ export async function claimPending(
 /**
  * Settles refused rows as failed, with the event that reports it, in the caller's (short) transaction;
  * the event is appended only after this commits, so a message reported failed can never go out later.
- * Returns the ids it settled (a row another instance already took is left alone).
+ * One statement whatever their number; returns the ids it settled (a row another instance already took
+ * is left alone).
  */
 export async function settleRefused(
   db: Kysely<Database>,
   refused: readonly { messageId: string; report: OutboxReport }[],
   now: Date,
 ): Promise<Set<string>> {
-  const settled = new Set<string>();
-  for (const { messageId, report } of refused) {
-    const row = await db
-      .updateTable('sms_outbox')
-      .set({ state: 'failed', report: JSON.stringify(report), updated_at: now })
-      .where('message_id', '=', messageId)
-      .where('state', '=', 'pending')
-      .returning('message_id')
-      .executeTakeFirst();
-    if (row) settled.add(row.message_id);
-  }
-  return settled;
+  if (refused.length === 0) return new Set();
+  const { rows } = await sql<{ message_id: string }>`
+    update sms_outbox as o set state = 'failed', report = v.report::jsonb, updated_at = ${now}
+    from unnest(${refused.map((entry) => entry.messageId)}::text[],
+                ${refused.map((entry) => JSON.stringify(entry.report))}::text[]) as v(message_id, report)
+    where o.message_id = v.message_id and o.state = 'pending'
+    returning o.message_id`.execute(db);
+  return new Set(rows.map((row) => row.message_id));
 }
 
 /** A send's outcome not yet written: it is settled with the next claim, in the same statement. */

@@ -1,4 +1,4 @@
-import type { NewEvent } from '@leadline/events';
+import type { DomainEvent, NewEvent } from '@leadline/events';
 import { projections, startProjector, type RunningProjector } from '@leadline/projector';
 import {
   connectCommandServices,
@@ -136,6 +136,36 @@ const recorded = (messageId: string) =>
     return row.sent || row.status === 'failed' ? row : undefined;
   });
 const sentTo = (phone: string) => twilio.messages.filter((message) => message.to === phone);
+
+/**
+ * The gateway's reports (`message.sent`, `message.failed`) on the account topic so far, in log order
+ * (one partition per account); only those are decoded, so a record another test made unreadable is skipped.
+ */
+async function reportsOnLog(): Promise<DomainEvent[]> {
+  const offsets = await services.admin.fetchTopicOffsets(services.topics.account);
+  const remaining = new Map(offsets.map((entry) => [entry.partition, Number(entry.high)]));
+  const events: DomainEvent[] = [];
+  const consumer = services.kafka.consumer({ groupId: `${env.config.TOPIC_PREFIX}log-reader-${newUuid()}` });
+  await consumer.connect();
+  await consumer.subscribe({ topic: services.topics.account, fromBeginning: true });
+  const done = () => [...remaining.values()].every((high) => high === 0);
+  await new Promise<void>((resolve, reject) => {
+    if (done()) return resolve();
+    consumer
+      .run({
+        eachMessage: async ({ partition, message }) => {
+          const type = message.headers?.['event-type']?.toString();
+          if (message.value && (type === 'message.sent' || type === 'message.failed'))
+            events.push(await services.codec.decode(message.value));
+          if (Number(message.offset) + 1 >= (remaining.get(partition) ?? 0)) remaining.set(partition, 0);
+          if (done()) resolve();
+        },
+      })
+      .catch(reject);
+  });
+  await consumer.disconnect();
+  return events;
+}
 
 describe('the SMS gateway', () => {
   it('sends a request redelivered on the log once, and a gateway restarted from offset 0 sends nothing again', async () => {
@@ -456,5 +486,65 @@ describe('the SMS gateway', () => {
       status: 'failed',
       error_code: 'lead_opted_out',
     });
+  });
+  it("records each pass's outcomes (refused, sent, refused by Twilio) once each, in the order the messages were requested, for every account", async () => {
+    await account('acc-pass-a', '+15125551021');
+    await account('acc-pass-b', '+15125551022');
+    await append('acc-pass-a', [
+      {
+        type: 'lead.opted_out',
+        data: { phone: '+15125552021', lead_id: null, lead_name: null, keyword: 'STOP', message_id: 'm21' },
+      },
+    ]);
+    twilio.invalidRecipients.add('+15125552022');
+    const a = [
+      request('+15125552023', 'A first'),
+      request('+15125552021', 'A to the opted-out number'),
+      request('+15125552024', 'A second'),
+      request('+15125552022', 'A to an invalid number'),
+      request('+15125552025', 'A third'),
+    ];
+    const b = [
+      request('+15125552026', 'B first'),
+      request('+15125552022', 'B to an invalid number'),
+      request('+15125552027', 'B second'),
+    ];
+    // Queued before the gateway starts, so each account's messages are claimed and decided together.
+    await append('acc-pass-a', a);
+    await append('acc-pass-b', b);
+    await gateway();
+    for (const message of [...a, ...b]) await recorded(message.data.message_id);
+
+    const outcomes = (await reportsOnLog()).flatMap((event) =>
+      (event.type === 'message.sent' || event.type === 'message.failed') &&
+      [...a, ...b].some((message) => message.data.message_id === event.data.message_id)
+        ? [
+            {
+              account: event.account_id,
+              id: event.data.message_id,
+              outcome: event.type === 'message.sent' ? 'sent' : event.data.reason,
+            },
+          ]
+        : [],
+    );
+    const of = (accountId: string) => outcomes.filter((outcome) => outcome.account === accountId);
+    expect(of('acc-pass-a')).toEqual([
+      { account: 'acc-pass-a', id: a[0]!.data.message_id, outcome: 'sent' },
+      { account: 'acc-pass-a', id: a[1]!.data.message_id, outcome: 'lead_opted_out' },
+      { account: 'acc-pass-a', id: a[2]!.data.message_id, outcome: 'sent' },
+      { account: 'acc-pass-a', id: a[3]!.data.message_id, outcome: 'provider_rejected' },
+      { account: 'acc-pass-a', id: a[4]!.data.message_id, outcome: 'sent' },
+    ]);
+    expect(of('acc-pass-b')).toEqual([
+      { account: 'acc-pass-b', id: b[0]!.data.message_id, outcome: 'sent' },
+      { account: 'acc-pass-b', id: b[1]!.data.message_id, outcome: 'provider_rejected' },
+      { account: 'acc-pass-b', id: b[2]!.data.message_id, outcome: 'sent' },
+    ]);
+    // Twilio got every allowed message once, in order, and nothing for the opted-out number.
+    expect(sentTo('+15125552021')).toHaveLength(0);
+    const bodiesFrom = (from: string) =>
+      twilio.messages.filter((message) => message.from === from).map((message) => message.body);
+    expect(bodiesFrom('+15125551021')).toEqual(['A first', 'A second', 'A third']);
+    expect(bodiesFrom('+15125551022')).toEqual(['B first', 'B second']);
   });
 });

@@ -136,10 +136,14 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const endpointConcurrency = Math.max(1, deps.endpointConcurrency ?? 2);
   const leaseMs = deps.leaseMs ?? 60_000;
   const attemptTimeoutMs = Math.min(deps.attemptTimeoutMs ?? leaseMs / 2, leaseMs);
-  /** Claimed ahead of free slots, so an ending attempt's slot is taken without a round trip. */
-  const queueLimit = concurrency;
-  /** What one webhook may have claimed in this relay at once: sending, plus as many waiting. */
-  const perWebhookClaimed = 2 * endpointConcurrency;
+  /**
+   * Claimed ahead of free slots, so an ending attempt's slot is taken without a round trip: three
+   * times the slots, since one claim (a round trip and a commit) lasts as long as several attempts on
+   * a busy machine, and a queue shorter than what ends meanwhile leaves slots idle while it runs.
+   */
+  const queueLimit = 3 * concurrency;
+  /** What one webhook may have claimed in this relay at once: sending, plus three times as many waiting. */
+  const perWebhookClaimed = 4 * endpointConcurrency;
   const pollIntervalMs = deps.pollIntervalMs ?? 5000;
   const backfillWindowMs = deps.backfillWindowMs ?? 24 * 3600 * 1000;
   const reportError = deps.onError ?? ((error) => console.error('webhook-relay: dispatch failed', error));
@@ -163,8 +167,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
    * Leases up to `limit` due deliveries and returns them with their webhooks. Fair across webhooks:
    * every webhook with due deliveries gets its oldest few considered (a loose index scan over the
    * webhooks with pending deliveries, so one webhook's backlog is never scanned whole), at most
-   * twice `endpointConcurrency` minus what this relay already holds of it (half may wait in the
-   * queue while the other half is sent), and the first turn of
+   * four times `endpointConcurrency` minus what this relay already holds of it (a quarter is sent
+   * while the rest waits in the queue), and the first turn of
    * every webhook goes before the second turn of any. The UPDATE re-checks the lease of each row it
    * takes, so two relays claiming together never take the same delivery. (The cap is per relay: a
    * hanging endpoint holds at most `endpointConcurrency` slots of each relay.)
