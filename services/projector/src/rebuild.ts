@@ -133,6 +133,7 @@ async function swapIn(
         if (!isLockTimeout(error)) throw error;
         throw new Error(
           `rebuild: live batches held the apply lock for more than ${swapWaitMs} ms; nothing swapped`,
+          { cause: error },
         );
       }
       // Bounded: this holds every live batch, and so every write waiting for the projector.

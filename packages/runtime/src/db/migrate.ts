@@ -1,4 +1,5 @@
-import { Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import { Migrator, type Migration } from 'kysely/migration';
 import pg from 'pg';
 import { createPool, READ_MODEL_SCHEMA } from './database';
 import { operationalMigrations } from './migrations/operational';
