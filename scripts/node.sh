@@ -9,12 +9,15 @@
 # npm's `ignore-scripts` too. Only the binary comes from there; the machine's npm runs on it.
 # LEADLINE_NODE_VERSION picks another version (a major, or an exact x.y.z).
 
-leadline_node_minimum_major=22
+# package.json `engines`: 22.22 (testcontainers 12 needs it), as major * 1000 + minor.
+leadline_node_minimum=22022
 leadline_node_version="${LEADLINE_NODE_VERSION:-24}"
 
-leadline_node_major() { "${1:-node}" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+leadline_node_level() {
+  "${1:-node}" -p 'const [major, minor] = process.versions.node.split("."); major * 1000 + Number(minor)' 2>/dev/null || echo 0
+}
 
-if [ "$(leadline_node_major)" -lt "$leadline_node_minimum_major" ]; then
+if [ "$(leadline_node_level)" -lt "$leadline_node_minimum" ]; then
   case "$(uname -s)" in
     Linux) leadline_node_os=linux ;;
     Darwin) leadline_node_os=darwin ;;
@@ -27,15 +30,15 @@ if [ "$(leadline_node_major)" -lt "$leadline_node_minimum_major" ]; then
   esac
   leadline_node_dir="$PWD/.tools/node-$leadline_node_version"
   leadline_node_bin="$leadline_node_dir/node_modules/.bin"
-  if [ "$(leadline_node_major "$leadline_node_bin/node")" -lt "$leadline_node_minimum_major" ]; then
-    echo "Node $(node -v 2>/dev/null || echo '(none)') is older than $leadline_node_minimum_major: installing Node $leadline_node_version into .tools/ from the npm registry" >&2
+  if [ "$(leadline_node_level "$leadline_node_bin/node")" -lt "$leadline_node_minimum" ]; then
+    echo "Node $(node -v 2>/dev/null || echo '(none)') is older than 22.22: installing Node $leadline_node_version into .tools/ from the npm registry" >&2
     rm -rf "$leadline_node_dir"
     mkdir -p "$leadline_node_dir"
     # A package.json of its own, so npm installs here and not into the workspace above.
     echo '{ "private": true }' >"$leadline_node_dir/package.json"
     (cd "$leadline_node_dir" && npm install --no-save --no-package-lock --no-audit --no-fund --ignore-scripts \
       --loglevel=error "node-$leadline_node_os-$leadline_node_arch@$leadline_node_version" >&2)
-    if [ "$(leadline_node_major "$leadline_node_bin/node")" -lt "$leadline_node_minimum_major" ]; then
+    if [ "$(leadline_node_level "$leadline_node_bin/node")" -lt "$leadline_node_minimum" ]; then
       echo "The project-local Node does not run: install Node $leadline_node_version or later." >&2
       exit 1
     fi
