@@ -1907,6 +1907,7 @@ export interface components {
              *     | `internal_error` | 500 | Something went wrong on our side; the details are in our logs, not here. |
              *     | `projection_lagging` | 503 | The read models are catching up with the event log; nothing was written, retry after `Retry-After`. |
              *     | `event_log_unavailable` | 503 | The event log did not accept the write; nothing was written, retry after `Retry-After`. |
+             *     | `database_busy` | 503 | The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`. |
              *     | `telephony_unavailable` | 503 | The telephony provider did not answer; nothing was written, retry after `Retry-After`. |
              *     | `account_held` | 503 | A record of this account waits for an operator; writes to it are paused, nothing was written. |
              *     | `live_updates_unavailable` | 503 | Live updates are not available from this server (embedded dashboard only). |
@@ -1914,7 +1915,7 @@ export interface components {
              *     | `not_ready` | 503 | The service is not ready (readiness probe only). |
              * @enum {string}
              */
-            code: "validation_failed" | "invalid_phone" | "multipart_required" | "file_required" | "unsupported_file_type" | "invalid_idempotency_key" | "idempotency_key_in_progress" | "idempotency_key_reused" | "bad_request" | "missing_api_key" | "invalid_api_key" | "invalid_signature" | "account_not_found" | "lead_not_found" | "requirement_not_found" | "sequence_not_found" | "context_file_not_found" | "context_url_not_found" | "document_not_found" | "webhook_not_found" | "delivery_not_found" | "message_not_found" | "phone_number_not_found" | "partner_not_found" | "api_key_not_found" | "ambiguous_api_key" | "too_many_active_keys" | "missing_embed_token" | "invalid_embed_token" | "embed_role_forbidden" | "asset_not_found" | "route_not_found" | "phone_number_in_use" | "phone_number_not_owned" | "account_active" | "phone_number_released" | "sequence_limit_reached" | "invalid_sending_window" | "sequence_inactive" | "context_file_limit_reached" | "context_url_limit_reached" | "context_url_unreachable" | "team_member_exists" | "external_id_in_use" | "requirement_exists" | "requirement_limit_reached" | "account_deactivated" | "lead_opted_out" | "webhook_limit_reached" | "delivery_pending" | "webhook_inactive" | "uri_too_long" | "file_too_large" | "payload_too_large" | "event_batch_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_failed_authentications" | "internal_error" | "projection_lagging" | "event_log_unavailable" | "telephony_unavailable" | "account_held" | "live_updates_unavailable" | "dashboard_not_built" | "not_ready";
+            code: "validation_failed" | "invalid_phone" | "multipart_required" | "file_required" | "unsupported_file_type" | "invalid_idempotency_key" | "idempotency_key_in_progress" | "idempotency_key_reused" | "bad_request" | "missing_api_key" | "invalid_api_key" | "invalid_signature" | "account_not_found" | "lead_not_found" | "requirement_not_found" | "sequence_not_found" | "context_file_not_found" | "context_url_not_found" | "document_not_found" | "webhook_not_found" | "delivery_not_found" | "message_not_found" | "phone_number_not_found" | "partner_not_found" | "api_key_not_found" | "ambiguous_api_key" | "too_many_active_keys" | "missing_embed_token" | "invalid_embed_token" | "embed_role_forbidden" | "asset_not_found" | "route_not_found" | "phone_number_in_use" | "phone_number_not_owned" | "account_active" | "phone_number_released" | "sequence_limit_reached" | "invalid_sending_window" | "sequence_inactive" | "context_file_limit_reached" | "context_url_limit_reached" | "context_url_unreachable" | "team_member_exists" | "external_id_in_use" | "requirement_exists" | "requirement_limit_reached" | "account_deactivated" | "lead_opted_out" | "webhook_limit_reached" | "delivery_pending" | "webhook_inactive" | "uri_too_long" | "file_too_large" | "payload_too_large" | "event_batch_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_failed_authentications" | "internal_error" | "projection_lagging" | "event_log_unavailable" | "database_busy" | "telephony_unavailable" | "account_held" | "live_updates_unavailable" | "dashboard_not_built" | "not_ready";
             /** @description The path of the request that failed. */
             instance: string;
             /** @description For `validation_failed`: one entry per invalid field. */
@@ -2615,6 +2616,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
              *     `telephony_unavailable`: The telephony provider did not answer; nothing was written, retry after `Retry-After`.
              */
             503: {
@@ -2848,6 +2851,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
@@ -3044,6 +3049,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
@@ -3207,6 +3214,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -3401,6 +3410,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -3827,6 +3838,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
@@ -4020,6 +4033,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -4266,6 +4281,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
@@ -4465,6 +4482,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -4882,6 +4901,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
@@ -5013,6 +5034,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -5213,6 +5236,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -5518,6 +5543,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
@@ -5763,6 +5790,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
@@ -5958,6 +5987,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -6162,6 +6193,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -6471,6 +6504,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -6906,6 +6941,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
@@ -7071,6 +7108,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -7405,6 +7444,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              */
             503: {
                 headers: {
@@ -7529,6 +7570,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              */
             503: {
                 headers: {
@@ -7717,6 +7760,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              */
             503: {
                 headers: {
@@ -7999,6 +8044,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              */
             503: {
                 headers: {
@@ -8161,6 +8208,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              */
             503: {
                 headers: {
@@ -8354,6 +8403,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
@@ -8479,6 +8530,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -8784,6 +8837,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
@@ -9075,6 +9130,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
@@ -9211,6 +9268,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -9519,6 +9578,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
@@ -9655,6 +9716,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
