@@ -13,7 +13,8 @@ export async function stageBreakdown(label: string, work: () => Promise<unknown>
   const { values } = await commandStageSeconds.get();
   const of = (stage: string, suffix: string) =>
     values.find(
-      (value) => value.labels.stage === stage && value.metricName?.endsWith(suffix) && !('le' in value.labels),
+      (value) =>
+        value.labels.stage === stage && value.metricName?.endsWith(suffix) && !('le' in value.labels),
     )?.value ?? 0;
   const rows = STAGES.map((stage) => ({
     stage,
