@@ -2,6 +2,7 @@ import { createEventProducer, newUuid } from '@leadline/runtime';
 import { generateApiKey } from '../services/command-api/src/partners/api-keys';
 import { createPartner } from '../services/command-api/src/partners/partners';
 import { measure, percentile, throughput, type Measurement } from './stats';
+import { stageBreakdown } from './stages';
 import { expectStatus, startBenchSystem } from './system';
 
 const CLIENTS = 16;
@@ -33,12 +34,15 @@ export async function benchAccountCreation(): Promise<string> {
     await expectStatus(response, 201);
   };
   await measure('warm-up', WARM_UP, CLIENTS, (i) => createAccount(CREATES + i));
-  const create = await measure(
-    `create account, ${CLIENTS} clients (one partner each)`,
-    CREATES,
-    CLIENTS,
-    createAccount,
-  );
+  let create!: Measurement;
+  const stages = await stageBreakdown('a create account, 16 clients', async () => {
+    create = await measure(
+      `create account, ${CLIENTS} clients (one partner each)`,
+      CREATES,
+      CLIENTS,
+      createAccount,
+    );
+  });
 
   const producer = createEventProducer(services.kafka);
   await producer.connect();
@@ -86,6 +90,8 @@ export async function benchAccountCreation(): Promise<string> {
     `Account creation (${CLIENTS} clients, ${CREATES} creates, after ${WARM_UP} to warm up)`,
     '',
     ratioTable(create, rawSend),
+    '',
+    stages,
   ].join('\n');
 }
 

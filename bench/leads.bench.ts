@@ -1,7 +1,8 @@
 import { LOG_COMPRESSION, newUuid } from '@leadline/runtime';
 import Fastify from 'fastify';
 import pg from 'pg';
-import { comparisonTable, measure, percentile } from './stats';
+import { stageBreakdown } from './stages';
+import { comparisonTable, measure, percentile, type Measurement } from './stats';
 import { expectStatus, startBenchSystem } from './system';
 
 const BULK_RUNS = 20;
@@ -14,9 +15,11 @@ const phoneOf = (run: number, index: number) => `+1${String(2000000000 + run * 1
 /**
  * Bulk import of 1,000 leads until all are queryable, beside the floor of the same work done raw in
  * the same run (one sendBatch of the same 1,000 encoded events, then one multi-row insert of 1,000
- * rows); and single-lead imports at 16 concurrent clients beside a bare fastify route doing one insert.
+ * rows); and single-lead imports (row `single`) at 16 concurrent clients beside a bare fastify route doing one insert.
  */
-export async function benchLeads(): Promise<string> {
+export async function benchLeads(rows: string[] = []): Promise<string> {
+  // `leads:single` skips the bulk rows (minutes on a shared machine); `leads` runs both.
+  const bulkRuns = rows.length === 0 || rows.includes('bulk') ? BULK_RUNS : 0;
   const system = await startBenchSystem();
   const { services, headers, baseUrl, env } = system;
   const newAccount = async () =>
@@ -33,7 +36,7 @@ export async function benchLeads(): Promise<string> {
 
   // Bulk: a fresh account per run, so every lead is created.
   const bulk: number[] = [];
-  for (let run = 0; run < BULK_RUNS; run++) {
+  for (let run = 0; run < bulkRuns; run++) {
     const account = await newAccount();
     const leads = Array.from({ length: BULK_SIZE }, (_, i) => ({
       phone: phoneOf(run, i),
@@ -74,7 +77,7 @@ export async function benchLeads(): Promise<string> {
     'create table bench_leads (id text primary key, phone text, name text, email text, source text)',
   );
   const floor: number[] = [];
-  for (let run = 0; run < BULK_RUNS; run++) {
+  for (let run = 0; run < bulkRuns; run++) {
     const accountId = newUuid();
     const events = await Promise.all(
       Array.from({ length: BULK_SIZE }, (_, i) =>
@@ -142,12 +145,15 @@ export async function benchLeads(): Promise<string> {
       201,
     );
   };
-  const spread = await measure(
-    'single import, 16 clients over 16 accounts',
-    SINGLE_IMPORTS,
-    CONCURRENCY,
-    importInto((i) => accounts[i % CONCURRENCY]!, 0),
-  );
+  let spread!: Measurement;
+  const stages = await stageBreakdown('a single lead import, 16 clients over 16 accounts', async () => {
+    spread = await measure(
+      'single import, 16 clients over 16 accounts',
+      SINGLE_IMPORTS,
+      CONCURRENCY,
+      importInto((i) => accounts[i % CONCURRENCY]!, 0),
+    );
+  });
   const oneAccount = await measure(
     'single import, 16 clients into one account',
     SINGLE_IMPORTS,
@@ -201,5 +207,7 @@ export async function benchLeads(): Promise<string> {
       { subject: spread, baseline: rawInsert },
       { subject: oneAccount, baseline: rawInsert },
     ]),
+    '',
+    stages,
   ].join('\n');
 }

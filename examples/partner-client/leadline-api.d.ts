@@ -1914,6 +1914,7 @@ export interface components {
              *     | `internal_error` | 500 | Something went wrong on our side; the details are in our logs, not here. |
              *     | `projection_lagging` | 503 | The read models are catching up with the event log; nothing was written, retry after `Retry-After`. |
              *     | `event_log_unavailable` | 503 | The event log did not accept the write; nothing was written, retry after `Retry-After`. |
+             *     | `database_busy` | 503 | The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`. |
              *     | `telephony_unavailable` | 503 | The telephony provider did not answer; nothing was written, retry after `Retry-After`. |
              *     | `account_held` | 503 | A record of this account waits for an operator; writes to it are paused, nothing was written. |
              *     | `live_updates_unavailable` | 503 | Live updates are not available from this server (embedded dashboard only). |
@@ -1921,7 +1922,7 @@ export interface components {
              *     | `not_ready` | 503 | The service is not ready (readiness probe only). |
              * @enum {string}
              */
-            code: "validation_failed" | "invalid_phone" | "multipart_required" | "file_required" | "unsupported_file_type" | "invalid_idempotency_key" | "idempotency_key_in_progress" | "idempotency_key_reused" | "bad_request" | "missing_api_key" | "invalid_api_key" | "invalid_signature" | "account_not_found" | "lead_not_found" | "requirement_not_found" | "sequence_not_found" | "context_file_not_found" | "context_url_not_found" | "document_not_found" | "webhook_not_found" | "delivery_not_found" | "message_not_found" | "phone_number_not_found" | "partner_not_found" | "api_key_not_found" | "ambiguous_api_key" | "too_many_active_keys" | "missing_embed_token" | "invalid_embed_token" | "embed_role_forbidden" | "asset_not_found" | "route_not_found" | "phone_number_in_use" | "phone_number_not_owned" | "account_active" | "phone_number_released" | "sequence_limit_reached" | "invalid_sending_window" | "sequence_inactive" | "context_file_limit_reached" | "context_url_limit_reached" | "context_url_unreachable" | "team_member_exists" | "external_id_in_use" | "requirement_exists" | "requirement_limit_reached" | "account_deactivated" | "lead_opted_out" | "webhook_limit_reached" | "delivery_pending" | "webhook_inactive" | "uri_too_long" | "file_too_large" | "payload_too_large" | "event_batch_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_failed_authentications" | "internal_error" | "projection_lagging" | "event_log_unavailable" | "telephony_unavailable" | "account_held" | "live_updates_unavailable" | "dashboard_not_built" | "not_ready";
+            code: "validation_failed" | "invalid_phone" | "multipart_required" | "file_required" | "unsupported_file_type" | "invalid_idempotency_key" | "idempotency_key_in_progress" | "idempotency_key_reused" | "bad_request" | "missing_api_key" | "invalid_api_key" | "invalid_signature" | "account_not_found" | "lead_not_found" | "requirement_not_found" | "sequence_not_found" | "context_file_not_found" | "context_url_not_found" | "document_not_found" | "webhook_not_found" | "delivery_not_found" | "message_not_found" | "phone_number_not_found" | "partner_not_found" | "api_key_not_found" | "ambiguous_api_key" | "too_many_active_keys" | "missing_embed_token" | "invalid_embed_token" | "embed_role_forbidden" | "asset_not_found" | "route_not_found" | "phone_number_in_use" | "phone_number_not_owned" | "account_active" | "phone_number_released" | "sequence_limit_reached" | "invalid_sending_window" | "sequence_inactive" | "context_file_limit_reached" | "context_url_limit_reached" | "context_url_unreachable" | "team_member_exists" | "external_id_in_use" | "requirement_exists" | "requirement_limit_reached" | "account_deactivated" | "lead_opted_out" | "webhook_limit_reached" | "delivery_pending" | "webhook_inactive" | "uri_too_long" | "file_too_large" | "payload_too_large" | "event_batch_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_failed_authentications" | "internal_error" | "projection_lagging" | "event_log_unavailable" | "database_busy" | "telephony_unavailable" | "account_held" | "live_updates_unavailable" | "dashboard_not_built" | "not_ready";
             /** @description The path of the request that failed. */
             instance: string;
             /** @description For `validation_failed`: one entry per invalid field. */
@@ -2622,6 +2623,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
              *     `telephony_unavailable`: The telephony provider did not answer; nothing was written, retry after `Retry-After`.
              */
             503: {
@@ -2855,6 +2858,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
@@ -3051,6 +3056,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
@@ -3214,6 +3221,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -3408,6 +3417,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -3834,6 +3845,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
@@ -4027,6 +4040,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -4273,6 +4288,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
@@ -4472,6 +4489,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -4889,6 +4908,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
@@ -5020,6 +5041,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -5220,6 +5243,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -5525,6 +5550,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
@@ -5770,6 +5797,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
@@ -5965,6 +5994,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -6169,6 +6200,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -6478,6 +6511,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -6913,6 +6948,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
@@ -7078,6 +7115,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -7412,6 +7451,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              */
             503: {
                 headers: {
@@ -7536,6 +7577,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              */
             503: {
                 headers: {
@@ -7724,6 +7767,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              */
             503: {
                 headers: {
@@ -8006,6 +8051,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              */
             503: {
                 headers: {
@@ -8168,6 +8215,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              */
             503: {
                 headers: {
@@ -8361,6 +8410,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
@@ -8486,6 +8537,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -8790,6 +8843,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -9104,6 +9159,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
@@ -9240,6 +9297,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -9548,6 +9607,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
             503: {
@@ -9684,6 +9745,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */

@@ -13,7 +13,8 @@ import type { Admin, Producer } from 'kafkajs';
 import type { Clock, NewId } from './clock';
 import type { Database } from './db/schema';
 import { DomainError, unavailable } from './errors';
-import { APPEND_MAX_BYTES, LOG_COMPRESSION, partitionForKey } from './kafka';
+import { APPEND_MAX_BYTES, partitionForKey } from './kafka';
+import { createGroupAppender, createOffsetsCoalescer, type AppendPosition } from './log-writer';
 import { timeStage } from './metrics';
 import { refuseHeldStream } from './parking';
 import type { ProjectionProgress } from './projection-progress';
@@ -114,6 +115,10 @@ export function encodedSize(
   return bytes;
 }
 
+/** SQLSTATEs of `lock_timeout` and of `statement_timeout` (or a cancelled query). */
+const LOCK_NOT_AVAILABLE = '55P03';
+const QUERY_CANCELED = '57014';
+
 const lockId = (key: string) => sql`pg_advisory_xact_lock(hashtextextended(${key}, 0))`;
 
 /**
@@ -144,6 +149,7 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
     try {
       return await Promise.race([call(), deadline]);
     } catch (error) {
+      if (error instanceof DomainError) throw error;
       throw unavailable(
         'event_log_unavailable',
         `The event log is unavailable (${what}): ${(error as Error).message}`,
@@ -167,10 +173,24 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
       data: event.data,
     }) as DomainEvent;
 
+  // The partition count of each topic, as the last high-watermark lookup saw it (partitions are only
+  // ever added), so every record's partition is the one the default partitioner picks.
+  const partitionCounts = new Map<string, number>();
+  const freshOffsets = createOffsetsCoalescer(async (topic) => {
+    const offsets = await fromEventLog('reading its end', () => admin.fetchTopicOffsets(topic));
+    partitionCounts.set(topic, offsets.length);
+    return offsets;
+  });
+  const appender = createGroupAppender({
+    producer,
+    maxGroupBytes: appendMaxBytes,
+    partitionCount: async (topic) => partitionCounts.get(topic) ?? (await freshOffsets(topic)).length,
+    bounded: (call, bytes) => fromEventLog('appending', call, Math.floor(bytes / PER_EXTRA_MS_BYTES)),
+  });
+
   async function waitForHighWatermark(topic: string, partitionKey: string) {
-    const offsets = await timeStage('offsets', () =>
-      fromEventLog('reading its end', () => admin.fetchTopicOffsets(topic)),
-    );
+    // A lookup shared with concurrent commands, started after this one took its locks.
+    const offsets = await timeStage('offsets', () => freshOffsets(topic));
     const partition = partitionForKey(topic, partitionKey, offsets.length);
     const relevant = offsets.filter((entry) => entry.partition === partition);
     const caughtUp = await timeStage('catch_up', () =>
@@ -203,7 +223,11 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
     }
   }
 
-  async function appendToLog(topicKind: TopicKind, key: string, events: DomainEvent[]) {
+  async function appendToLog(
+    topicKind: TopicKind,
+    key: string,
+    events: DomainEvent[],
+  ): Promise<AppendPosition> {
     const topic = topics[topicKind];
     const messages = await Promise.all(
       events.map(async (event) => ({
@@ -222,20 +246,35 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
       );
     }
     // Past the bound the send may still land later (as with any timeout): the 503 tells the client to
-    // retry, and every write path deduplicates or re-decides against what the log then holds.
-    const [metadata] = await fromEventLog(
-      'appending',
-      () => producer.send({ topic, acks: -1, compression: LOG_COMPRESSION, messages }),
-      Math.floor(bytes / PER_EXTRA_MS_BYTES),
-    );
-    if (metadata?.baseOffset === undefined) {
-      throw unavailable('event_log_unavailable', 'The event log acknowledged no offset; retry shortly.');
+    // retry, and every write path deduplicates or re-decides against what the log then holds. The
+    // records share the next request with every other command ready at the same moment; the bound
+    // counts from here, as it did when sends queued in the producer, and a caller past it takes back
+    // its records if they are not sent yet.
+    const { position, abandon } = appender.append({ topic, key, messages, bytes });
+    try {
+      return await fromEventLog('appending', () => position, Math.floor(bytes / PER_EXTRA_MS_BYTES));
+    } finally {
+      abandon();
     }
-    return {
-      topic,
-      partition: metadata.partition,
-      nextOffset: BigInt(metadata.baseOffset) + BigInt(events.length),
-    };
+  }
+
+  /**
+   * The command's transaction. A lock or statement timeout (a setting of the database or of the
+   * command) is the database being busy, not a bug: 503 `database_busy`, nothing written, retry.
+   */
+  async function inTransaction<T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+    try {
+      return await db.transaction().execute(work);
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (code === LOCK_NOT_AVAILABLE || code === QUERY_CANCELED) {
+        throw unavailable(
+          'database_busy',
+          'The database did not answer in time; nothing was written, retry shortly.',
+        );
+      }
+      throw error;
+    }
   }
 
   return {
@@ -244,7 +283,7 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
       const key = keyOf(stream, context);
       const topic = topics[stream.topic];
 
-      const { events, result, position } = await db.transaction().execute(async (trx) => {
+      const { events, result, position } = await inTransaction(async (trx) => {
         // Sorted, so two commands that share locks always take them in the same order.
         await timeStage('lock', async () => {
           for (const lockKey of [...new Set(command.lockKeys)].sort()) {

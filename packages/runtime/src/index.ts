@@ -20,3 +20,4 @@ export * from './documents/store';
 export * from './metrics';
 export * from './remote-call';
 export * from './opt-out';
+export * from './log-writer';

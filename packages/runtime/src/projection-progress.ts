@@ -68,19 +68,24 @@ export async function createProjectionProgress(pool: pg.Pool): Promise<Projectio
   };
 
   const listen = async () => {
-    listener = await pool.connect();
-    listener.on('notification', (message) => {
+    const client = await pool.connect();
+    listener = client;
+    client.on('notification', (message) => {
       if (message.channel !== PROGRESS_CHANNEL || !message.payload) return;
       const progress = JSON.parse(message.payload) as PartitionProgress[];
       progress.forEach(record);
       for (const listener of listeners) listener(progress);
     });
-    listener.on('error', () => {
-      listener?.release(true);
+    // A client may report more than one error (the server's termination, then the socket's end), or
+    // one after `close` released it: only the first error of the current listener releases it, never
+    // the connection that replaced it.
+    client.on('error', () => {
+      if (listener !== client) return;
       listener = undefined;
+      client.release(true);
       if (!closed) setTimeout(() => void listen().catch(() => undefined), POLL_INTERVAL_MS);
     });
-    await listener.query(`listen ${PROGRESS_CHANNEL}`);
+    await client.query(`listen ${PROGRESS_CHANNEL}`);
   };
 
   await listen();
@@ -109,7 +114,9 @@ export async function createProjectionProgress(pool: pg.Pool): Promise<Projectio
       closed = true;
       listeners.clear();
       for (const waiter of waiters) settle(waiter, false);
-      listener?.release();
+      const client = listener;
+      listener = undefined;
+      client?.release();
     },
   };
 }

@@ -260,6 +260,11 @@ export const errorCatalog = {
     'The event log did not accept the write; nothing was written, retry after `Retry-After`.',
     writes,
   ),
+  database_busy: entry(
+    503,
+    'The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.',
+    writes,
+  ),
   telephony_unavailable: entry(
     503,
     'The telephony provider did not answer; nothing was written, retry after `Retry-After`.',

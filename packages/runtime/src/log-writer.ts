@@ -1,0 +1,182 @@
+import type { Admin, Message, Producer } from 'kafkajs';
+import { LOG_COMPRESSION, partitionForKey } from './kafka';
+
+type TopicOffsets = Awaited<ReturnType<Admin['fetchTopicOffsets']>>;
+
+/**
+ * Concurrent high-watermark checks of one topic share one `fetchTopicOffsets`. A caller may only use a
+ * fetch that started after it asked (after it took its locks), so it sees every append the previous
+ * holder of its locks made: a caller arriving while a fetch is in flight joins the next one, which
+ * starts as soon as the current one ends. Under load, each topic has one fetch in flight and one
+ * forming, whatever the number of commands.
+ */
+export function createOffsetsCoalescer(fetch: (topic: string) => Promise<TopicOffsets>) {
+  const states = new Map<string, { inFlight?: Promise<TopicOffsets>; next?: Promise<TopicOffsets> }>();
+
+  const start = (topic: string, state: { inFlight?: Promise<TopicOffsets> }) => {
+    const fetching = fetch(topic);
+    state.inFlight = fetching;
+    const clear = () => {
+      if (state.inFlight === fetching) state.inFlight = undefined;
+    };
+    fetching.then(clear, clear);
+    return fetching;
+  };
+
+  return function freshOffsets(topic: string): Promise<TopicOffsets> {
+    let state = states.get(topic);
+    if (!state) states.set(topic, (state = {}));
+    if (!state.inFlight) return start(topic, state);
+    if (state.next) return state.next;
+    const joined = state;
+    const next = state.inFlight
+      .catch(() => undefined)
+      .then(() => {
+        joined.next = undefined;
+        return start(topic, joined);
+      });
+    joined.next = next;
+    return next;
+  };
+}
+
+/** What one command appends: its records, all with one key (so one partition). */
+export interface AppendRequest {
+  topic: string;
+  key: string;
+  messages: Message[];
+  bytes: number;
+}
+
+/** Where a command's records landed: every record before `nextOffset` of the partition is its or older. */
+export interface AppendPosition {
+  topic: string;
+  partition: number;
+  nextOffset: bigint;
+}
+
+interface Pending extends AppendRequest {
+  resolve: (position: AppendPosition) => void;
+  reject: (error: Error) => void;
+  partition?: number;
+  cancelled: boolean;
+}
+
+export interface GroupAppender {
+  /**
+   * Appends the records in the next request to the broker, beside those of every other command ready
+   * at the same moment. `bounded` wraps the request (its deadline, its error mapping); a failed
+   * request fails every command in it. `abandon` (for a caller past its own bound) removes records
+   * not yet sent.
+   */
+  append(request: AppendRequest): { position: Promise<AppendPosition>; abandon: () => void };
+}
+
+/**
+ * Group commit on the log: while one request is in flight (the idempotent producer allows one), the
+ * records of every command that becomes ready accumulate, and all of them go in the next request, one
+ * record batch per partition (compressed as before). Each command learns its own offsets: the base
+ * offset of its partition's batch plus its place among that partition's records, so its
+ * read-your-writes wait is exact. Records of one key keep the order in which their commands asked.
+ * A group holds at most `maxGroupBytes` (the most one record batch may hold); a command that does not
+ * fit goes in the request after.
+ */
+export function createGroupAppender(options: {
+  producer: Producer;
+  partitionCount: (topic: string) => Promise<number>;
+  maxGroupBytes: number;
+  bounded: <T>(call: () => Promise<T>, bytes: number) => Promise<T>;
+}): GroupAppender {
+  const { producer, partitionCount, maxGroupBytes, bounded } = options;
+  let queue: Pending[] = [];
+  let sending = false;
+
+  async function flush() {
+    if (sending) return;
+    sending = true;
+    try {
+      while (queue.length > 0) {
+        const group: Pending[] = [];
+        let bytes = 0;
+        const rest: Pending[] = [];
+        for (const pending of queue) {
+          if (pending.cancelled) continue;
+          if (group.length === 0 || (rest.length === 0 && bytes + pending.bytes <= maxGroupBytes)) {
+            group.push(pending);
+            bytes += pending.bytes;
+          } else rest.push(pending);
+        }
+        queue = rest;
+        if (group.length > 0) await sendGroup(group, bytes);
+      }
+    } finally {
+      sending = false;
+    }
+  }
+
+  async function sendGroup(group: Pending[], bytes: number) {
+    try {
+      // Each record's partition is fixed here, with the default partitioner the consumers assume.
+      for (const pending of group) {
+        pending.partition = partitionForKey(pending.topic, pending.key, await partitionCount(pending.topic));
+      }
+      const byTopic = new Map<string, Message[]>();
+      const firstIndex = new Map<Pending, number>();
+      const countInPartition = new Map<string, number>();
+      for (const pending of group) {
+        const messages = byTopic.get(pending.topic) ?? [];
+        byTopic.set(pending.topic, messages);
+        const slot = `${pending.topic}\u0000${pending.partition}`;
+        const index = countInPartition.get(slot) ?? 0;
+        firstIndex.set(pending, index);
+        countInPartition.set(slot, index + pending.messages.length);
+        for (const message of pending.messages) messages.push({ ...message, partition: pending.partition });
+      }
+      const metadata = await bounded(
+        () =>
+          producer.sendBatch({
+            acks: -1,
+            compression: LOG_COMPRESSION,
+            topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+          }),
+        bytes,
+      );
+      const base = new Map(
+        metadata.map((entry) => [`${entry.topicName}\u0000${entry.partition}`, entry.baseOffset]),
+      );
+      for (const pending of group) {
+        const baseOffset = base.get(`${pending.topic}\u0000${pending.partition}`);
+        if (baseOffset === undefined || baseOffset === null) {
+          pending.reject(new Error('the event log acknowledged no offset'));
+          continue;
+        }
+        pending.resolve({
+          topic: pending.topic,
+          partition: pending.partition!,
+          nextOffset: BigInt(baseOffset) + BigInt(firstIndex.get(pending)!) + BigInt(pending.messages.length),
+        });
+      }
+    } catch (error) {
+      for (const pending of group) pending.reject(error as Error);
+    }
+  }
+
+  return {
+    append(request) {
+      let pending!: Pending;
+      const position = new Promise<AppendPosition>((resolve, reject) => {
+        pending = { ...request, resolve, reject, cancelled: false };
+      });
+      // A caller past its own bound no longer listens; the request's failure is its other callers'.
+      position.catch(() => undefined);
+      queue.push(pending);
+      void flush();
+      return {
+        position,
+        abandon: () => {
+          pending.cancelled = true;
+        },
+      };
+    },
+  };
+}

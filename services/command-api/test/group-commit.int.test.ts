@@ -1,0 +1,238 @@
+import {
+  createCommandBus,
+  createGroupAppender,
+  createEventProducer,
+  createDb,
+  DomainError,
+  newUuid,
+  systemClock,
+  type AppendPosition,
+  type Command,
+  type Database,
+} from '@leadline/runtime';
+import { DEVELOPMENT_WEBHOOK_KEY, createSecretBox } from '@leadline/runtime';
+import { testDocuments } from '@leadline/test-kit';
+import { sql, type Transaction } from 'kysely';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../src/app';
+import { partnerClient, type PartnerClient } from './client';
+import { accountEvents, logSize } from './log';
+import { startSystem, type TestSystem } from './system';
+
+let system: TestSystem;
+let acme: PartnerClient;
+let key: string;
+
+beforeAll(async () => {
+  system = await startSystem();
+  key = await system.createPartner('Acme CRM');
+  acme = partnerClient(system.app, key);
+});
+afterAll(() => system?.close());
+
+const phone = (n: number) => `+1512555${String(n).padStart(4, '0')}`;
+
+describe('commands running at once share high-watermark checks and appends', () => {
+  it('imports on many accounts and on one account all succeed, each reading its own write, in order per account', async () => {
+    const accounts: string[] = [];
+    for (let i = 0; i < 8; i++) {
+      accounts.push((await acme.post('/accounts', { name: `Group ${i}` })).body.id as string);
+    }
+    const importAndRead = async (account: string, n: number) => {
+      const created = await acme.post(`/accounts/${account}/leads`, { phone: phone(n), name: `Lead ${n}` });
+      expect(created.status).toBe(201);
+      // Read-your-writes: the lead is listed the moment its import answers.
+      const read = await acme.get(`/accounts/${account}/leads/${encodeURIComponent(phone(n))}`);
+      expect(read.status).toBe(200);
+      expect(read.body.name).toBe(`Lead ${n}`);
+    };
+    await Promise.all([
+      // Spread over eight accounts...
+      ...Array.from({ length: 40 }, (_, n) => importAndRead(accounts[n % 8]!, n)),
+      // ...and twenty on one account.
+      ...Array.from({ length: 20 }, (_, n) => importAndRead(accounts[0]!, 100 + n)),
+    ]);
+
+    const listed = await acme.get(`/accounts/${accounts[0]}/leads?limit=100`);
+    expect(listed.body.total).toBe(5 + 20);
+
+    // Every decision is on the log exactly once, and one account's events are in the order their
+    // commands decided (each stamps its time holding the account's lock).
+    const events = await accountEvents(system.services);
+    const created = events.filter((event) => event.type === 'lead.created');
+    expect(new Set(created.map((event) => event.id)).size).toBe(created.length);
+    for (const account of accounts) {
+      const mine = created.filter((event) => event.account_id === account);
+      expect(mine).toHaveLength(account === accounts[0] ? 25 : 5);
+      const times = mine.map((event) => event.occurred_at);
+      expect(times).toEqual([...times].sort());
+    }
+  });
+
+  it('tells each command the offsets of its own records, in one request shared by all', async () => {
+    const { admin, kafka } = system.services;
+    // A topic of its own: the records are raw bytes, not events.
+    const topic = `${system.env.config.TOPIC_PREFIX}group-commit-raw`;
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 4 }] });
+    const producer = createEventProducer(kafka);
+    await producer.connect();
+    const sent: { key: string; values: string[] }[] = [];
+    const appender = createGroupAppender({
+      producer,
+      maxGroupBytes: 1 << 20,
+      partitionCount: async (topic) => (await admin.fetchTopicOffsets(topic)).length,
+      bounded: (call) => call(),
+    });
+    const positions: Promise<AppendPosition>[] = [];
+    for (let i = 0; i < 30; i++) {
+      const recordKey = `group-key-${i % 7}`;
+      const values = Array.from({ length: 1 + (i % 3) }, (_, j) => `value-${i}-${j}`);
+      sent.push({ key: recordKey, values });
+      positions.push(
+        appender.append({
+          topic,
+          key: recordKey,
+          messages: values.map((value) => ({ key: recordKey, value })),
+          bytes: 100,
+        }).position,
+      );
+    }
+    const landed = await Promise.all(positions);
+    await producer.disconnect();
+
+    // Read back the raw records of the topic with their partition and offset.
+    const offsets = await admin.fetchTopicOffsets(topic);
+    const remaining = new Map(offsets.map((entry) => [entry.partition, Number(entry.high)]));
+    const atOffset = new Map<string, string>();
+    const consumer = kafka.consumer({ groupId: `offsets-reader-${newUuid()}` });
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await new Promise<void>((resolve, reject) => {
+      const done = () => [...remaining.values()].every((high) => high === 0);
+      if (done()) return resolve();
+      consumer
+        .run({
+          eachMessage: async ({ partition, message }) => {
+            atOffset.set(`${partition}:${message.offset}`, message.value!.toString());
+            if (Number(message.offset) + 1 >= (remaining.get(partition) ?? 0)) remaining.set(partition, 0);
+            if (done()) resolve();
+          },
+        })
+        .catch(reject);
+    });
+    await consumer.disconnect();
+
+    sent.forEach(({ values }, i) => {
+      const { partition, nextOffset } = landed[i]!;
+      const first = Number(nextOffset) - values.length;
+      const found = values.map((_, j) => atOffset.get(`${partition}:${first + j}`));
+      expect(found).toEqual(values);
+    });
+  });
+
+  it('a request the log refuses fails every command in it with 503, and none of their decisions is visible', async () => {
+    const { kafka } = system.services;
+    const producer = createEventProducer(kafka);
+    await producer.connect();
+    await producer.disconnect();
+    const db = createDb(system.env.config.DATABASE_URL, { maxConnections: 8 });
+    const commands = createCommandBus({
+      ...system.services,
+      db,
+      producer,
+      clock: systemClock,
+      newId: newUuid,
+      projectionWaitMs: 5000,
+      eventLogTimeoutMs: 1000,
+    });
+    const app = await buildApp({
+      db: system.services.db,
+      commands,
+      numbers: {
+        provisionNumber: async () => ({ phoneNumber: '+17375550199', providerId: 'PN1' }),
+        isOwnNumber: async () => true,
+        releaseNumber: async () => undefined,
+      },
+      clock: systemClock,
+      newId: newUuid,
+      publicUrl: 'http://127.0.0.1:8080',
+      rateLimitPerMinute: 100_000,
+      webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
+      ...testDocuments(system.services.db),
+    });
+    try {
+      // Six accounts, so the six commands do not queue on one lock but share the refused request.
+      const accounts: string[] = [];
+      for (let n = 0; n < 6; n++) {
+        accounts.push((await acme.post('/accounts', { name: `Refused ${n}` })).body.id as string);
+      }
+      const down = partnerClient(app, key);
+      const before = await logSize(system.services);
+      const answers = await Promise.all(
+        Array.from({ length: 6 }, (_, n) =>
+          down.post(`/accounts/${accounts[n]}/leads`, { phone: phone(500 + n), name: 'Never' }),
+        ),
+      );
+      for (const answer of answers) {
+        expect(answer.status).toBe(503);
+        expect(answer.body.code).toBe('event_log_unavailable');
+      }
+      expect(await logSize(system.services)).toBe(before);
+      for (const account of accounts) {
+        expect((await acme.get(`/accounts/${account}/leads`)).body.total).toBe(0);
+      }
+      // The transactions rolled back: the same import goes through on a healthy path.
+      const retried = await acme.post(`/accounts/${accounts[0]}/leads`, { phone: phone(500), name: 'Now' });
+      expect(retried.status).toBe(201);
+    } finally {
+      await app.close();
+      await db.destroy();
+    }
+  });
+});
+
+describe('a busy database', () => {
+  const command = (decide: (trx: Transaction<Database>) => Promise<void>): Command<null> => ({
+    stream: { topic: 'account' as const, accountId: newUuid() },
+    context: { partnerId: 'p', actor: { kind: 'system' as const, service: 'test' }, correlationId: 'c' },
+    lockKeys: [],
+    consistency: 'none' as const,
+    decide: async (trx) => {
+      await decide(trx);
+      return { events: [], result: null };
+    },
+  });
+
+  it('answers 503 database_busy when a statement times out', async () => {
+    const failure = await system.services.commands
+      .execute(
+        command(async (trx) => {
+          await sql`set local statement_timeout = '20ms'`.execute(trx);
+          await sql`select pg_sleep(1)`.execute(trx);
+        }),
+      )
+      .catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(DomainError);
+    expect(failure).toMatchObject({ status: 503, code: 'database_busy' });
+  });
+
+  it('answers 503 database_busy when a lock is not granted in time', async () => {
+    const holder = new pg.Client({ connectionString: system.env.config.DATABASE_URL });
+    await holder.connect();
+    try {
+      await holder.query('select pg_advisory_lock(4242)');
+      const failure = await system.services.commands
+        .execute(
+          command(async (trx) => {
+            await sql`set local lock_timeout = '20ms'`.execute(trx);
+            await sql`select pg_advisory_xact_lock(4242)`.execute(trx);
+          }),
+        )
+        .catch((error: unknown) => error);
+      expect(failure).toMatchObject({ status: 503, code: 'database_busy' });
+    } finally {
+      await holder.end();
+    }
+  });
+});
