@@ -27,13 +27,15 @@ export async function startBenchSystem() {
     { ...env.config, PROJECTION_WAIT_MS: 30_000 },
     'leadline-bench',
   );
-  const projectorDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
+  const projectorConcurrency = Number(process.env.PROJECTOR_CONCURRENCY ?? 4);
+  const projectorDb = createDb(env.config.DATABASE_URL, { maxConnections: projectorConcurrency + 2 });
   const numbers = createLocalNumberPool(env.config.DATABASE_URL);
   const projector = await startProjector({
     ...services,
     db: projectorDb,
     groupId: `${env.config.TOPIC_PREFIX}leadline.projector`,
     projections,
+    concurrency: projectorConcurrency,
   });
   // Inbound SMS are answered once kept; the decider makes them messages. It is its own process in
   // production, with its own producer and command connections: here too.

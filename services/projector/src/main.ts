@@ -5,15 +5,24 @@ import {
   metricsConfig,
   serveServiceMetrics,
 } from '@leadline/runtime';
+import { z } from 'zod';
 import { projections } from './projections';
 import { startProjector } from './projector';
 
-const config = loadConfig(infrastructureConfig.extend(metricsConfig));
-const infrastructure = await connectInfrastructure(config, 'leadline-projector', { maxConnections: 4 });
+const config = loadConfig(
+  infrastructureConfig.extend(metricsConfig).extend({
+    /** Partitions applied at once: a command waits for its partition only, not behind the others. */
+    PROJECTOR_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  }),
+);
+const infrastructure = await connectInfrastructure(config, 'leadline-projector', {
+  maxConnections: config.PROJECTOR_CONCURRENCY + 2,
+});
 const projector = await startProjector({
   ...infrastructure,
   groupId: `${config.TOPIC_PREFIX}leadline.projector`,
   projections,
+  concurrency: config.PROJECTOR_CONCURRENCY,
   onCrash: (error, willRestart) => {
     console.error('projector: consumer crashed', error);
     // A record it cannot apply stops it for good; exit so the supervisor sees it and restarts it.

@@ -23,6 +23,11 @@ export interface ProjectorDeps {
   onCrash?: (error: Error, willRestart: boolean) => void;
   onParked?: LogConsumerDeps['onParked'];
   parkedPollMs?: number;
+  /**
+   * Partitions applied at once, each batch in its own transaction (a partition's batches stay in
+   * order); 1 by default. Its database pool needs a connection per partition besides the parking poll.
+   */
+  concurrency?: number;
 }
 
 export type RunningProjector = RunningConsumer;
@@ -33,6 +38,7 @@ export function startProjector(deps: ProjectorDeps): Promise<RunningProjector> {
     ...deps,
     topics: Object.values(deps.topics),
     checkpoints: 'projection_checkpoints',
+    partitionsConsumedConcurrently: deps.concurrency ?? 1,
     handleBatch: async (topic, partition, records) => {
       await applyBatch(deps.db, deps.projections, topic, partition, records, { live: deps.live ?? true });
     },
