@@ -27,6 +27,13 @@ export interface CommandContext {
   causationId?: string | null;
 }
 
+/**
+ * An event to append. A command or a batch of facts that records the outcomes of several requests at
+ * once (a gateway pass, a sequencer claim, a burst of inbound SMS) names each event's own request, so
+ * the log still traces every event to what caused it; without it the context's ids stand.
+ */
+export type EventToAppend = NewEvent & { correlationId?: string; causationId?: string | null };
+
 /** The stream the command's events are appended to. */
 export type EventStream = { topic: 'account'; accountId: string } | { topic: 'partner' };
 
@@ -50,13 +57,13 @@ export interface Command<R> {
    */
   readYourWrites?: boolean;
   /** Reads what it needs through `db` and returns the events to append, or throws a DomainError. */
-  decide(db: Transaction<Database>): Promise<{ events: NewEvent[]; result: R }>;
+  decide(db: Transaction<Database>): Promise<{ events: EventToAppend[]; result: R }>;
 }
 
 export interface Facts {
   stream: EventStream;
   context: CommandContext;
-  events: NewEvent[];
+  events: EventToAppend[];
   /**
    * False for a caller that must answer as soon as the facts are durable, whatever the projector's
    * lag (Twilio's webhooks: a slow answer is a lost message); it returns once they are appended.
@@ -159,7 +166,7 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
     }
   }
 
-  const stamp = (event: NewEvent, stream: EventStream, context: CommandContext): DomainEvent =>
+  const stamp = (event: EventToAppend, stream: EventStream, context: CommandContext): DomainEvent =>
     ({
       id: newId(),
       type: event.type,
@@ -168,8 +175,9 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
       partner_id: context.partnerId,
       occurred_at: clock.now().toISOString(),
       actor: context.actor,
-      correlation_id: context.correlationId,
-      causation_id: context.causationId ?? null,
+      correlation_id: event.correlationId ?? context.correlationId,
+      causation_id:
+        event.correlationId === undefined ? (context.causationId ?? null) : (event.causationId ?? null),
       data: event.data,
     }) as DomainEvent;
 

@@ -168,7 +168,12 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
       await commands.append({
         stream: { topic: 'account', accountId: first.account_id },
         context: contextOf(first),
-        events: settled.map(({ report }) => report),
+        // Each outcome traced to its own message's request, though they share one append.
+        events: settled.map(({ row, report }) => ({
+          ...report,
+          correlationId: row.correlation_id,
+          causationId: row.causation_id,
+        })),
         readYourWrites,
       });
       await markReported(

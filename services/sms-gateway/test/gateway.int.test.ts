@@ -1,4 +1,4 @@
-import type { DomainEvent, NewEvent } from '@leadline/events';
+import type { DomainEvent } from '@leadline/events';
 import { projections, startProjector, type RunningProjector } from '@leadline/projector';
 import {
   connectCommandServices,
@@ -8,6 +8,7 @@ import {
   type CommandBus,
   skipParked,
   type CommandServices,
+  type EventToAppend,
 } from '@leadline/runtime';
 import { createTwilioProvider, type SmsSender } from '@leadline/telephony';
 import {
@@ -88,7 +89,7 @@ const context = {
   actor: { kind: 'system' as const, service: 'test' },
   correlationId: 'c',
 };
-const append = (accountId: string, events: NewEvent[]) =>
+const append = (accountId: string, events: EventToAppend[]) =>
   services.commands.append({ stream: { topic: 'account', accountId }, context, events });
 
 async function account(accountId: string, phoneNumber: string) {
@@ -509,9 +510,12 @@ describe('the SMS gateway', () => {
       request('+15125552022', 'B to an invalid number'),
       request('+15125552027', 'B second'),
     ];
-    // Queued before the gateway starts, so each account's messages are claimed and decided together.
-    await append('acc-pass-a', a);
-    await append('acc-pass-b', b);
+    // Queued before the gateway starts, so each account's messages are claimed and decided together;
+    // each request its own, as if each came from its own API call.
+    const traced = (messages: typeof a) =>
+      messages.map((message) => ({ ...message, correlationId: `req-${message.data.message_id}` }));
+    await append('acc-pass-a', traced(a));
+    await append('acc-pass-b', traced(b));
     await gateway();
     for (const message of [...a, ...b]) await recorded(message.data.message_id);
 
@@ -523,22 +527,23 @@ describe('the SMS gateway', () => {
               account: event.account_id,
               id: event.data.message_id,
               outcome: event.type === 'message.sent' ? 'sent' : event.data.reason,
+              traced: event.correlation_id === `req-${event.data.message_id}`,
             },
           ]
         : [],
     );
     const of = (accountId: string) => outcomes.filter((outcome) => outcome.account === accountId);
     expect(of('acc-pass-a')).toEqual([
-      { account: 'acc-pass-a', id: a[0]!.data.message_id, outcome: 'sent' },
-      { account: 'acc-pass-a', id: a[1]!.data.message_id, outcome: 'lead_opted_out' },
-      { account: 'acc-pass-a', id: a[2]!.data.message_id, outcome: 'sent' },
-      { account: 'acc-pass-a', id: a[3]!.data.message_id, outcome: 'provider_rejected' },
-      { account: 'acc-pass-a', id: a[4]!.data.message_id, outcome: 'sent' },
+      { account: 'acc-pass-a', id: a[0]!.data.message_id, outcome: 'sent', traced: true },
+      { account: 'acc-pass-a', id: a[1]!.data.message_id, outcome: 'lead_opted_out', traced: true },
+      { account: 'acc-pass-a', id: a[2]!.data.message_id, outcome: 'sent', traced: true },
+      { account: 'acc-pass-a', id: a[3]!.data.message_id, outcome: 'provider_rejected', traced: true },
+      { account: 'acc-pass-a', id: a[4]!.data.message_id, outcome: 'sent', traced: true },
     ]);
     expect(of('acc-pass-b')).toEqual([
-      { account: 'acc-pass-b', id: b[0]!.data.message_id, outcome: 'sent' },
-      { account: 'acc-pass-b', id: b[1]!.data.message_id, outcome: 'provider_rejected' },
-      { account: 'acc-pass-b', id: b[2]!.data.message_id, outcome: 'sent' },
+      { account: 'acc-pass-b', id: b[0]!.data.message_id, outcome: 'sent', traced: true },
+      { account: 'acc-pass-b', id: b[1]!.data.message_id, outcome: 'provider_rejected', traced: true },
+      { account: 'acc-pass-b', id: b[2]!.data.message_id, outcome: 'sent', traced: true },
     ]);
     // Twilio got every allowed message once, in order, and nothing for the opted-out number.
     expect(sentTo('+15125552021')).toHaveLength(0);
