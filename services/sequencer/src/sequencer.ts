@@ -12,7 +12,7 @@ import {
   type NewEvent,
   type TopicNames,
 } from '@leadline/events';
-import type { Clock, CommandBus, CommandContext, Database, NewId } from '@leadline/runtime';
+import type { Clock, CommandBus, CommandContext, Database, EventToAppend, NewId } from '@leadline/runtime';
 import type { Kafka } from 'kafkajs';
 import type { Kysely } from 'kysely';
 import { claimDueSteps, expireLeases, releaseLeases, type DueStep } from './claims';
@@ -107,7 +107,7 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
       // The next decision about this account waits for the log to be projected anyway.
       readYourWrites: false,
       async decide(trx) {
-        const events: NewEvent[] = [];
+        const events: EventToAppend[] = [];
         const deferred: DueStep[] = [];
         let undecided: DueStep[] = [];
         let bytes = 0;
@@ -157,7 +157,10 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
           const held = (event: NewEvent) =>
             event.type === 'sequence.step_held' && event.data.step_order === step.step_order;
           if (decided.some(held)) deferred.push(step);
-          events.push(...decided);
+          // One append for many enrollments: each step's events stay traced to their own enrollment.
+          events.push(
+            ...decided.map((event) => ({ ...event, correlationId: step.enrollment_id, causationId: null })),
+          );
           for (const event of decided)
             bytes += ENVELOPE_BYTES + Buffer.byteLength(JSON.stringify(event.data));
         }

@@ -501,6 +501,19 @@ describe('batched decisions', () => {
     // then every due step went out exactly once,
     const firstSent = await sequenceSent(first.accountId);
     expect(firstPhones.map((phone) => firstSent.get(phone))).toEqual(firstPhones.map(() => 1));
+    // each traced on the log to its own enrollment, though one command decided them together,
+    const enrollments = await system.services.db
+      .selectFrom('sequence_enrollments')
+      .select(['id', 'phone'])
+      .where('account_id', '=', first.accountId)
+      .execute();
+    const enrollmentOf = new Map(enrollments.map((enrollment) => [enrollment.phone, enrollment.id]));
+    const requested = (await accountEvents(system.services)).flatMap((event) =>
+      event.type === 'message.outbound_requested' && event.account_id === first.accountId ? [event] : [],
+    );
+    expect(requested.map((event) => event.correlation_id)).toEqual(
+      requested.map((event) => enrollmentOf.get(event.data.phone)),
+    );
     // none to the leads that opted out, left the sequence or were deleted meanwhile,
     const secondSent = await sequenceSent(second.accountId);
     const stopped = new Set([optedOut, unenrolled, deleted]);

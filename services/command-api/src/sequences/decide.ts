@@ -105,7 +105,7 @@ const appendOrder = [
   'sequence.step_held',
   'sequence.completed',
 ];
-export const inAppendOrder = (events: readonly NewEvent[]): NewEvent[] =>
+export const inAppendOrder = <E extends NewEvent>(events: readonly E[]): E[] =>
   events
     .map((event, index) => ({ event, index, rank: appendOrder.indexOf(event.type) }))
     .sort((a, b) => a.rank - b.rank || a.index - b.index)
