@@ -143,6 +143,14 @@ const settledByGateway = (messageId: string) =>
 
 const sentTo = (phone: string) => twilio.messages.filter((message) => message.to === phone);
 
+let systemDeciderStopped = false;
+/** Stops the system's own inbound decider (once): the test decides when deciding starts. */
+async function stopSystemDecider() {
+  if (systemDeciderStopped) return;
+  systemDeciderStopped = true;
+  await system.inboundDecider!.stop();
+}
+
 describe('inbound SMS while the projector is stopped', () => {
   it('answers every one of 100 (one of them STOP) and a delivery report at once, stores each once afterwards, and sends nothing to the number that opted out', async () => {
     const account = await newAccount();
@@ -250,7 +258,7 @@ describe('an opt-out answered but not yet decided', () => {
     const phone = '+15125556060';
     expect((await acme.post(`/accounts/${account.id}/leads`, { phone })).status).toBe(201);
     // The decider is down: nothing about the STOP is decided yet.
-    await system.inboundDecider!.stop();
+    await stopSystemDecider();
 
     const stop = await inboundSms(account.number, phone, 'stop');
     expect(stop.status).toBe(200);
@@ -328,4 +336,141 @@ describe('an opt-out answered but not yet decided', () => {
       await decider.stop();
     }
   }, 180_000);
+});
+
+describe('a burst of inbound SMS decided together', () => {
+  it('decides each account’s burst in order, each message seeing the ones before it, and stores a duplicated MessageSid once', async () => {
+    const first = await newAccount('Lakeside Lending');
+    const second = await newAccount('Summit Homes');
+    const known = '+15125556101';
+    const stranger = '+15125556102';
+    const flipper = '+15125556103';
+    expect((await acme.post(`/accounts/${first.id}/leads`, { phone: known })).status).toBe(201);
+    // Nothing is decided while the burst arrives, so the decider finds it all in one batch.
+    await stopSystemDecider();
+
+    const sent: { account: { id: string; number: string }; from: string; body: string; sid: string }[] = [];
+    const post = async (account: { id: string; number: string }, from: string, body: string) => {
+      const answer = await inboundSms(account.number, from, body);
+      expect(answer.status).toBe(200);
+      sent.push({ account, from, body, sid: answer.sid });
+    };
+    // Interleaved across the two accounts and three senders, as a busy moment delivers them.
+    await post(first, known, 'STOP');
+    await post(first, stranger, 'Hi, is this Lakeside?');
+    await post(second, flipper, 'START');
+    await post(first, known, 'one more thing');
+    await post(second, flipper, 'stop');
+    await post(first, stranger, 'I saw your ad');
+    await post(first, known, 'START');
+    await post(second, flipper, 'STOP');
+    await post(first, stranger, 'Call me back please');
+    await post(second, flipper, 'are you still there?');
+    await post(first, known, 'thanks');
+    // The same MessageSid kept twice on the log (two racing webhook answers both append).
+    const twice = sent.find((message) => message.body === 'I saw your ad')!;
+    const fact = await system.services.db
+      .selectFrom('accounts')
+      .select('partner_id')
+      .where('id', '=', first.id)
+      .executeTakeFirstOrThrow();
+    await system.services.commands.append({
+      stream: { topic: 'account', accountId: first.id },
+      context: {
+        partnerId: fact.partner_id,
+        actor: { kind: 'system', service: 'twilio-inbound' },
+        correlationId: twice.sid,
+      },
+      events: [
+        {
+          type: 'message.inbound_received',
+          data: {
+            provider_message_id: twice.sid,
+            phone: stranger,
+            to: first.number,
+            body: twice.body,
+            media: [],
+          },
+        },
+      ],
+      readYourWrites: false,
+    });
+    expect(await storedWithSid(sent[0]!.sid)).toEqual([]);
+
+    const decider = await startInboundDecider({
+      ...system.services,
+      db: deciderDb,
+      clock: { now: () => new Date() },
+      newId: newUuid,
+      groupId: `${system.env.config.TOPIC_PREFIX}leadline.inbound-decider`,
+      guardSweepMs: 200,
+    });
+    try {
+      for (const message of sent) await system.inboundDecided(message.sid, { timeoutMs: 60_000 });
+
+      // Every message stored once, in the account it was sent to.
+      for (const message of sent) {
+        expect(await storedWithSid(message.sid)).toEqual([
+          { account_id: message.account.id, phone: message.from },
+        ]);
+      }
+      // Each conversation lists its messages in the order they arrived (newest first).
+      const bodiesOf = async (account: { id: string }, phone: string) =>
+        (await acme.get(`/accounts/${account.id}/conversations/${phone}/messages?limit=50`)).body.messages
+          .filter((message: { direction: string }) => message.direction === 'inbound')
+          .map((message: { body: string }) => message.body)
+          .reverse();
+      const arrived = (account: { id: string }, phone: string) =>
+        sent.filter((message) => message.account === account && message.from === phone).map((m) => m.body);
+      expect(await bodiesOf(first, known)).toEqual(arrived(first, known));
+      expect(await bodiesOf(first, stranger)).toEqual(arrived(first, stranger));
+      expect(await bodiesOf(second, flipper)).toEqual(arrived(second, flipper));
+
+      // The unknown sender who texted three times became one lead, with one conversation.
+      const lead = await acme.get(`/accounts/${first.id}/leads/${stranger}`);
+      expect(lead.status).toBe(200);
+      const leads = (await acme.get(`/accounts/${first.id}/leads?limit=100`)).body.leads as {
+        phone: string;
+      }[];
+      expect(leads.filter((entry) => entry.phone === stranger)).toHaveLength(1);
+      const { conversations } = (await acme.get(`/accounts/${first.id}/conversations`)).body;
+      expect(
+        conversations.filter((conversation: { phone: string }) => conversation.phone === stranger),
+      ).toHaveLength(1);
+
+      // STOP, a text, then START: opted back in, each keyword confirmed once, in order.
+      expect(await optedOut(first.id, known)).toBe(false);
+      await eventually(async () => (sentTo(known).length >= 2 ? true : undefined), { timeoutMs: 30_000 });
+      expect(sentTo(known).map((message) => message.body)).toEqual([
+        'Lakeside Lending: You are unsubscribed and will receive no more messages. Reply START to resubscribe.',
+        'Lakeside Lending: You are resubscribed and will receive messages again. Reply STOP to unsubscribe.',
+      ]);
+      // START while subscribed does nothing; the second STOP finds the number already opted out.
+      expect(await optedOut(second.id, flipper)).toBe(true);
+      await eventually(async () => (sentTo(flipper).length >= 1 ? true : undefined), { timeoutMs: 30_000 });
+      expect(sentTo(flipper).map((message) => message.body)).toEqual([
+        'Summit Homes: You are unsubscribed and will receive no more messages. Reply START to resubscribe.',
+      ]);
+      const manual = await acme.post(`/accounts/${second.id}/conversations/${flipper}/messages`, {
+        body: 'Hello?',
+      });
+      expect(manual).toMatchObject({ status: 409, body: { code: 'lead_opted_out' } });
+      // Once the decisions are in the read models, no opt-out guard is left behind.
+      await eventually(async () => {
+        const guards = await system.services.db
+          .selectFrom('opt_out_guards')
+          .select('phone')
+          .where('account_id', 'in', [first.id, second.id])
+          .execute();
+        return guards.length === 0 ? true : undefined;
+      });
+      // The later messages of the one who opted back in reach the manual-message path again.
+      const again = await acme.post(`/accounts/${first.id}/conversations/${known}/messages`, {
+        body: 'Glad to have you back.',
+      });
+      expect(again.status).toBe(200);
+    } finally {
+      await decider.stop();
+    }
+  }, 240_000);
 });

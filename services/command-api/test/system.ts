@@ -158,6 +158,17 @@ export async function startSystem(
       },
       { timeoutMs: waitOptions.timeoutMs ?? 30_000, message: `inbound SMS ${messageSid} was never decided` },
     );
+    // The decider does not wait for its decisions to be projected (a background service reads none of
+    // its own writes): the test does, up to the end of the log as it stands now.
+    const topic = services.topics.account;
+    const ends = await services.admin.fetchTopicOffsets(topic);
+    const projected = await Promise.all(
+      ends.map((end) =>
+        services.progress.waitFor(topic, end.partition, BigInt(end.high), waitOptions.timeoutMs ?? 30_000),
+      ),
+    );
+    if (projected.includes(false))
+      throw new Error(`inbound SMS ${messageSid} was decided but never projected`);
   };
   if (options.awaitInbound !== false && inboundDecider) {
     awaitInboundDecisions(app, async (messageSid) => {

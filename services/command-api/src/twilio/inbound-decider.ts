@@ -12,7 +12,7 @@ import {
 } from '@leadline/runtime';
 import type { Kafka } from 'kafkajs';
 import { sql, type Kysely } from 'kysely';
-import { decideInboundSms } from './inbound';
+import { decideInboundBatch } from './inbound';
 
 export interface InboundDeciderDeps {
   kafka: Kafka;
@@ -39,8 +39,8 @@ export interface RunningInboundDecider {
 
 /**
  * The inbound decider: consumes the raw inbound facts (`message.inbound_received`) the Twilio webhook
- * appended and decides each one, in log order per account, under the account's lock (see
- * `decideInboundSms`). Deciding is idempotent (a MessageSid is stored once), so the checkpoint is
+ * appended and decides them, in log order per account, under the account's lock: all of one account's
+ * facts in a batch in one command (see `decideInboundBatch`). Deciding is idempotent (a MessageSid is stored once), so the checkpoint is
  * moved after the decisions, in its own transaction; a record that cannot be decided is parked and
  * holds back only its account's later records.
  */
@@ -60,7 +60,7 @@ export async function startInboundDecider(deps: InboundDeciderDeps): Promise<Run
       .transaction()
       .execute((trx) => freshRecords(trx, checkpoints, topic, partition, records, clock.now()));
     // Each account's facts in log order; several accounts at once, since every decision waits on
-    // Kafka and the projector and one at a time would fall behind a busy partition.
+    // Kafka and the projector and one account at a time would fall behind a busy partition.
     const byAccount = new Map<string, EventOf<'message.inbound_received'>[]>();
     for (const record of fresh) {
       if (record.event?.type !== 'message.inbound_received') continue;
@@ -69,17 +69,16 @@ export async function startInboundDecider(deps: InboundDeciderDeps): Promise<Run
       facts.push(fact);
       byAccount.set(fact.account_id, facts);
     }
-    const queue = [...byAccount.values()];
+    // One command per account (see `decideInboundBatch`): its facts in log order share one lock, one
+    // wait for the read models and one append. Accounts run at once, within the bound.
     const decided: string[] = [];
     const workers = await Promise.allSettled(
-      Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
-        for (let facts = queue.shift(); facts; facts = queue.shift()) {
-          for (const fact of facts) {
-            await slots(() => decideInboundSms(deps, fact));
-            decided.push(fact.data.provider_message_id);
-          }
-        }
-      }),
+      [...byAccount.values()].map((facts) =>
+        slots(async () => {
+          await decideInboundBatch(deps, facts);
+          decided.push(...facts.map((fact) => fact.data.provider_message_id));
+        }),
+      ),
     );
     // Every worker has stopped before a failure is reported, so a retry never races a decision.
     const failure = workers.find((worker) => worker.status === 'rejected');

@@ -1,10 +1,15 @@
-import { leadName, type EventData, type EventOf } from '@leadline/events';
+import { leadName, type EventData, type EventOf, type NewEvent } from '@leadline/events';
 import { notFound, type CommandBus, type Database, type NewId } from '@leadline/runtime';
 import type { Clock } from '@leadline/runtime';
-import type { Kysely } from 'kysely';
-import { decideReceiveMessage, keywordOf, type ReceiveMessage } from '../conversations/decide';
+import type { Kysely, Transaction } from 'kysely';
+import {
+  decideReceiveMessage,
+  keywordOf,
+  type ConversationState,
+  type ReceiveMessage,
+} from '../conversations/decide';
 import { conversationState } from '../conversations/queries';
-import { decideSequenceReplies } from '../sequences/decide';
+import { decideSequenceReplies, type Enrollment } from '../sequences/decide';
 import { activeEnrollments } from '../sequences/queries';
 
 export interface InboundDeps {
@@ -77,75 +82,226 @@ export async function acceptInboundSms(deps: InboundDeps, input: InboundSms): Pr
       )
       .execute();
   }
-  await claimReceipt(db, input.provider_message_id, owner.id, clock.now());
+  await claimReceipts(db, [{ sid: input.provider_message_id, accountId: owner.id, at: clock.now() }]);
   return true;
 }
 
-/** The first account to claim a MessageSid owns it; returns the owner. */
-async function claimReceipt(db: Kysely<Database>, messageSid: string, accountId: string, now: Date) {
+/**
+ * The first account to claim a MessageSid owns it: claims every SID given (in one statement) and returns
+ * each one's owner.
+ */
+async function claimReceipts(
+  db: Kysely<Database>,
+  claims: readonly { sid: string; accountId: string; at: Date }[],
+): Promise<Map<string, string>> {
+  const first = new Map<string, (typeof claims)[number]>();
+  for (const claim of claims) if (!first.has(claim.sid)) first.set(claim.sid, claim);
+  if (first.size === 0) return new Map();
   await db
     .insertInto('inbound_receipts')
-    .values({ message_sid: messageSid, account_id: accountId, received_at: now, decided_at: null })
+    .values(
+      [...first.values()].map(({ sid, accountId, at }) => ({
+        message_sid: sid,
+        account_id: accountId,
+        received_at: at,
+        decided_at: null,
+      })),
+    )
     .onConflict((oc) => oc.column('message_sid').doNothing())
     .execute();
-  const { account_id } = await db
+  const rows = await db
     .selectFrom('inbound_receipts')
-    .select('account_id')
-    .where('message_sid', '=', messageSid)
-    .executeTakeFirstOrThrow();
-  return account_id;
+    .select(['message_sid', 'account_id'])
+    .where('message_sid', 'in', [...first.keys()])
+    .execute();
+  return new Map(rows.map((row) => [row.message_sid, row.account_id]));
 }
 
 export type InboundOutcome = 'decided' | 'redelivered' | 'other_account';
 
 /**
- * Decides a kept inbound SMS, through the decide-and-append path on the account's stream: the same
- * lock as every other writer of the account, so lead creation from an unknown sender shares the
- * import dedupe, and a MessageSid already stored (a raw fact appended twice, a redelivered record)
- * is found in the caught-up read model and stored once. A SID some other account claimed first (the
- * same SID posted to two accounts) is not decided here at all.
+ * The most inbound SMS of one account decided in one command: bounds how long a burst holds the
+ * account's lock (and the size of one append) while every message still shares the command's costs.
  */
+export const INBOUND_BATCH_MAX = 200;
+
+/** Decides one kept inbound SMS (see `decideInboundBatch`). */
 export async function decideInboundSms(
   deps: InboundDeps,
   fact: EventOf<'message.inbound_received'>,
 ): Promise<InboundOutcome> {
-  const { db, commands, clock, newId } = deps;
-  const input = fact.data;
-  const accountId = fact.account_id;
-  const owner = await claimReceipt(db, input.provider_message_id, accountId, new Date(fact.occurred_at));
-  if (owner !== accountId) return 'other_account';
-  const { result } = await commands.execute<InboundOutcome>({
+  const [outcome] = await decideInboundBatch(deps, [fact]);
+  return outcome!;
+}
+
+/**
+ * Decides kept inbound SMS of ONE account, in log order, through the decide-and-append path on the
+ * account's stream: one command (one lock, one wait for the read models, one append of every
+ * resulting event in the messages' order) for up to `INBOUND_BATCH_MAX` of them. The same lock as every
+ * other writer of the account, so lead creation from an unknown sender shares the import dedupe; a
+ * MessageSid already stored (a raw fact appended twice, a redelivered record) is found in the caught-up
+ * read model, or earlier in the same batch, and stored once. A SID some other account claimed first
+ * (the same SID posted to two accounts) is not decided here at all.
+ *
+ * Message k of a batch is decided against the read models as they will be once messages 1..k-1 are
+ * projected: their events are applied to the state the decision reads (`applyInbound`), so a STOP
+ * then a text, a START after a STOP, or three texts from one new sender decide as they would one by
+ * one.
+ *
+ * The decider is a background service: it does not wait for its own writes to be projected (nothing
+ * reads them through it), and its next decision for the account waits for the read models to reach
+ * the partition's end anyway (`consistency: 'partition'`).
+ */
+export async function decideInboundBatch(
+  deps: InboundDeps,
+  facts: readonly EventOf<'message.inbound_received'>[],
+): Promise<InboundOutcome[]> {
+  const { db } = deps;
+  const accountId = facts[0]?.account_id;
+  if (accountId === undefined) return [];
+  if (facts.some((fact) => fact.account_id !== accountId))
+    throw new Error('decideInboundBatch: the facts of one account only');
+  const owners = await claimReceipts(
+    db,
+    facts.map((fact) => ({
+      sid: fact.data.provider_message_id,
+      accountId,
+      at: new Date(fact.occurred_at),
+    })),
+  );
+  const outcomes = new Map<EventOf<'message.inbound_received'>, InboundOutcome>();
+  const mine = facts.filter((fact) => {
+    if (owners.get(fact.data.provider_message_id) === accountId) return true;
+    outcomes.set(fact, 'other_account');
+    return false;
+  });
+  for (let start = 0; start < mine.length; start += INBOUND_BATCH_MAX) {
+    const chunk = mine.slice(start, start + INBOUND_BATCH_MAX);
+    const decided = await decideChunk(deps, accountId, chunk);
+    chunk.forEach((fact, i) => outcomes.set(fact, decided[i]!));
+  }
+  return facts.map((fact) => outcomes.get(fact)!);
+}
+
+/** What deciding about one sender's messages reads, kept up to date with the batch's own decisions. */
+interface SenderState {
+  conversation: ConversationState;
+  enrollments: Enrollment[];
+}
+
+async function decideChunk(
+  deps: InboundDeps,
+  accountId: string,
+  facts: readonly EventOf<'message.inbound_received'>[],
+): Promise<InboundOutcome[]> {
+  const { commands, clock, newId } = deps;
+  const first = facts[0]!;
+  const { result } = await commands.execute<InboundOutcome[]>({
     stream: { topic: 'account', accountId },
+    // One context for the command's events: a single message keeps its own correlation; in a batch each
+    // message's events name it in their data (`provider_message_id`, `message_id`).
     context: {
-      partnerId: fact.partner_id,
+      partnerId: first.partner_id,
       actor: { kind: 'system', service: 'twilio-inbound' },
-      correlationId: fact.correlation_id,
-      causationId: fact.id,
+      correlationId: first.correlation_id,
+      causationId: first.id,
     },
     lockKeys: [`account:${accountId}`],
     consistency: 'partition',
+    readYourWrites: false,
     async decide(trx) {
-      const seen = await trx
+      const sids = [...new Set(facts.map((fact) => fact.data.provider_message_id))];
+      const stored = await trx
         .selectFrom('messages')
-        .select('id')
-        .where('provider_message_id', '=', input.provider_message_id)
-        .executeTakeFirst();
-      if (seen) return { events: [], result: 'redelivered' };
+        .select('provider_message_id')
+        .where('provider_message_id', 'in', sids)
+        .execute();
+      const seen = new Set(stored.map((row) => row.provider_message_id));
       const account = await trx
         .selectFrom('accounts')
         .select(['id', 'status', 'company_name', 'ai_pause_minutes'])
         .where('id', '=', accountId)
         .executeTakeFirstOrThrow();
-      const state = await conversationState(trx, account, input.phone);
-      const command: ReceiveMessage = { type: 'ReceiveMessage', message_id: newId(), ...input };
-      const events = decideReceiveMessage(command, state, { newId, now: clock.now() });
-      const replies = decideSequenceReplies(await activeEnrollments(trx, account.id, input.phone), {
-        message_id: command.message_id,
-        body: input.body,
-        lead_name: leadName(state.lead),
-      });
-      return { events: [...events, ...replies], result: 'decided' };
+      const senders = new Map<string, SenderState>();
+      const events: NewEvent[] = [];
+      const outcomes: InboundOutcome[] = [];
+      const now = clock.now();
+      // Messages are listed by time, then id: the batch's events may share a millisecond, so their
+      // message ids ascend in log order and a burst still lists in the order it arrived.
+      const messageIds = facts.map(() => newId()).sort();
+      for (const [k, { data: input }] of facts.entries()) {
+        if (seen.has(input.provider_message_id)) {
+          outcomes.push('redelivered');
+          continue;
+        }
+        seen.add(input.provider_message_id);
+        let sender = senders.get(input.phone);
+        if (!sender) {
+          sender = await senderState(trx, account, input.phone);
+          senders.set(input.phone, sender);
+        }
+        const command: ReceiveMessage = { type: 'ReceiveMessage', message_id: messageIds[k]!, ...input };
+        const decided = decideReceiveMessage(command, sender.conversation, { newId, now });
+        const replies = decideSequenceReplies(sender.enrollments, {
+          message_id: command.message_id,
+          body: input.body,
+          lead_name: leadName(sender.conversation.lead),
+        });
+        events.push(...decided, ...replies);
+        applyInbound(sender, [...decided, ...replies], now);
+        outcomes.push('decided');
+      }
+      return { events, result: outcomes };
     },
   });
   return result;
+}
+
+async function senderState(
+  trx: Transaction<Database>,
+  account: Parameters<typeof conversationState>[1],
+  phone: string,
+): Promise<SenderState> {
+  const [conversation, enrollments] = await Promise.all([
+    conversationState(trx, account, phone),
+    activeEnrollments(trx, account.id, phone),
+  ]);
+  return { conversation, enrollments };
+}
+
+/**
+ * What the projector will make of an inbound decision's events, as far as deciding the sender's next
+ * message reads it: a lead created, the conversation started, an opt-out (which also stops the
+ * sender's active enrollments) or an opt-in.
+ */
+function applyInbound(sender: SenderState, events: readonly NewEvent[], now: Date) {
+  const state = sender.conversation;
+  const conversation = () =>
+    (state.conversation ??= {
+      started: false,
+      opted_out: false,
+      needs_handoff: false,
+      ai_paused_until: null,
+    });
+  for (const event of events) {
+    switch (event.type) {
+      case 'lead.created': {
+        const { origin: _origin, ...lead } = event.data;
+        state.lead = { ...lead, created_at: now.toISOString() };
+        break;
+      }
+      case 'conversation.started':
+        conversation().started = true;
+        break;
+      case 'lead.opted_out':
+        conversation().opted_out = true;
+        sender.enrollments = [];
+        break;
+      case 'lead.opted_in':
+        conversation().opted_out = false;
+        break;
+      default:
+        break;
+    }
+  }
 }
