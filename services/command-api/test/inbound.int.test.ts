@@ -5,6 +5,7 @@ import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startInboundDecider } from '../src/twilio/inbound-decider';
 import { partnerClient, type PartnerClient } from './client';
+import { accountEvents } from './log';
 import { startSystem, type TestSystem } from './system';
 
 let system: TestSystem;
@@ -413,6 +414,17 @@ describe('a burst of inbound SMS decided together', () => {
         expect(await storedWithSid(message.sid)).toEqual([
           { account_id: message.account.id, phone: message.from },
         ]);
+      }
+      // Each stored message is traced on the log to its own inbound fact, though decided in a batch.
+      const log = (await accountEvents(system.services)).filter((event) =>
+        [first.id, second.id].includes(event.account_id ?? ''),
+      );
+      const facts = log.flatMap((event) => (event.type === 'message.inbound_received' ? [event] : []));
+      const received = log.flatMap((event) => (event.type === 'message.received' ? [event] : []));
+      expect(received).toHaveLength(sent.length);
+      for (const event of received) {
+        const causes = facts.filter((f) => f.data.provider_message_id === event.data.provider_message_id);
+        expect(causes.map((cause) => cause.id)).toContain(event.causation_id);
       }
       // Each conversation lists its messages in the order they arrived (newest first).
       const bodiesOf = async (account: { id: string }, phone: string) =>

@@ -1,5 +1,5 @@
 import { leadName, type EventData, type EventOf, type NewEvent } from '@leadline/events';
-import { notFound, type CommandBus, type Database, type NewId } from '@leadline/runtime';
+import { notFound, type CommandBus, type Database, type EventToAppend, type NewId } from '@leadline/runtime';
 import type { Clock } from '@leadline/runtime';
 import type { Kysely, Transaction } from 'kysely';
 import {
@@ -198,8 +198,8 @@ async function decideChunk(
   const first = facts[0]!;
   const { result } = await commands.execute<InboundOutcome[]>({
     stream: { topic: 'account', accountId },
-    // One context for the command's events: a single message keeps its own correlation; in a batch each
-    // message's events name it in their data (`provider_message_id`, `message_id`).
+    // Each message's events name their own fact below (correlation and causation), as a single
+    // message's did; the context is the first's.
     context: {
       partnerId: first.partner_id,
       actor: { kind: 'system', service: 'twilio-inbound' },
@@ -223,13 +223,14 @@ async function decideChunk(
         .where('id', '=', accountId)
         .executeTakeFirstOrThrow();
       const senders = new Map<string, SenderState>();
-      const events: NewEvent[] = [];
+      const events: EventToAppend[] = [];
       const outcomes: InboundOutcome[] = [];
       const now = clock.now();
       // Messages are listed by time, then id: the batch's events may share a millisecond, so their
       // message ids ascend in log order and a burst still lists in the order it arrived.
       const messageIds = facts.map(() => newId()).sort();
-      for (const [k, { data: input }] of facts.entries()) {
+      for (const [k, fact] of facts.entries()) {
+        const input = fact.data;
         if (seen.has(input.provider_message_id)) {
           outcomes.push('redelivered');
           continue;
@@ -247,7 +248,8 @@ async function decideChunk(
           body: input.body,
           lead_name: leadName(sender.conversation.lead),
         });
-        events.push(...decided, ...replies);
+        const traced = { correlationId: fact.correlation_id, causationId: fact.id };
+        events.push(...[...decided, ...replies].map((event) => ({ ...event, ...traced })));
         applyInbound(sender, [...decided, ...replies], now);
         outcomes.push('decided');
       }
