@@ -1,5 +1,5 @@
 import { newUuid } from '@leadline/runtime';
-import { startFakeTwilio, twilioSignature, type FakeTwilio } from '../packages/test-kit/src/fake-twilio';
+import { startFakeTwilio, type FakeTwilio } from '../packages/test-kit/src/fake-twilio';
 import { startCluster, type Cluster } from '../services/command-api/test/cluster';
 import { benchEnvironment } from './environment';
 import { percentile } from './stats';
@@ -72,24 +72,10 @@ async function request(
   return { status: response.status, text: await response.text() };
 }
 
-async function inboundSms(cluster: Cluster, twilio: FakeTwilio, instance: number, to: string, from: string) {
-  const params = {
-    MessageSid: `SM${newUuid().replaceAll('-', '')}`,
-    AccountSid: twilio.accountSid,
-    From: from,
-    To: to,
-    Body: `Is the rate still ${(3 + Math.random() * 4).toFixed(2)}%?`,
-    NumMedia: '0',
-  };
-  const response = await fetch(`${cluster.apiUrls[instance % cluster.apiUrls.length]}/twilio/sms`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/x-www-form-urlencoded',
-      'x-twilio-signature': twilioSignature(twilio.authToken, `${cluster.publicUrl}/twilio/sms`, params),
-    },
-    body: new URLSearchParams(params).toString(),
-  });
-  return { status: response.status, text: await response.text() };
+async function inboundSms(cluster: Cluster, instance: number, to: string, from: string) {
+  const body = `Is the rate still ${(3 + Math.random() * 4).toFixed(2)}%?`;
+  const { status, text } = await cluster.inboundSms(instance, { to, from, body });
+  return { status, text };
 }
 
 function run(
@@ -111,7 +97,7 @@ function run(
       // Half from leads the account knows, half from new senders.
       const from =
         Math.random() < 0.5 ? account.leads[Math.floor(Math.random() * account.leads.length)]! : nextPhone();
-      return inboundSms(cluster, twilio, instance, account.number, from);
+      return inboundSms(cluster, instance, account.number, from);
     }
     case 'manual message': {
       const to = account.leads[Math.floor(Math.random() * account.leads.length)]!;

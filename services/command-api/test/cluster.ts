@@ -7,7 +7,7 @@ import {
   type CommandServices,
   type InfrastructureConfig,
 } from '@leadline/runtime';
-import type { FakeTwilio } from '../../../packages/test-kit/src/fake-twilio';
+import { twilioSignature, type FakeTwilio } from '@leadline/test-kit';
 import { generateApiKey } from '../src/partners/api-keys';
 import { createPartner } from '../src/partners/partners';
 
@@ -26,6 +26,14 @@ export interface Cluster {
   partnerKey: string;
   /** Connections of the launcher's own, to register more partners or read what a test needs. */
   services: CommandServices;
+  /**
+   * Posts an inbound SMS to the `instance`-th API (modulo their number), signed as Twilio signs it for
+   * the public URL; returns the answer and the MessageSid.
+   */
+  inboundSms(
+    instance: number,
+    sms: { to: string; from: string; body: string },
+  ): Promise<{ status: number; text: string; sid: string }>;
   /** What every process wrote on stderr, by process name (`command-api#1`…): for failure messages. */
   output(): string;
   close(): Promise<void>;
@@ -183,7 +191,27 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     await close();
     throw new Error(`${(error as Error).message}\n${output()}`, { cause: error });
   }
-  return { apiUrls, publicUrl, partnerKey, services, output, close };
+  async function inboundSms(instance: number, sms: { to: string; from: string; body: string }) {
+    const sid = `SM${newUuid().replaceAll('-', '')}`;
+    const params = {
+      MessageSid: sid,
+      AccountSid: twilio.accountSid,
+      From: sms.from,
+      To: sms.to,
+      Body: sms.body,
+      NumMedia: '0',
+    };
+    const response = await fetch(`${apiUrls[instance % apiUrls.length]}/twilio/sms`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-twilio-signature': twilioSignature(twilio.authToken, `${publicUrl}/twilio/sms`, params),
+      },
+      body: new URLSearchParams(params).toString(),
+    });
+    return { status: response.status, text: await response.text(), sid };
+  }
+  return { apiUrls, publicUrl, partnerKey, services, inboundSms, output, close };
 }
 
 async function waitFor(probe: () => Promise<boolean>, timeoutMs: number, message: string) {

@@ -10,12 +10,9 @@ import {
   type Command,
   type Database,
 } from '@leadline/runtime';
-import { DEVELOPMENT_WEBHOOK_KEY, createSecretBox } from '@leadline/runtime';
-import { testDocuments } from '@leadline/test-kit';
 import { sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../src/app';
 import { partnerClient, type PartnerClient } from './client';
 import { accountEvents, logSize } from './log';
 import { startSystem, type TestSystem } from './system';
@@ -146,21 +143,7 @@ describe('commands running at once share high-watermark checks and appends', () 
       projectionWaitMs: 5000,
       eventLogTimeoutMs: 1000,
     });
-    const app = await buildApp({
-      db: system.services.db,
-      commands,
-      numbers: {
-        provisionNumber: async () => ({ phoneNumber: '+17375550199', providerId: 'PN1' }),
-        isOwnNumber: async () => true,
-        releaseNumber: async () => undefined,
-      },
-      clock: systemClock,
-      newId: newUuid,
-      publicUrl: 'http://127.0.0.1:8080',
-      rateLimitPerMinute: 100_000,
-      webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
-      ...testDocuments(system.services.db),
-    });
+    const app = await system.appWith({ commands });
     try {
       // Six accounts, so the six commands do not queue on one lock but share the refused request.
       const accounts: string[] = [];
@@ -186,7 +169,7 @@ describe('commands running at once share high-watermark checks and appends', () 
       const retried = await acme.post(`/accounts/${accounts[0]}/leads`, { phone: phone(500), name: 'Now' });
       expect(retried.status).toBe(201);
     } finally {
-      await app.close();
+      // The app is closed with the system.
       await db.destroy();
     }
   });

@@ -6,7 +6,6 @@ import {
   createTestEnvironment,
   eventually,
   startFakeTwilio,
-  twilioSignature,
   type FakeTwilio,
   type TestEnvironment,
 } from '@leadline/test-kit';
@@ -81,25 +80,8 @@ async function newAccount(fields: Record<string, unknown> = {}, key?: string) {
 
 /** An inbound SMS posted to the `instance`-th API, signed by Twilio for the public URL. */
 async function inboundSms(instance: number, to: string, from: string, body: string) {
-  const sid = `SM${newUuid().replaceAll('-', '')}`;
-  const params = {
-    MessageSid: sid,
-    AccountSid: twilio.accountSid,
-    From: from,
-    To: to,
-    Body: body,
-    NumMedia: '0',
-  };
-  const response = await fetch(`${cluster.apiUrls[instance % cluster.apiUrls.length]}/twilio/sms`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/x-www-form-urlencoded',
-      'x-twilio-signature': twilioSignature(twilio.authToken, `${cluster.publicUrl}/twilio/sms`, params),
-    },
-    body: new URLSearchParams(params).toString(),
-  });
-  await response.arrayBuffer();
-  return { status: response.status, sid };
+  const { status, sid } = await cluster.inboundSms(instance, { to, from, body });
+  return { status, sid };
 }
 
 const atTwilio = (predicate: (message: FakeTwilio['messages'][number]) => boolean) =>
