@@ -40,9 +40,9 @@ export interface RunningInboundDecider {
 /**
  * The inbound decider: consumes the raw inbound facts (`message.inbound_received`) the Twilio webhook
  * appended and decides them, in log order per account, under the account's lock: all of one account's
- * facts in a batch in one command (see `decideInboundBatch`). Deciding is idempotent (a MessageSid is stored once), so the checkpoint is
- * moved after the decisions, in its own transaction; a record that cannot be decided is parked and
- * holds back only its account's later records.
+ * facts in a batch in one command (see `decideInboundBatch`). Deciding is idempotent (a MessageSid is
+ * stored once), so the checkpoint is moved after the decisions, in its own transaction; a record that
+ * cannot be decided is parked and holds back only its account's later records.
  */
 export async function startInboundDecider(deps: InboundDeciderDeps): Promise<RunningInboundDecider> {
   const { db, clock } = deps;
