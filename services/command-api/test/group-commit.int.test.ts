@@ -14,7 +14,7 @@ import { sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from './client';
-import { accountEvents, logSize } from './log';
+import { accountEvents, logSize, readTopic } from './log';
 import { startSystem, type TestSystem } from './system';
 
 let system: TestSystem;
@@ -99,26 +99,10 @@ describe('commands running at once share high-watermark checks and appends', () 
     await producer.disconnect();
 
     // Read back the raw records of the topic with their partition and offset.
-    const offsets = await admin.fetchTopicOffsets(topic);
-    const remaining = new Map(offsets.map((entry) => [entry.partition, Number(entry.high)]));
     const atOffset = new Map<string, string>();
-    const consumer = kafka.consumer({ groupId: `offsets-reader-${newUuid()}` });
-    await consumer.connect();
-    await consumer.subscribe({ topic, fromBeginning: true });
-    await new Promise<void>((resolve, reject) => {
-      const done = () => [...remaining.values()].every((high) => high === 0);
-      if (done()) return resolve();
-      consumer
-        .run({
-          eachMessage: async ({ partition, message }) => {
-            atOffset.set(`${partition}:${message.offset}`, message.value!.toString());
-            if (Number(message.offset) + 1 >= (remaining.get(partition) ?? 0)) remaining.set(partition, 0);
-            if (done()) resolve();
-          },
-        })
-        .catch(reject);
+    await readTopic({ admin, kafka }, topic, (partition, message) => {
+      atOffset.set(`${partition}:${message.offset}`, message.value!.toString());
     });
-    await consumer.disconnect();
 
     sent.forEach(({ values }, i) => {
       const { partition, nextOffset } = landed[i]!;

@@ -1,4 +1,4 @@
-import type { DomainEvent } from '@leadline/events';
+import { accountEvents } from '../../command-api/test/log';
 import { projections, startProjector, type RunningProjector } from '@leadline/projector';
 import {
   connectCommandServices,
@@ -137,36 +137,6 @@ const recorded = (messageId: string) =>
     return row.sent || row.status === 'failed' ? row : undefined;
   });
 const sentTo = (phone: string) => twilio.messages.filter((message) => message.to === phone);
-
-/**
- * The gateway's reports (`message.sent`, `message.failed`) on the account topic so far, in log order
- * (one partition per account); only those are decoded, so a record another test made unreadable is skipped.
- */
-async function reportsOnLog(): Promise<DomainEvent[]> {
-  const offsets = await services.admin.fetchTopicOffsets(services.topics.account);
-  const remaining = new Map(offsets.map((entry) => [entry.partition, Number(entry.high)]));
-  const events: DomainEvent[] = [];
-  const consumer = services.kafka.consumer({ groupId: `${env.config.TOPIC_PREFIX}log-reader-${newUuid()}` });
-  await consumer.connect();
-  await consumer.subscribe({ topic: services.topics.account, fromBeginning: true });
-  const done = () => [...remaining.values()].every((high) => high === 0);
-  await new Promise<void>((resolve, reject) => {
-    if (done()) return resolve();
-    consumer
-      .run({
-        eachMessage: async ({ partition, message }) => {
-          const type = message.headers?.['event-type']?.toString();
-          if (message.value && (type === 'message.sent' || type === 'message.failed'))
-            events.push(await services.codec.decode(message.value));
-          if (Number(message.offset) + 1 >= (remaining.get(partition) ?? 0)) remaining.set(partition, 0);
-          if (done()) resolve();
-        },
-      })
-      .catch(reject);
-  });
-  await consumer.disconnect();
-  return events;
-}
 
 describe('the SMS gateway', () => {
   it('sends a request redelivered on the log once, and a gateway restarted from offset 0 sends nothing again', async () => {
@@ -519,7 +489,7 @@ describe('the SMS gateway', () => {
     await gateway();
     for (const message of [...a, ...b]) await recorded(message.data.message_id);
 
-    const outcomes = (await reportsOnLog()).flatMap((event) =>
+    const outcomes = (await accountEvents(services)).flatMap((event) =>
       (event.type === 'message.sent' || event.type === 'message.failed') &&
       [...a, ...b].some((message) => message.data.message_id === event.data.message_id)
         ? [

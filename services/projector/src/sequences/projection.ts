@@ -21,6 +21,17 @@ async function recountActiveSequences(trx: Trx, accountIds: ReadonlySet<string>)
   }
 }
 
+/** A run of step events as the rows their one statement updates. */
+const stepRows = (
+  run: readonly EventOf<'sequence.step_sent' | 'sequence.step_skipped' | 'sequence.step_held'>[],
+) =>
+  run.map((event) => ({
+    id: event.data.enrollment_id,
+    step: event.data.step_order,
+    next: event.data.next_step_at,
+    at: event.occurred_at,
+  }));
+
 /**
  * Moves enrollments past their steps with one statement; a step done twice (a redelivery) matches no
  * row the second time. A run naming one enrollment twice (two steps in one batch) goes step by step.
@@ -30,12 +41,7 @@ async function stepsDone(trx: Trx, run: readonly EventOf<'sequence.step_sent' | 
     for (const event of run) await stepDone(trx, event);
     return;
   }
-  const rows = run.map((event) => ({
-    id: event.data.enrollment_id,
-    step: event.data.step_order,
-    next: event.data.next_step_at,
-    at: event.occurred_at,
-  }));
+  const rows = stepRows(run);
   await sql`
     update sequence_enrollments e set current_step = u.step + 1, next_step_at = u.next,
       awaiting_ai = false, updated_at = u.at
@@ -50,12 +56,7 @@ async function stepsDone(trx: Trx, run: readonly EventOf<'sequence.step_sent' | 
  */
 async function stepsHeld(trx: Trx, run: readonly EventOf<'sequence.step_held'>[]) {
   if (new Set(run.map((event) => event.data.enrollment_id)).size < run.length) return false;
-  const rows = run.map((event) => ({
-    id: event.data.enrollment_id,
-    step: event.data.step_order,
-    next: event.data.next_step_at,
-    at: event.occurred_at,
-  }));
+  const rows = stepRows(run);
   await sql`
     update sequence_enrollments e set next_step_at = u.next, updated_at = u.at
     from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as u(id text, step int, next timestamptz, at timestamptz)
