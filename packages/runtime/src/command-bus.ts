@@ -9,11 +9,11 @@ import {
   UnstorableTextError,
 } from '@leadline/events';
 import { sql, type Kysely, type Transaction } from 'kysely';
-import type { Admin, Producer } from 'kafkajs';
+import type { Admin, Kafka } from 'kafkajs';
 import type { Clock, NewId } from './clock';
 import type { Database } from './db/schema';
 import { DomainError, unavailable } from './errors';
-import { APPEND_MAX_BYTES, partitionForKey } from './kafka';
+import { APPEND_MAX_BYTES, createEventProducer, partitionForKey } from './kafka';
 import { createGroupAppender, createOffsetsCoalescer, type AppendPosition } from './log-writer';
 import { timeStage } from './metrics';
 import { refuseHeldStream } from './parking';
@@ -79,11 +79,14 @@ export interface CommandBus {
    * say otherwise.
    */
   append(facts: Facts): Promise<DomainEvent[]>;
+  /** Disconnects its producers. */
+  close(): Promise<void>;
 }
 
 export interface CommandBusDeps {
   db: Kysely<Database>;
-  producer: Producer;
+  /** The cluster its idempotent producers connect to (a new one after each failed append). */
+  kafka: Kafka;
   admin: Admin;
   codec: EventCodec;
   topics: TopicNames;
@@ -138,7 +141,7 @@ const lockId = (key: string) => sql`pg_advisory_xact_lock(hashtextextended(${key
  *   5. wait until the projector has applied them, so the caller reads its own writes.
  */
 export function createCommandBus(deps: CommandBusDeps): CommandBus {
-  const { db, producer, admin, codec, topics, progress, clock, newId, projectionWaitMs } = deps;
+  const { db, kafka, admin, codec, topics, progress, clock, newId, projectionWaitMs } = deps;
   const eventLogTimeoutMs = deps.eventLogTimeoutMs ?? 3000;
   const appendMaxBytes = deps.appendMaxBytes ?? APPEND_MAX_BYTES;
 
@@ -190,7 +193,7 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
     return offsets;
   });
   const appender = createGroupAppender({
-    producer,
+    openProducer: () => createEventProducer(kafka),
     maxGroupBytes: appendMaxBytes,
     partitionCount: async (topic) => partitionCounts.get(topic) ?? (await freshOffsets(topic)).length,
     bounded: (call, bytes) => fromEventLog('appending', call, Math.floor(bytes / PER_EXTRA_MS_BYTES)),
@@ -325,5 +328,7 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
         await progress.waitFor(position.topic, position.partition, position.nextOffset, projectionWaitMs);
       return stamped;
     },
+
+    close: () => appender.close(),
   };
 }

@@ -3,7 +3,6 @@ import { createCommandBus, type CommandBus } from './command-bus';
 import { databaseTimeouts, type InfrastructureConfig } from './config';
 import { createDb, createPool } from './db/database';
 import { connectInfrastructure, type Infrastructure } from './infrastructure';
-import { createEventProducer } from './kafka';
 import { createProjectionProgress, type ProjectionProgress } from './projection-progress';
 
 export interface CommandServices extends Infrastructure {
@@ -12,7 +11,7 @@ export interface CommandServices extends Infrastructure {
   progress: ProjectionProgress;
 }
 
-/** Connects what a command-issuing process needs: infrastructure, the producer and the command bus. */
+/** Connects what a command-issuing process needs: infrastructure and the command bus. */
 export async function connectCommandServices(
   config: InfrastructureConfig & { PROJECTION_WAIT_MS?: number; EVENT_LOG_TIMEOUT_MS?: number },
   clientId: string,
@@ -25,8 +24,6 @@ export async function connectCommandServices(
   } = {},
 ): Promise<CommandServices> {
   const infrastructure = await connectInfrastructure(config, clientId);
-  const producer = createEventProducer(infrastructure.kafka);
-  await producer.connect();
   const timeouts = databaseTimeouts(config);
   const listenerPool = createPool(config.DATABASE_URL, { maxConnections: 2, timeouts });
   const progress = await createProjectionProgress(listenerPool);
@@ -39,7 +36,6 @@ export async function connectCommandServices(
   const commands = createCommandBus({
     ...infrastructure,
     db: commandDb,
-    producer,
     progress,
     clock: options.clock ?? systemClock,
     newId: newUuid,
@@ -54,7 +50,7 @@ export async function connectCommandServices(
     async close() {
       await progress.close();
       await listenerPool.end();
-      await producer.disconnect();
+      await commands.close();
       await commandDb.destroy();
       await infrastructure.close();
     },

@@ -1,4 +1,4 @@
-import type { Admin, Message, Producer } from 'kafkajs';
+import type { Admin, Message, Producer, RecordMetadata } from 'kafkajs';
 import { LOG_COMPRESSION, partitionForKey } from './kafka';
 
 type TopicOffsets = Awaited<ReturnType<Admin['fetchTopicOffsets']>>;
@@ -70,6 +70,8 @@ export interface GroupAppender {
    * not yet sent.
    */
   append(request: AppendRequest): { position: Promise<AppendPosition>; abandon: () => void };
+  /** Disconnects its producers, including any still retrying a send nobody waits for. */
+  close(): Promise<void>;
 }
 
 /**
@@ -80,16 +82,66 @@ export interface GroupAppender {
  * read-your-writes wait is exact. Records of one key keep the order in which their commands asked.
  * A group holds at most `maxGroupBytes` (the most one record batch may hold); a command that does not
  * fit goes in the request after.
+ *
+ * After a failed request the next one goes through a new producer. kafkajs's idempotent producer
+ * numbers each partition's batches and, when a request fails, takes its numbers back so its retry
+ * reuses them. If the broker wrote the batch and only the answer was lost, and the request then fails
+ * for good (its retries run out, or its callers' bound passes while it still retries), those numbers
+ * are free again in the producer yet taken at the broker: the next, different batch would carry them,
+ * and the broker would acknowledge it as a duplicate of the first without writing it. A command would
+ * answer success for events that are not on the log. A new producer has a new producer id, whose
+ * numbering the broker keeps apart; the old one is disconnected once its own request has settled
+ * (its records may still land, as with any timeout).
  */
 export function createGroupAppender(options: {
-  producer: Producer;
+  /** A new idempotent producer, not yet connected (`createEventProducer`). */
+  openProducer: () => Producer;
   partitionCount: (topic: string) => Promise<number>;
   maxGroupBytes: number;
   bounded: <T>(call: () => Promise<T>, bytes: number) => Promise<T>;
 }): GroupAppender {
-  const { producer, partitionCount, maxGroupBytes, bounded } = options;
+  const { openProducer, partitionCount, maxGroupBytes, bounded } = options;
   let queue: Pending[] = [];
   let sending = false;
+  /** The producer requests go through, once connected; unset after a failed request. */
+  let inUse: Promise<Producer> | undefined;
+  /** Every producer opened and not yet disconnected. */
+  const open = new Set<Producer>();
+
+  const disconnect = async (producer: Producer) => {
+    open.delete(producer);
+    await producer.disconnect().catch(() => undefined);
+  };
+
+  function producerInUse(): Promise<Producer> {
+    if (inUse) return inUse;
+    const connecting = (async () => {
+      const producer = openProducer();
+      open.add(producer);
+      try {
+        await producer.connect();
+        return producer;
+      } catch (error) {
+        await disconnect(producer);
+        throw error;
+      }
+    })();
+    inUse = connecting;
+    // One that could not connect is forgotten: the next request opens another.
+    connecting.catch(() => {
+      if (inUse === connecting) inUse = undefined;
+    });
+    return connecting;
+  }
+
+  /** Stops sending through the producer of a failed request; disconnects it once the request settles. */
+  function retire(producer: Promise<Producer>, request: Promise<unknown>) {
+    if (inUse === producer) inUse = undefined;
+    void request
+      .catch(() => undefined)
+      .then(() => producer)
+      .then(disconnect, () => undefined);
+  }
 
   async function flush() {
     if (sending) return;
@@ -115,6 +167,11 @@ export function createGroupAppender(options: {
   }
 
   async function sendGroup(group: Pending[], bytes: number) {
+    const producer = producerInUse();
+    /** Set once the batch is handed to the producer: only then is its numbering in doubt. */
+    let request: Promise<RecordMetadata[]> | undefined;
+    /** Past the bound before the producer was connected: the batch is never sent. */
+    let abandoned = false;
     try {
       // Each record's partition is fixed here, with the default partitioner the consumers assume.
       for (const pending of group) {
@@ -134,10 +191,13 @@ export function createGroupAppender(options: {
       }
       const metadata = await bounded(
         () =>
-          producer.sendBatch({
-            acks: -1,
-            compression: LOG_COMPRESSION,
-            topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+          producer.then((connected) => {
+            if (abandoned) throw new Error('abandoned before it was sent');
+            return (request = connected.sendBatch({
+              acks: -1,
+              compression: LOG_COMPRESSION,
+              topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+            }));
           }),
         bytes,
       );
@@ -157,9 +217,16 @@ export function createGroupAppender(options: {
         });
       }
     } catch (error) {
+      abandoned = true;
+      // A producer still connecting stays in use (the next group waits for the same connection):
+      // opening one per group would pile up connections to a broker that does not answer.
+      if (request) retire(producer, request);
       for (const pending of group) pending.reject(error as Error);
     }
   }
+
+  // Connected ahead of the first command; one that cannot connect now is replaced when a command comes.
+  producerInUse().catch(() => undefined);
 
   return {
     append(request) {
@@ -177,6 +244,13 @@ export function createGroupAppender(options: {
           pending.cancelled = true;
         },
       };
+    },
+    async close() {
+      const current = inUse;
+      inUse = undefined;
+      // One still connecting (to a broker that is down) is disconnected once it gets there.
+      void current?.then(disconnect, () => undefined);
+      await Promise.all([...open].map(disconnect));
     },
   };
 }

@@ -6,3 +6,4 @@ export * from './openapi-responses';
 export * from './fake-openai';
 export * from './documents';
 export * from './private-kafka';
+export * from './kafka-proxy';

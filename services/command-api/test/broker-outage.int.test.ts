@@ -3,7 +3,6 @@ import net from 'node:net';
 import {
   createCommandBus,
   createDb,
-  createEventProducer,
   createKafka,
   createProjectionProgress,
   createPool,
@@ -49,15 +48,14 @@ afterAll(async () => {
 async function apiAgainst(broker: string): Promise<{ app: App; commands: CommandBus }> {
   const kafka = createKafka([broker], 'outage-test');
   const admin: Admin = kafka.admin();
-  const producer = createEventProducer(kafka);
   const listenerPool = createPool(system.env.config.DATABASE_URL, { maxConnections: 2 });
   const progress = await createProjectionProgress(listenerPool);
   const db = createDb(system.env.config.DATABASE_URL, { maxConnections: 2 });
   const commands = createCommandBus({
     ...system.services,
     db,
+    kafka,
     admin,
-    producer,
     progress,
     clock: systemClock,
     newId: newUuid,
@@ -81,6 +79,7 @@ async function apiAgainst(broker: string): Promise<{ app: App; commands: Command
   });
   cleanups.push(
     () => app.close(),
+    () => commands.close(),
     () => progress.close(),
     () => listenerPool.end(),
     () => db.destroy(),

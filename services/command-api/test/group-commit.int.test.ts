@@ -10,11 +10,13 @@ import {
   type Command,
   type Database,
 } from '@leadline/runtime';
+import { startKafkaProxy } from '@leadline/test-kit';
+import { Kafka, logLevel } from 'kafkajs';
 import { sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from './client';
-import { accountEvents, logSize, readTopic } from './log';
+import { accountEvents, logSize, readTopic, refusingKafka } from './log';
 import { startSystem, type TestSystem } from './system';
 
 let system: TestSystem;
@@ -72,11 +74,9 @@ describe('commands running at once share high-watermark checks and appends', () 
     // A topic of its own: the records are raw bytes, not events.
     const topic = `${system.env.config.TOPIC_PREFIX}group-commit-raw`;
     await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 4 }] });
-    const producer = createEventProducer(kafka);
-    await producer.connect();
     const sent: { key: string; values: string[] }[] = [];
     const appender = createGroupAppender({
-      producer,
+      openProducer: () => createEventProducer(kafka),
       maxGroupBytes: 1 << 20,
       partitionCount: async (topic) => (await admin.fetchTopicOffsets(topic)).length,
       bounded: (call) => call(),
@@ -96,7 +96,7 @@ describe('commands running at once share high-watermark checks and appends', () 
       );
     }
     const landed = await Promise.all(positions);
-    await producer.disconnect();
+    await appender.close();
 
     // Read back the raw records of the topic with their partition and offset.
     const atOffset = new Map<string, string>();
@@ -112,16 +112,67 @@ describe('commands running at once share high-watermark checks and appends', () 
     });
   });
 
+  it('after a request whose answer was lost, the next records are written, not taken for its duplicate', async () => {
+    const { admin, kafka } = system.services;
+    const topic = `${system.env.config.TOPIC_PREFIX}group-commit-lost-answer`;
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1 }] });
+    const proxy = await startKafkaProxy(system.env.config.KAFKA_BROKERS[0]!);
+    // The client settings of `createKafka`, through the proxy.
+    const proxied = new Kafka({
+      clientId: 'lost-answer',
+      brokers: system.env.config.KAFKA_BROKERS,
+      retry: { initialRetryTime: 100, retries: 8 },
+      socketFactory: proxy.socketFactory,
+      logLevel: logLevel.NOTHING,
+    });
+    // The command bus's bound on an append: past it the caller answers 503 while kafkajs retries.
+    const BOUND_MS = 500;
+    const appender = createGroupAppender({
+      openProducer: () => createEventProducer(proxied),
+      maxGroupBytes: 1 << 20,
+      partitionCount: async () => 1,
+      bounded: (call) =>
+        Promise.race([
+          call(),
+          new Promise<never>((_, reject) => setTimeout(() => reject(new Error('bound')), BOUND_MS)),
+        ]),
+    });
+    const append = (value: string) =>
+      appender.append({ topic, key: 'one-key', messages: [{ key: 'one-key', value }], bytes: 100 }).position;
+    try {
+      await append('first');
+      // The broker writes "lost" but its answer never arrives, and the broker is out of reach for
+      // longer than the caller waits: the caller gives up while kafkajs still retries the request.
+      const outage = proxy.loseNextProduceAnswer(2_000);
+      await expect(append('lost')).rejects.toThrow();
+      await outage;
+      // Back before that retry: the next record must be written where its caller is told.
+      const next = await append('next');
+
+      // kafkajs retries the abandoned request within 4 s of the lost answer (its backoff from 100 ms,
+      // doubling, 20% jitter); the broker takes that retry for the copy it has.
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      const atOffset = new Map<string, string>();
+      await readTopic({ admin, kafka }, topic, (partition, message) => {
+        atOffset.set(`${partition}:${message.offset}`, message.value!.toString());
+      });
+      expect(atOffset.get(`${next.partition}:${next.nextOffset - 1n}`)).toBe('next');
+      const values = [...atOffset.values()];
+      expect(values.filter((value) => value === 'next')).toHaveLength(1);
+      // The abandoned record landed once, as a timed-out write may.
+      expect(values.filter((value) => value === 'lost')).toHaveLength(1);
+    } finally {
+      await appender.close();
+      await proxy.close();
+    }
+  });
+
   it('a request the log refuses fails every command in it with 503, and none of their decisions is visible', async () => {
-    const { kafka } = system.services;
-    const producer = createEventProducer(kafka);
-    await producer.connect();
-    await producer.disconnect();
     const db = createDb(system.env.config.DATABASE_URL, { maxConnections: 8 });
     const commands = createCommandBus({
       ...system.services,
       db,
-      producer,
+      kafka: refusingKafka(),
       clock: systemClock,
       newId: newUuid,
       projectionWaitMs: 5000,
@@ -154,6 +205,7 @@ describe('commands running at once share high-watermark checks and appends', () 
       expect(retried.status).toBe(201);
     } finally {
       // The app is closed with the system.
+      await commands.close();
       await db.destroy();
     }
   });

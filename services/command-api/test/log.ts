@@ -1,5 +1,5 @@
 import type { DomainEvent } from '@leadline/events';
-import type { KafkaMessage } from 'kafkajs';
+import { Kafka, logLevel, type KafkaMessage } from 'kafkajs';
 import type { CommandServices } from '../src/services';
 
 /** How many records the account topic holds: a rejected request must not have added any. */
@@ -49,4 +49,17 @@ export async function accountEvents(services: CommandServices): Promise<DomainEv
     if (event) events.push(event);
   });
   return events;
+}
+
+/**
+ * A Kafka client for a broker that refuses every connection, without retrying: each append of a
+ * command bus built on it fails at once, as when the broker is gone.
+ */
+export function refusingKafka(): Kafka {
+  return new Kafka({
+    clientId: 'refused',
+    brokers: ['127.0.0.1:1'],
+    retry: { retries: 0 },
+    logLevel: logLevel.NOTHING,
+  });
 }

@@ -1,7 +1,6 @@
 import {
   createCommandBus,
   createDb,
-  createEventProducer,
   createPool,
   createProjectionProgress,
   createSecretBox,
@@ -22,7 +21,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { reservePhoneNumber } from '../src/accounts/phone-numbers';
 import { buildApp } from '../src/app';
 import { partnerClient, type PartnerClient } from './client';
-import { logSize } from './log';
+import { logSize, refusingKafka } from './log';
 import { startSystem, type TestSystem } from './system';
 
 let system: TestSystem;
@@ -162,24 +161,21 @@ describe('one number, one account', () => {
 
   it('gives the number back when the event log refuses the account', async () => {
     const number = ourNumber();
-    // A real producer, disconnected: every append fails as it does when the broker is gone.
-    const producer = createEventProducer(system.services.kafka);
-    await producer.connect();
-    await producer.disconnect();
     const listener = createPool(system.env.config.DATABASE_URL, { maxConnections: 2 });
     const progress = await createProjectionProgress(listener);
     const db = createDb(system.env.config.DATABASE_URL, { maxConnections: 2 });
+    const commands = createCommandBus({
+      ...system.services,
+      db,
+      kafka: refusingKafka(),
+      progress,
+      clock: systemClock,
+      newId: newUuid,
+      projectionWaitMs: 5000,
+    });
     const app = await buildApp({
       db: system.services.db,
-      commands: createCommandBus({
-        ...system.services,
-        db,
-        producer,
-        progress,
-        clock: systemClock,
-        newId: newUuid,
-        projectionWaitMs: 5000,
-      }),
+      commands,
       numbers: {
         provisionNumber: async () => ({ phoneNumber: number, providerId: 'PN0' }),
         isOwnNumber: async () => true,
@@ -203,6 +199,7 @@ describe('one number, one account', () => {
       expect(retried.status).toBe(201);
     } finally {
       await app.close();
+      await commands.close();
       await progress.close();
       await listener.end();
       await db.destroy();

@@ -3,7 +3,6 @@ import {
   createCommandBus,
   createDocumentLinks,
   documentLinkKey,
-  createEventProducer,
   createPool,
   databaseTimeouts,
   createProjectionProgress,
@@ -37,8 +36,6 @@ guardUnsafeSettings('webhook-relay', config.NODE_ENV, [
 const infrastructure = await connectInfrastructure(config, 'leadline-webhook-relay', {
   maxConnections: 10,
 });
-const producer = createEventProducer(infrastructure.kafka);
-await producer.connect();
 const listenerPool = createPool(config.DATABASE_URL, {
   maxConnections: 2,
   timeouts: databaseTimeouts(config),
@@ -46,7 +43,6 @@ const listenerPool = createPool(config.DATABASE_URL, {
 const progress = await createProjectionProgress(listenerPool);
 const commands = createCommandBus({
   ...infrastructure,
-  producer,
   progress,
   clock: systemClock,
   newId: newUuid,
@@ -106,7 +102,7 @@ const shutdown = async () => {
   client.close();
   await progress.close();
   await listenerPool.end();
-  await producer.disconnect();
+  await commands.close();
   await infrastructure.close();
   process.exit(0);
 };
