@@ -1,5 +1,32 @@
+import { createRequire } from 'node:module';
 import kafkajs, { Kafka, logLevel, Partitioners, type Admin, type Producer } from 'kafkajs';
 import { topicPartitions, type TopicNames } from '@leadline/events';
+
+/**
+ * kafkajs 2.2.4, its last release, re-arms a timer on every broker connection each time it checks for
+ * queued requests, even when none is queued and nothing is throttled: the delay it computes is then
+ * negative, Node runs it after 1 ms, and the check re-arms again, a thousand wake-ups a second per
+ * connection for the life of the process (tulios/kafkajs#1556, #1704; Node 24 warns of the negative
+ * delay, #1751). Nothing needs that timer: a request that cannot go at once is queued by `push`, which
+ * arms the check itself, and every answer checks the queue again. So with nothing queued and no
+ * throttle the check is not re-armed; otherwise kafkajs's own scheduling runs unchanged.
+ */
+function stopIdleRequestQueueTimers() {
+  interface RequestQueue {
+    pending: unknown[];
+    throttledUntil: number;
+    scheduleCheckPendingRequests(this: RequestQueue): void;
+  }
+  const { prototype } = createRequire(import.meta.url)('kafkajs/src/network/requestQueue/index.js') as {
+    prototype: RequestQueue;
+  };
+  const schedule = prototype.scheduleCheckPendingRequests;
+  prototype.scheduleCheckPendingRequests = function (this: RequestQueue) {
+    if (this.pending.length === 0 && this.throttledUntil <= Date.now()) return;
+    schedule.call(this);
+  };
+}
+stopIdleRequestQueueTimers();
 
 export function createKafka(brokers: string[], clientId: string): Kafka {
   return new Kafka({
