@@ -104,17 +104,17 @@ export async function freshRecords(
   records: readonly PositionedEvent[],
   now: Date,
 ): Promise<PositionedEvent[]> {
-  await trx
+  // Created on first sight, and locked either way: an upsert that rewrites nothing but takes the row's
+  // lock, in one round trip.
+  const checkpoint = await trx
     .insertInto(table)
     .values({ topic, partition, next_offset: '0', updated_at: now })
-    .onConflict((oc) => oc.columns(['topic', 'partition']).doNothing())
-    .execute();
-  const checkpoint = await trx
-    .selectFrom(table)
-    .select('next_offset')
-    .where('topic', '=', topic)
-    .where('partition', '=', partition)
-    .forUpdate()
+    .onConflict((oc) =>
+      oc
+        .columns(['topic', 'partition'])
+        .doUpdateSet((eb) => ({ next_offset: eb.ref(`${table}.next_offset`) })),
+    )
+    .returning('next_offset')
     .executeTakeFirstOrThrow();
   const from = BigInt(checkpoint.next_offset);
   // Under the checkpoint's lock, so no other delivery can move it meanwhile: records that start past it
@@ -153,6 +153,33 @@ export async function advanceCheckpoint(
   return next_offset;
 }
 
+/**
+ * Moves the checkpoint past a batch that holds nothing for the consumer, if the batch continues from
+ * it (the condition `freshRecords` checks under its lock); false otherwise, and the batch goes the
+ * whole way, which finds the checkpoint behind and seeks back to it.
+ */
+async function passOver(
+  db: Kysely<Database>,
+  table: CheckpointTable,
+  topic: string,
+  partition: number,
+  records: readonly PositionedEvent[],
+): Promise<boolean> {
+  const first = records[0]!;
+  const next = (BigInt(records.at(-1)!.offset) + 1n).toString();
+  const { numUpdatedRows } = await db
+    .updateTable(table)
+    .set((eb) => ({
+      next_offset: eb.fn<string>('greatest', [eb.ref('next_offset'), eb.val(next)]),
+      updated_at: new Date(),
+    }))
+    .where('topic', '=', topic)
+    .where('partition', '=', partition)
+    .where('next_offset', '>=', first.fetchedFrom ?? first.offset)
+    .executeTakeFirst();
+  return numUpdatedRows > 0n;
+}
+
 export interface LogConsumerDeps {
   kafka: Kafka;
   db: Kysely<Database>;
@@ -173,6 +200,13 @@ export interface LogConsumerDeps {
    * on remote calls rather than on its own database work. Each partition's records stay in order.
    */
   partitionsConsumedConcurrently?: number;
+  /**
+   * The events the consumer acts on, for one that reads a topic mostly for others (the AI agent and
+   * the inbound decider read every account event for a few types): a batch holding none of them and
+   * nothing to park only moves the checkpoint, in one statement, instead of going through
+   * `handleBatch` (its transactions and the parking lookups, for every batch the topic carries).
+   */
+  actsOn?: (event: DomainEvent) => boolean;
 }
 
 const consumerNames: Record<CheckpointTable, string> = {
@@ -253,6 +287,17 @@ export async function startLogConsumer(deps: LogConsumerDeps): Promise<RunningCo
       // kafkajs keeps the offset a batch was fetched from (not in its typings).
       const fetchedFrom = (batch as typeof batch & { fetchedOffset?: string }).fetchedOffset;
       if (fetchedFrom !== undefined && records[0]) records[0] = { ...records[0], fetchedFrom };
+      const actsOn = deps.actsOn;
+      if (
+        actsOn &&
+        records.every((record) => !record.failure && !(record.event && actsOn(record.event))) &&
+        (await passOver(db, deps.checkpoints, batch.topic, batch.partition, records))
+      ) {
+        seekedTo.delete(key);
+        resolveOffset(batch.lastOffset());
+        await heartbeat();
+        return;
+      }
       try {
         await handle(batch.topic, batch.partition, records);
       } catch (error) {

@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { projections, startProjector } from '@leadline/projector';
 import type { DomainEvent, NewEvent } from '@leadline/events';
-import { createDb, partitionForKey } from '@leadline/runtime';
+import {
+  advanceCheckpoint,
+  createDb,
+  freshRecords,
+  partitionForKey,
+  startLogConsumer,
+} from '@leadline/runtime';
 import { eventually } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSystem, type TestSystem } from './system';
@@ -126,6 +132,65 @@ describe('where the log consumer continues', () => {
       expect(BigInt(checkpoint.next_offset)).toBe(BigInt(before.next_offset) + 1n);
     } finally {
       await projector.stop();
+    }
+  });
+
+  it('past a batch it does not act on only when the batch continues from its checkpoint (a restore)', async () => {
+    const { admin, db, topics } = system.services;
+    const topic = topics.account;
+    const partition = partitionForKey(topic, 'acc-passed', (await admin.fetchTopicOffsets(topic)).length);
+    const checkpointOf = async () =>
+      (
+        await db
+          .selectFrom('ai_agent_checkpoints')
+          .select('next_offset')
+          .where('topic', '=', topic)
+          .where('partition', '=', partition)
+          .executeTakeFirst()
+      )?.next_offset;
+    const highOf = async () =>
+      (await admin.fetchTopicOffsets(topic)).find((entry) => entry.partition === partition)!.high;
+    // A consumer that acts on accounts named "Acted on …" and passes over every batch without one (the
+    // AI agent's table: no agent runs in this system).
+    const actedOn: string[] = [];
+    const consumerDb = createDb(system.env.config.DATABASE_URL, { maxConnections: 2 });
+    const consumer = await startLogConsumer({
+      ...system.services,
+      db: consumerDb,
+      groupId: `${system.env.config.TOPIC_PREFIX}passing-over-${randomUUID()}`,
+      topics: [topic],
+      checkpoints: 'ai_agent_checkpoints',
+      actsOn: (event) => event.type === 'account.created' && event.data.name.startsWith('Acted on'),
+      handleBatch: (topic, partition, records) =>
+        consumerDb.transaction().execute(async (trx) => {
+          const now = new Date();
+          const fresh = await freshRecords(trx, 'ai_agent_checkpoints', topic, partition, records, now);
+          for (const { event } of fresh) {
+            if (event?.type === 'account.created' && event.data.name.startsWith('Acted on'))
+              actedOn.push(event.data.name);
+          }
+          await advanceCheckpoint(trx, 'ai_agent_checkpoints', topic, partition, records.at(-1)!.offset, now);
+        }),
+    });
+    try {
+      await append('acc-passed', 'Acted on 1');
+      await eventually(async () => ((await checkpointOf()) === (await highOf()) ? true : undefined));
+      expect(actedOn).toEqual(['Acted on 1']);
+
+      // PostgreSQL goes back to before that record; the consumer's next batch holds nothing it acts on
+      // and starts past the checkpoint. Moving the checkpoint over it would skip "Acted on 1" for good.
+      await db
+        .updateTable('ai_agent_checkpoints')
+        .set({ next_offset: String(BigInt((await checkpointOf())!) - 1n) })
+        .where('topic', '=', topic)
+        .where('partition', '=', partition)
+        .execute();
+      await append('acc-passed', 'Passed over');
+      await eventually(async () => ((await checkpointOf()) === (await highOf()) ? true : undefined));
+      expect(actedOn).toEqual(['Acted on 1', 'Acted on 1']);
+    } finally {
+      await consumer.stop();
+      await consumerDb.destroy();
     }
   });
 

@@ -1,4 +1,4 @@
-import type { EventCodec, EventOf, TopicNames } from '@leadline/events';
+import type { DomainEvent, EventCodec, EventOf, TopicNames } from '@leadline/events';
 import {
   advanceCheckpoint,
   freshRecords,
@@ -37,6 +37,10 @@ export interface RunningInboundDecider {
   stop(): Promise<void>;
 }
 
+/** The only events the decider acts on: the raw inbound SMS the Twilio webhook appended. */
+const isInboundFact = (event: DomainEvent): event is EventOf<'message.inbound_received'> =>
+  event.type === 'message.inbound_received';
+
 /**
  * The inbound decider: consumes the raw inbound facts (`message.inbound_received`) the Twilio webhook
  * appended and decides them, in log order per account, under the account's lock: all of one account's
@@ -63,8 +67,8 @@ export async function startInboundDecider(deps: InboundDeciderDeps): Promise<Run
     // Kafka and the projector and one account at a time would fall behind a busy partition.
     const byAccount = new Map<string, EventOf<'message.inbound_received'>[]>();
     for (const record of fresh) {
-      if (record.event?.type !== 'message.inbound_received') continue;
-      const fact = record.event as EventOf<'message.inbound_received'>;
+      const fact = record.event;
+      if (!fact || !isInboundFact(fact)) continue;
       const facts = byAccount.get(fact.account_id) ?? [];
       facts.push(fact);
       byAccount.set(fact.account_id, facts);
@@ -121,6 +125,7 @@ export async function startInboundDecider(deps: InboundDeciderDeps): Promise<Run
     topics: [deps.topics.account],
     checkpoints,
     handleBatch,
+    actsOn: isInboundFact,
     partitionsConsumedConcurrently: concurrency,
     onCrash: deps.onCrash,
   });
