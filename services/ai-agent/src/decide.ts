@@ -55,11 +55,28 @@ export function skipReason(
   if (state.account.status === 'deactivated') return 'account_deactivated';
   if (turn.sequence_step && state.stepEnrollmentActive === false) return 'enrollment_ended';
   if (!state.lead && !state.conversation) return 'lead_not_found';
-  if (state.conversation?.opted_out) return 'lead_opted_out';
+  if (state.conversation?.opted_out || state.optOutPending) return 'lead_opted_out';
   if (state.aiPaused) return 'ai_paused';
   if (state.conversation?.needs_handoff) return 'needs_handoff';
   if (state.aiMessagesToday >= turn.maxMessagesPerDay) return 'daily_cap';
   return null;
+}
+
+/**
+ * Whether a sequence step, kept quiet by an opt-out, waits rather than fails: the lead's STOP is
+ * answered to Twilio but not yet decided. Its decision ends the enrollment as `opted_out`; failing the
+ * step now would move the enrollment on first (to its next step, or `completed`). A guard that goes
+ * without a decision (another account owned the message) lets the step go ahead.
+ */
+export function awaitsOptOutDecision(
+  turn: Pick<AiTurn, 'sequence_step' | 'maxMessagesPerDay'>,
+  state: AiTurnState,
+): boolean {
+  return (
+    turn.sequence_step !== null &&
+    !state.conversation?.opted_out &&
+    skipReason(turn, state) === 'lead_opted_out'
+  );
 }
 
 /**
@@ -111,6 +128,7 @@ export function decideAiTurn(turn: AiTurn, state: AiTurnState, now: Date): NewEv
     }
   };
 
+  if (awaitsOptOutDecision(turn, state)) return [];
   const skip = skipReason(turn, state);
   if (skip) {
     // An ended enrollment waits for nothing: the sequencer would ignore a failure of its step.

@@ -53,6 +53,14 @@ const turn = (overrides: Partial<AiTurn> = {}): AiTurn => ({
 });
 
 const types = (events: { type: string }[]) => events.map((event) => event.type);
+/** The request for an AI-written sequence step of the lead's enrollment `e1`. */
+const aiStep = (stepOrder: number) => ({
+  enrollment_id: 'e1',
+  sequence_id: 's1',
+  step_order: stepOrder,
+  phone: lead.phone,
+  instructions: 'x',
+});
 
 describe('deciding an AI turn', () => {
   it('replies through the send decider, records the item, completes the checklist and qualifies the lead', () => {
@@ -78,6 +86,7 @@ describe('deciding an AI turn', () => {
       { conversation: { started: true, opted_out: true, needs_handoff: false, ai_paused_until: null } },
       'lead_opted_out',
     ],
+    [{ optOutPending: true }, 'lead_opted_out'],
     [
       { account: { status: 'deactivated' as const, company_name: 'S', ai_pause_minutes: 1 } },
       'account_deactivated',
@@ -97,13 +106,7 @@ describe('deciding an AI turn', () => {
   });
 
   it('fails a sequence step it cannot write, naming why', () => {
-    const step = {
-      enrollment_id: 'e1',
-      sequence_id: 's1',
-      step_order: 0,
-      phone: lead.phone,
-      instructions: 'x',
-    };
+    const step = aiStep(0);
     const events = decideAiTurn(
       turn({ sequence_step: step, message_ids: [] }),
       state({
@@ -115,15 +118,22 @@ describe('deciding an AI turn', () => {
     expect(events[0]!.data).toMatchObject({ enrollment_id: 'e1', reason: 'lead_opted_out' });
   });
 
+  it('leaves a sequence step undecided while its lead has a STOP answered but not yet decided', () => {
+    const step = aiStep(0);
+    // The decision will end the enrollment as opted_out; failing the step now would move it on first.
+    const waiting = turn({ sequence_step: step, message_ids: [] });
+    expect(decideAiTurn(waiting, state({ optOutPending: true, stepEnrollmentActive: true }), now)).toEqual(
+      [],
+    );
+    // Once decided, the enrollment has ended and the step's turn ends with it.
+    const ended = decideAiTurn(waiting, state({ optOutPending: true, stepEnrollmentActive: false }), now);
+    expect(types(ended)).toEqual(['ai.turn_completed']);
+    expect(ended[0]!.data).toMatchObject({ outcome: 'skipped', reason: 'enrollment_ended' });
+  });
+
   it('holds a sequence step written while the window was open when it has closed by the time it is sent', () => {
     // Given an AI step whose message the model wrote at 19:59 in Austin,
-    const step = {
-      enrollment_id: 'e1',
-      sequence_id: 's1',
-      step_order: 1,
-      phone: lead.phone,
-      instructions: 'x',
-    };
+    const step = aiStep(1);
     const reopens = new Date('2026-03-03T15:00:00Z');
     // when it is to be sent after the lead's window closed,
     const events = decideAiTurn(
@@ -151,13 +161,7 @@ describe('deciding an AI turn', () => {
 
   it('sends nothing for a sequence step whose enrollment ended while the message was being written', () => {
     // Given an AI step the model has written,
-    const step = {
-      enrollment_id: 'e1',
-      sequence_id: 's1',
-      step_order: 1,
-      phone: lead.phone,
-      instructions: 'x',
-    };
+    const step = aiStep(1);
     // when the lead was unenrolled meanwhile,
     const events = decideAiTurn(
       turn({ sequence_step: step, message_ids: [] }),

@@ -1,4 +1,5 @@
 import type { DomainEvent } from '@leadline/events';
+import { newUuid } from '@leadline/runtime';
 import { eventually, startFakeOpenAi, type FakeOpenAi } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accountEvents } from '../../command-api/test/log';
@@ -129,5 +130,57 @@ describe('an AI-written sequence step', () => {
     expect(
       (await messagesOf(partner, account.id, unenrolled)).filter((m) => m.direction === 'outbound'),
     ).toEqual([]);
+  });
+
+  it('waits for the decision of a STOP answered while the model is writing it, and ends with the opt-out', async () => {
+    const { system, partner } = world;
+    const { db } = system.services;
+    const account = await accountWithAiSequence('Remind them about the pay stub [guarded-step]');
+    const phone = '+15125550313';
+    // Given a model that takes its time over this step,
+    fake.respondWith((request) =>
+      JSON.stringify(request.messages).includes('[guarded-step]')
+        ? { delayMs: 2_000, text: 'Hi Ana, please send your pay stub.' }
+        : { text: 'OK' },
+    );
+    await enroll(account.id, account.sequenceId, phone);
+    await eventually(async () => (requestsAbout('[guarded-step]').length >= 1 ? true : undefined));
+
+    // when, while it writes, the lead's STOP is answered to Twilio and its decision is still queued (the
+    // guard the inbound route writes, with the decision not on its way yet),
+    const answered = `SM${newUuid()}`;
+    await db
+      .insertInto('opt_out_guards')
+      .values({ account_id: account.id, phone, message_sid: answered, created_at: new Date() })
+      .execute();
+
+    // then past the model's answer nothing is requested and the step has not failed: failing it would
+    // move the enrollment on (to `completed`, its only step) before the opt-out ends it.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const written = async () =>
+      (await eventsOf(account.id)).flatMap((event) =>
+        event.type === 'message.outbound_requested' || event.type === 'sequence.ai_step_failed'
+          ? [[event.type, event.data.phone]]
+          : [],
+      );
+    expect(await written()).toEqual([]);
+
+    // When the STOP is decided, the enrollment ends as opted_out and the waiting turn ends with it.
+    await inbound(system, account.number, phone, 'STOP');
+    await db.deleteFrom('opt_out_guards').where('message_sid', '=', answered).execute();
+    const turns = await stepTurns(account.id, 1);
+    expect(turns.map((turn) => [turn.data.phone, turn.data.outcome, turn.data.reason])).toEqual([
+      [phone, 'skipped', 'enrollment_ended'],
+    ]);
+    const enrollment = await db
+      .selectFrom('sequence_enrollments')
+      .select('status')
+      .where('account_id', '=', account.id)
+      .where('phone', '=', phone)
+      .executeTakeFirstOrThrow();
+    expect(enrollment.status).toBe('opted_out');
+    // Only the unsubscribe confirmation went to the number.
+    expect(await written()).toEqual([['message.outbound_requested', phone]]);
+    expect((await messagesOf(partner, account.id, phone)).filter((m) => m.source === 'ai')).toEqual([]);
   });
 });

@@ -1,3 +1,4 @@
+import { newUuid } from '@leadline/runtime';
 import { fakeClock } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from './client';
@@ -246,6 +247,27 @@ describe('enrollment', () => {
       (await acme.post(`/accounts/${accountId}/sequences/${inactive.id}/enroll`, { phone: 'abc' })).status,
     ).toBe(400);
     expect(await logSize(system.services)).toBe(before);
+  });
+
+  it('refuses a number whose STOP was answered but is not decided yet (409), writing nothing', async () => {
+    const accountId = await newAccount();
+    const sequence = (await acme.post(`/accounts/${accountId}/sequences`, twoSteps)).body;
+    await acme.post(`/accounts/${accountId}/leads`, { phone: NY });
+    // The STOP was answered to Twilio (the guard is written then); the inbound decider has not run.
+    await system.services.db
+      .insertInto('opt_out_guards')
+      .values({ account_id: accountId, phone: NY, message_sid: `SM${newUuid()}`, created_at: clock.now() })
+      .execute();
+    const before = await logSize(system.services);
+    expect(
+      await acme.post(`/accounts/${accountId}/sequences/${sequence.id}/enroll`, { phone: NY }),
+    ).toMatchObject({ status: 409, body: { code: 'lead_opted_out' } });
+    expect(await logSize(system.services)).toBe(before);
+    expect(
+      (await acme.get(`/accounts/${accountId}/leads/${encodeURIComponent(NY)}`)).body.sequence,
+    ).toBeNull();
+    expect(await messagesOf(accountId, NY)).toEqual([]);
+    await system.services.db.deleteFrom('opt_out_guards').where('account_id', '=', accountId).execute();
   });
 
   it('keeps the steps an enrollment started with when the sequence changes', async () => {

@@ -370,6 +370,8 @@ export interface EnrollState {
   enrollment: Enrollment | undefined;
   /** As `StepState.sent`. */
   sent?: readonly Date[];
+  /** As `StepState.optOutPending`: the lead is refused as for an opt-out. */
+  optOutPending?: boolean;
 }
 
 export interface EnrollResult {
@@ -407,7 +409,7 @@ export function decideEnroll(
   if (account.status !== 'active') {
     throw conflict('account_deactivated', 'The account is deactivated; reactivate it to enroll leads.');
   }
-  if (conversation?.opted_out) {
+  if (conversation?.opted_out || state.optOutPending) {
     throw conflict(
       'lead_opted_out',
       'This number opted out (it texted STOP); it can opt back in with START.',

@@ -1,4 +1,4 @@
-import { optedOutPhones, type Database } from '@leadline/runtime';
+import { isOptedOut, optedOutPhones, type Database } from '@leadline/runtime';
 import type { Kysely, Selectable } from 'kysely';
 import type { z } from 'zod';
 import type { AccountRow } from '../accounts/account-stream';
@@ -122,9 +122,11 @@ export async function enrollState(
   phone: string,
   now: Date,
 ): Promise<EnrollState> {
-  const [sequence, conversation] = await Promise.all([
+  const [sequence, conversation, optOutPending] = await Promise.all([
     findSequenceRow(db, account.id, sequenceId),
     conversationState(db, account, phone),
+    // A STOP answered to Twilio but not yet decided refuses the enrollment as a projected one does.
+    isOptedOut(db, account.id, phone),
   ]);
   const enrollment = conversation.lead
     ? await db
@@ -143,6 +145,7 @@ export async function enrollState(
     conversation: conversation.conversation,
     enrollment: enrollment && toEnrollment(enrollment),
     sent: sent.get(phone) ?? [],
+    optOutPending,
   };
 }
 
@@ -164,7 +167,7 @@ export async function stepState(
     .where('id', '=', row.account_id)
     .executeTakeFirst();
   if (!account) return undefined;
-  const [sequence, version, conversation] = await Promise.all([
+  const [sequence, version, conversation, optOutPending] = await Promise.all([
     db
       .selectFrom('sequences')
       .select(['id', 'is_active'])
@@ -177,6 +180,8 @@ export async function stepState(
       .where('version', '=', row.steps_version)
       .executeTakeFirst(),
     conversationState(db, account, row.phone),
+    // As in `accountStepStates`: whatever decides on this state sees a queued opt-out as a projected one.
+    isOptedOut(db, account.id, row.phone),
   ]);
   const withSteps = withWindow(account);
   const sent = await proactiveSends(db, account.id, withSteps.sending_window, [row.phone], now);
@@ -188,6 +193,7 @@ export async function stepState(
     lead: conversation.lead,
     conversation: conversation.conversation,
     sent: sent.get(row.phone) ?? [],
+    optOutPending,
   };
 }
 
