@@ -46,10 +46,12 @@ export async function enqueue(
 
 /**
  * Leases up to `limit` pending rows for `leaseMs`: the oldest `perAccount` of each account that no
- * instance is working on (no live lease on its pending or in-flight rows), oldest accounts first. So
- * one account's messages are sent by one worker of one instance at a time, in order, and a backlog
- * of one account cannot take the whole claim. Another instance skips the rows (SKIP LOCKED while
- * claiming, the lease after), and a crashed instance's lease runs out.
+ * instance is working on (no live lease on its pending or in-flight rows, nor on rows settled and not
+ * yet reported), oldest accounts first. So one account's messages are sent by one worker of one
+ * instance at a time, in order, and their outcomes reach the log in that order too: the next pass
+ * waits until the previous one has appended its outcomes. A backlog of one account cannot take the
+ * whole claim. Another instance skips the rows (SKIP LOCKED while claiming, the lease after), and a
+ * crashed instance's lease runs out.
  */
 export async function claimPending(
   db: Kysely<Database>,
@@ -69,7 +71,8 @@ export async function claimPending(
               partition by account_id, state order by created_at, message_id
             ) as turn,
             bool_or(coalesce(lease_until >= ${now}, false)) over (partition by account_id) as busy
-          from sms_outbox where state in ('pending', 'sending')
+          from sms_outbox
+          where state in ('pending', 'sending') or (report is not null and reported_at is null)
         ) ranked
         where state = 'pending' and turn <= ${perAccount} and not busy
         order by created_at, message_id

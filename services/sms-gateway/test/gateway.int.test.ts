@@ -404,6 +404,7 @@ describe('the SMS gateway', () => {
         );
         return services.commands.append(facts);
       },
+      close: async () => undefined,
     };
     const lost: SmsSender = {
       async send() {
@@ -447,6 +448,17 @@ describe('the SMS gateway', () => {
           data: { phone: '+15125552013', lead_id: null, lead_name: null, keyword: 'STOP', message_id: 'm2' },
         },
       ]);
+      // The opt-out is in the read models before the first send returns (the append's own wait for the
+      // projector is bounded; on a loaded machine it may answer first).
+      await eventually(async () => {
+        const conversation = await services.db
+          .selectFrom('conversations')
+          .select('opted_out')
+          .where('account_id', '=', 'acc-optout-late')
+          .where('phone', '=', '+15125552013')
+          .executeTakeFirst();
+        return conversation?.opted_out ? true : undefined;
+      });
     } finally {
       release();
     }
