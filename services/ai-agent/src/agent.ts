@@ -8,7 +8,7 @@ import {
   proactiveSends,
   stepHold,
 } from '@leadline/command-api';
-import { ai, type DomainEvent, type EventCodec, type TopicNames } from '@leadline/events';
+import { ai, type DomainEvent, type EventCodec, type EventType, type TopicNames } from '@leadline/events';
 import {
   advanceCheckpoint,
   freshRecords,
@@ -18,6 +18,8 @@ import {
   type CommandBus,
   type Database,
   type DocumentStore,
+  type EventToAppend,
+  isOptedOut,
   type NewId,
   type PositionedEvent,
   watchQueue,
@@ -25,7 +27,8 @@ import {
 import type { Kafka } from 'kafkajs';
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import { refreshContextUrls } from './context-refresh';
-import { decideAiTurn, skipReason, type AiTurn, type AiTurnState } from './decide';
+import { createKeyedBatcher } from './batcher';
+import { awaitsOptOutDecision, decideAiTurn, skipReason, type AiTurn, type AiTurnState } from './decide';
 import { loadAttachments } from './media';
 import type { Responder, TurnInput, TurnProposal } from './turn';
 
@@ -70,12 +73,16 @@ export interface RunningAgent {
 type TurnRow = Selectable<Database['ai_pending_turns']>;
 type Trx = Transaction<Database>;
 
+/** The most turns of one account recorded in one command. */
+const RECORD_BATCH_MAX = 100;
 /** Messages older than this when the agent first sees them (history before it ran) are not answered. */
 const MAX_INTAKE_AGE_MS = 24 * 3600_000;
 const LEASE_MS = 5 * 60_000;
 const HISTORY_MESSAGES = 30;
 const PROJECTED_WAIT_MS = 2_000;
 const PROJECTED_POLL_MS = 10;
+/** How often a sequence step waiting for an answered STOP's decision looks again. */
+const OPT_OUT_DECISION_POLL_MS = 1_000;
 
 const inboundTurnId = (accountId: string, phone: string) => `inbound:${accountId}:${phone}`;
 
@@ -103,6 +110,9 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
   const wake = () => {
     for (const sleeper of sleepers) sleeper();
   };
+
+  /** What `intake` takes in; the consumer passes over batches holding none of these. */
+  const intakeTypes: ReadonlySet<EventType> = new Set(['message.received', 'sequence.ai_step_requested']);
 
   async function intake(trx: Trx, event: DomainEvent) {
     if (event.type === 'message.received') {
@@ -238,8 +248,10 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
             .executeTakeFirst(),
         ])
       : [undefined, undefined];
-    const [conversation, handled, today, requirements] = await Promise.all([
+    const [conversation, optOutPending, handled, today, requirements] = await Promise.all([
       conversationState(reader, account, turn.phone),
+      // A STOP answered to Twilio whose decision is still queued silences the AI as a projected one does.
+      isOptedOut(reader, account.id, turn.phone),
       keys.length === 0
         ? Promise.resolve([])
         : reader
@@ -279,6 +291,7 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
       account,
       state: {
         ...conversation,
+        optOutPending,
         handled: handled.length > 0,
         aiPaused: aiPaused(conversation.conversation, now),
         aiMessagesToday: Number(today.count),
@@ -353,58 +366,88 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
     }
   }
 
+  /** What recording one turn decides with; `record` settles it. */
+  interface Recording {
+    turn: TurnRow;
+    messageIds: string[];
+    keys: string[];
+    proposal: TurnProposal | null;
+    unavailable: boolean;
+  }
   /**
-   * Records the turn under the account's lock. `recorded` is false when there was nothing to decide yet:
-   * the pre-check read read models that had not caught up, so the model was not asked when it should
-   * be. `heldUntil` is set when a sequence step's message was held by the sending window.
+   * `recorded` is false when there was nothing to decide yet: the pre-check read read models that had
+   * not caught up, so the model was not asked when it should be. `heldUntil` is set when a sequence
+   * step's message was held by the sending window.
    */
-  async function record(
-    turn: TurnRow,
-    messageIds: string[],
-    keys: string[],
-    proposal: TurnProposal | null,
-    unavailable: boolean,
-  ) {
-    const replyId = deps.newId();
-    const step = turn.step;
+  type Recorded = { recorded: boolean; heldUntil: Date | null };
+
+  /**
+   * Records turns of one account in one command, under its lock: one wait for the read models, one
+   * append. Each turn is decided on its own, against its own conversation's state (every event a turn
+   * produces is about its own number), and its events keep its own correlation and causation ids, as
+   * recorded alone; two turns of one number never share a command.
+   */
+  async function recordTogether(accountId: string, recordings: Recording[]): Promise<Recorded[]> {
+    const first = recordings[0]!.turn;
     const { result } = await deps.commands.execute({
-      stream: { topic: 'account', accountId: turn.account_id },
+      stream: { topic: 'account', accountId },
       context: {
-        partnerId: turn.partner_id,
+        partnerId: first.partner_id,
         actor: { kind: 'system', service: 'ai-agent' },
-        correlationId: turn.correlation_id ?? turn.id,
-        causationId: turn.causation_id,
+        correlationId: first.correlation_id ?? first.id,
+        causationId: first.causation_id,
       },
-      lockKeys: [`account:${turn.account_id}`],
+      lockKeys: [`account:${accountId}`],
       consistency: 'partition',
       // The next decision about this account waits for the projector under the lock anyway.
       readYourWrites: false,
       decide: async (trx) => {
-        const loaded = await loadState(trx, turn, keys, undefined, (proposal?.collected.length ?? 0) > 0);
-        if (!loaded) return { events: [], result: { recorded: true, heldUntil: null } };
-        const aiTurn: AiTurn = {
-          phone: turn.phone,
-          message_ids: messageIds,
-          sequence_step: step && { ...step, phone: turn.phone },
-          proposal,
-          unavailable,
-          reply_message_id: replyId,
-          responder: deps.responder.name,
-          maxMessagesPerDay: deps.maxMessagesPerLeadPerDay,
-        };
-        const events = decideAiTurn(aiTurn, loaded.state, clock.now());
-        const held = events.find((event) => event.type === 'sequence.step_held');
-        return {
-          events,
-          result: {
-            recorded: events.length > 0 || loaded.state.handled,
+        const account = await loadAccount(trx, accountId);
+        const events: EventToAppend[] = [];
+        const results: Recorded[] = [];
+        for (const { turn, messageIds, keys, proposal, unavailable } of recordings) {
+          const withChecklist = (proposal?.collected.length ?? 0) > 0;
+          const loaded = account && (await loadState(trx, turn, keys, account, withChecklist));
+          if (!loaded) {
+            results.push({ recorded: true, heldUntil: null });
+            continue;
+          }
+          const aiTurn: AiTurn = {
+            phone: turn.phone,
+            message_ids: messageIds,
+            sequence_step: turn.step && { ...turn.step, phone: turn.phone },
+            proposal,
+            unavailable,
+            reply_message_id: deps.newId(),
+            responder: deps.responder.name,
+            maxMessagesPerDay: deps.maxMessagesPerLeadPerDay,
+          };
+          const decided = decideAiTurn(aiTurn, loaded.state, clock.now());
+          const held = decided.find((event) => event.type === 'sequence.step_held');
+          const ids = { correlationId: turn.correlation_id ?? turn.id, causationId: turn.causation_id };
+          events.push(...decided.map((event) => ({ ...event, ...ids })));
+          results.push({
+            recorded: decided.length > 0 || loaded.state.handled,
             heldUntil: held?.type === 'sequence.step_held' ? new Date(held.data.next_step_at) : null,
-          },
-        };
+          });
+        }
+        return { events, result: results };
       },
     });
     return result;
   }
+
+  /**
+   * Records a turn: it joins the next command of its account, which starts as soon as the account's
+   * current one ends (group commit, as the command bus does with appends). Two turns of one number (its
+   * reply and a sequence step) are recorded one after the other.
+   */
+  const record = createKeyedBatcher<Recording, Recorded>({
+    keyOf: (recording) => recording.turn.account_id,
+    conflicts: (a, b) => a.turn.phone === b.turn.phone,
+    maxBatch: RECORD_BATCH_MAX,
+    run: recordTogether,
+  });
 
   async function finish(turn: TurnRow, messageIds: string[]) {
     await db.transaction().execute(async (trx) => {
@@ -484,19 +527,22 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
     early?.catch(() => undefined);
     const loaded = await timeStage('ai_load_state', () => loadState(db, turn, keys, account, false));
     if (!loaded || loaded.state.handled) return finish(turn, messageIds);
+    const checked = {
+      sequence_step: turn.step && { ...turn.step, phone: turn.phone },
+      maxMessagesPerDay: deps.maxMessagesPerLeadPerDay,
+    };
+    if (awaitsOptOutDecision(checked, loaded.state)) {
+      await db
+        .updateTable('ai_pending_turns')
+        .set({ due_at: new Date(clock.now().getTime() + OPT_OUT_DECISION_POLL_MS), lease_until: null })
+        .where('id', '=', turn.id)
+        .execute();
+      return;
+    }
     let proposal: TurnProposal | null = null;
     let unavailable = false;
-    if (
-      !skipReason(
-        {
-          sequence_step: turn.step && { ...turn.step, phone: turn.phone },
-          maxMessagesPerDay: deps.maxMessagesPerLeadPerDay,
-        },
-        loaded.state,
-      ) &&
-      // A step held by the sending window is not written until it opens.
-      !loaded.state.stepHold
-    ) {
+    // A step held by the sending window is not written until it opens.
+    if (!skipReason(checked, loaded.state) && !loaded.state.stepHold) {
       try {
         const input = await (early ?? timeStage('ai_build_input', () => buildInput(turn, account, messages)));
         proposal = await timeStage('ai_model', () => callResponder(input));
@@ -522,7 +568,7 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
       }
     }
     const recorded = await timeStage('ai_record', () =>
-      record(turn, messageIds, keys, proposal, unavailable),
+      record({ turn, messageIds, keys, proposal, unavailable }),
     );
     if (recorded.heldUntil) {
       // The step is written and sent when the window opens again (the hold is on the log).
@@ -562,6 +608,7 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
     topics: [deps.topics.account],
     checkpoints: 'ai_agent_checkpoints',
     handleBatch,
+    actsOn: (event) => intakeTypes.has(event.type),
     onCrash: (error) => onError(error),
   });
 

@@ -53,6 +53,39 @@ describe('answering', () => {
     expect((await messagesOf(partner, account.id, phone)).filter((m) => m.source === 'ai')).toHaveLength(1);
   });
 
+  it("traces each reply to the message it answers when one account's turns are recorded together", async () => {
+    const { system, partner } = world;
+    const account = await newAccount(partner);
+    const phones = ['+15125550211', '+15125550212', '+15125550213', '+15125550214'];
+    const sids = await Promise.all(phones.map((phone) => inbound(system, account.number, phone, 'Hi there')));
+    for (const phone of phones) await eventually(async () => (await pendingCount(phone)) === 1 || undefined);
+
+    // All four fall due at once: they are decided side by side, and recorded in shared commands.
+    clock.advance(5_000);
+    const messageIds = await Promise.all(sids.map((sid) => messageIdOf(system, sid)));
+    await handled(system, account.id, messageIds);
+
+    const events = (await accountEvents(system.services)).filter((event) => event.account_id === account.id);
+    for (const phone of phones) {
+      const received = events.find(
+        (event) => event.type === 'message.received' && event.data.phone === phone,
+      )!;
+      const answered = events.filter(
+        (event) =>
+          (event.type === 'ai.turn_completed' ||
+            (event.type === 'message.outbound_requested' && event.data.source === 'ai')) &&
+          event.data.phone === phone,
+      );
+      expect(answered.map((event) => event.type).sort()).toEqual([
+        'ai.turn_completed',
+        'message.outbound_requested',
+      ]);
+      for (const event of answered) {
+        expect([event.correlation_id, event.causation_id]).toEqual([received.correlation_id, received.id]);
+      }
+    }
+  });
+
   it('answers a burst once when the log is redelivered and a second agent runs', async () => {
     const { system, partner } = world;
     const account = await newAccount(partner);
@@ -86,9 +119,20 @@ describe('answering', () => {
     const second = await world.startAgent({
       groupId: `${system.env.config.TOPIC_PREFIX}ai-agent-second-${newUuid()}`,
     });
+    // The second agent has read the whole log, the copy included, before the clock moves.
+    const { admin, db, topics } = system.services;
+    const ends = (await admin.fetchTopicOffsets(topics.account)).filter((entry) => Number(entry.high) > 0);
     await eventually(async () => {
-      const rows = await system.services.db.selectFrom('ai_agent_checkpoints').selectAll().execute();
-      return rows.length > 0 ? true : undefined;
+      const rows = await db.selectFrom('ai_agent_checkpoints').selectAll().execute();
+      const read = ends.every(({ partition, high }) =>
+        rows.some(
+          (row) =>
+            row.topic === topics.account &&
+            row.partition === partition &&
+            BigInt(row.next_offset) >= BigInt(high),
+        ),
+      );
+      return read ? true : undefined;
     });
     clock.advance(60_000);
     await Promise.all([second.work(), world.agents[0]!.work()]);
@@ -141,6 +185,31 @@ describe('staying quiet', () => {
       event.type === 'ai.turn_completed' && event.account_id === account.id ? [event.data.reason] : [],
     );
     expect(turns.sort()).toEqual(['account_deactivated', 'ai_paused', 'lead_opted_out']);
+  });
+
+  it('does not answer a number whose STOP was answered but is not decided yet', async () => {
+    const { system, partner } = world;
+    const account = await newAccount(partner);
+    const phone = '+15125550209';
+    // The STOP was answered to Twilio (the guard is written then); its decision is still queued.
+    await system.services.db
+      .insertInto('opt_out_guards')
+      .values({ account_id: account.id, phone, message_sid: `SM${newUuid()}`, created_at: clock.now() })
+      .execute();
+    const sid = await inbound(system, account.number, phone, 'actually, one question');
+    clock.advance(5_000);
+    await handled(system, account.id, [await messageIdOf(system, sid)]);
+
+    expect((await messagesOf(partner, account.id, phone)).filter((m) => m.direction === 'outbound')).toEqual(
+      [],
+    );
+    const turns = (await accountEvents(system.services)).flatMap((event) =>
+      event.type === 'ai.turn_completed' && event.account_id === account.id
+        ? [[event.data.outcome, event.data.reason]]
+        : [],
+    );
+    expect(turns).toEqual([['skipped', 'lead_opted_out']]);
+    await system.services.db.deleteFrom('opt_out_guards').where('account_id', '=', account.id).execute();
   });
 
   it('sends at most the daily number of AI messages to a lead', async () => {

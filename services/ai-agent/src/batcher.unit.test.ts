@@ -1,0 +1,76 @@
+import { describe, expect, it } from 'vitest';
+import { createKeyedBatcher } from './batcher';
+
+interface Item {
+  key: string;
+  subject: string;
+  fail?: boolean;
+}
+
+/** A batcher whose runs are held until the test lets them go, recording what each run held. */
+function heldBatcher() {
+  const runs: string[][] = [];
+  const releases: (() => void)[] = [];
+  const submit = createKeyedBatcher<Item, string>({
+    keyOf: (item) => item.key,
+    conflicts: (a, b) => a.subject === b.subject,
+    maxBatch: 3,
+    run: async (key, items) => {
+      runs.push(items.map((item) => `${key}:${item.subject}`));
+      await new Promise<void>((resolve) => releases.push(resolve));
+      if (items.some((item) => item.fail)) throw new Error('refused');
+      return items.map((item) => `done ${item.subject}`);
+    },
+  });
+  /** Lets every run go, the ones each started included, until none is held. */
+  const releaseAll = async () => {
+    while (releases.length > 0) {
+      releases.shift()!();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  };
+  return { submit, runs, releaseAll };
+}
+
+describe('group commit by key', () => {
+  it('runs what arrives while a key is busy together in its next run, each key on its own', async () => {
+    const { submit, runs, releaseAll } = heldBatcher();
+    const results = [
+      submit({ key: 'a', subject: '1' }),
+      submit({ key: 'b', subject: '1' }),
+      submit({ key: 'a', subject: '2' }),
+      submit({ key: 'a', subject: '3' }),
+      submit({ key: 'a', subject: '4' }),
+      submit({ key: 'a', subject: '5' }),
+    ];
+    await releaseAll();
+    expect(await Promise.all(results)).toEqual(['done 1', 'done 1', 'done 2', 'done 3', 'done 4', 'done 5']);
+    // The first of each key goes at once; the four that waited on `a` go three (the most) and one.
+    expect(runs).toEqual([['a:1'], ['b:1'], ['a:2', 'a:3', 'a:4'], ['a:5']]);
+  });
+
+  it('keeps items that conflict apart and in order, letting others go ahead', async () => {
+    const { submit, runs, releaseAll } = heldBatcher();
+    const results = [
+      submit({ key: 'a', subject: 'busy' }),
+      submit({ key: 'a', subject: 'x' }),
+      submit({ key: 'a', subject: 'x' }),
+      submit({ key: 'a', subject: 'y' }),
+    ];
+    await releaseAll();
+    await Promise.all(results);
+    expect(runs).toEqual([['a:busy'], ['a:x', 'a:y'], ['a:x']]);
+  });
+
+  it('tries a failed run again item by item, so only the item that fails fails', async () => {
+    const { submit, runs, releaseAll } = heldBatcher();
+    const first = submit({ key: 'a', subject: 'first' });
+    const good = submit({ key: 'a', subject: 'good' });
+    const bad = submit({ key: 'a', subject: 'bad', fail: true }).catch((error: Error) => error.message);
+    await releaseAll();
+    expect(await first).toBe('done first');
+    expect(await good).toBe('done good');
+    expect(await bad).toBe('refused');
+    expect(runs).toEqual([['a:first'], ['a:good', 'a:bad'], ['a:good'], ['a:bad']]);
+  });
+});
