@@ -35,8 +35,35 @@ export function subjectOf(topic: string, eventType: string): string {
   return `${topic}-${eventType}`;
 }
 
-export function createSchemaRegistry(host: string): SchemaRegistry {
-  return new SchemaRegistry({ host });
+/** How long one registry request may take before it is given up and tried again. */
+export const REGISTRY_REQUEST_TIMEOUT_MS = 10_000;
+
+/**
+ * The registry client, with a bound on each request. The client sets none: a registry that accepts a
+ * request and never answers would hang a process's start-up (registering the schemas) or a consumer's
+ * partition (looking up a writer's schema) for good. A request past the bound is tried again like one
+ * the registry answered with a 5xx (the client's retries: 3, backing off from 100 ms). Every request
+ * the client makes is safe to repeat: lookups, the subject's compatibility setting, and registrations
+ * (registering a schema again returns the id it already has).
+ */
+export function createSchemaRegistry(
+  host: string,
+  { requestTimeoutMs = REGISTRY_REQUEST_TIMEOUT_MS } = {},
+): SchemaRegistry {
+  return new SchemaRegistry({
+    host,
+    middlewares: [
+      () => ({
+        prepareRequest: async (next) => (await next()).enhance({ timeout: requestTimeoutMs }),
+      }),
+    ],
+    retry: {
+      // The client retries only GETs by default; a registration is as safe to repeat.
+      enableRetry: () => true,
+      validateRetry: (response) =>
+        response.responseStatus >= 500 || response.error()?.name === 'TimeoutError',
+    },
+  });
 }
 
 /**

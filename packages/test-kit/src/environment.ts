@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { createKafka, type InfrastructureConfig } from '@leadline/runtime';
-import { eventCatalog, subjectOf, topicNames } from '@leadline/events';
 import pg from 'pg';
 import { inject } from 'vitest';
 
@@ -29,18 +28,24 @@ export async function createTestEnvironment(): Promise<TestEnvironment> {
     async dispose() {
       const admin = createKafka(kafkaBrokers, 'leadline-test-kit').admin();
       await admin.connect();
-      const topics = topicNames(config.TOPIC_PREFIX);
-      await admin.deleteTopics({ topics: Object.values(topics) }).catch(() => undefined);
+      // Every topic the file created under its prefix (the service's, and any a test made for itself),
+      // and only those: kafkajs retries a delete that names an unknown topic for seconds.
+      const created = (await admin.listTopics()).filter((topic) => topic.startsWith(config.TOPIC_PREFIX));
+      if (created.length > 0) await admin.deleteTopics({ topics: created }).catch(() => undefined);
       await admin.disconnect();
       // The file's registry subjects go too, so the registry does not grow with every run (a soft
-      // delete, then a permanent one, as the Confluent API wants).
+      // delete, then a permanent one, as the Confluent API wants). Subjects are named after topics.
+      const subjects = await fetch(`${schemaRegistryUrl}/subjects`)
+        .then((response) => response.json() as Promise<string[]>)
+        .catch((): string[] => []);
       await Promise.all(
-        eventCatalog.map(async (definition) => {
-          const subject = subjectOf(topics[definition.topic], definition.type);
-          const url = `${schemaRegistryUrl}/subjects/${encodeURIComponent(subject)}`;
-          await fetch(url, { method: 'DELETE' }).catch(() => undefined);
-          await fetch(`${url}?permanent=true`, { method: 'DELETE' }).catch(() => undefined);
-        }),
+        subjects
+          .filter((subject) => subject.startsWith(config.TOPIC_PREFIX))
+          .map(async (subject) => {
+            const url = `${schemaRegistryUrl}/subjects/${encodeURIComponent(subject)}`;
+            await fetch(url, { method: 'DELETE' }).catch(() => undefined);
+            await fetch(`${url}?permanent=true`, { method: 'DELETE' }).catch(() => undefined);
+          }),
       );
       const client = new pg.Client({ connectionString: postgresAdminUrl });
       await client.connect();
