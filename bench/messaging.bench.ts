@@ -196,27 +196,29 @@ export async function benchMessaging(rows: string[] = []): Promise<string> {
       pollIntervalMs: 60_000,
     });
     const t0 = performance.now();
-    for (const account of accounts) {
-      const events: NewEvent[] = Array.from({ length: SENDS / ACCOUNTS }, (_, i) => ({
-        type: 'message.outbound_requested',
-        data: {
-          message_id: newUuid(),
-          phone: leadPhone(i),
-          body: `Step ${i}`,
-          source: 'sequence',
-          sender_name: null,
-        },
-      }));
-      await services.commands.append({
-        stream: { topic: 'account', accountId: account.id },
-        context: {
-          partnerId: 'bench',
-          actor: { kind: 'system', service: 'bench' },
-          correlationId: newUuid(),
-        },
-        events,
-      });
-    }
+    await Promise.all(
+      accounts.map(async (account) => {
+        const events: NewEvent[] = Array.from({ length: SENDS / ACCOUNTS }, (_, i) => ({
+          type: 'message.outbound_requested',
+          data: {
+            message_id: newUuid(),
+            phone: leadPhone(i),
+            body: `Step ${i}`,
+            source: 'sequence',
+            sender_name: null,
+          },
+        }));
+        await services.commands.append({
+          stream: { topic: 'account', accountId: account.id },
+          context: {
+            partnerId: 'bench',
+            actor: { kind: 'system', service: 'bench' },
+            correlationId: newUuid(),
+          },
+          events,
+        });
+      }),
+    );
     const sends = await drained('sms gateway sends (local provider)', t0, async () => {
       const { rows } = await pool.query("select count(*)::int as n from sms_outbox where state = 'sent'");
       return rows[0].n as number;

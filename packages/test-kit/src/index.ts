@@ -7,3 +7,4 @@ export * from './fake-openai';
 export * from './documents';
 export * from './private-kafka';
 export * from './kafka-proxy';
+export * from './startup-watch';

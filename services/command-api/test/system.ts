@@ -17,6 +17,7 @@ import {
   openApiResponseValidator,
   type FakeTwilio,
   type TestEnvironment,
+  watchStartup,
 } from '@leadline/test-kit';
 import type { InjectOptions } from 'fastify';
 import { buildApp, type App, type AppDeps } from '../src/app';
@@ -82,9 +83,11 @@ export async function startSystem(
     awaitInbound?: boolean;
   } = {},
 ): Promise<TestSystem> {
+  const startup = watchStartup('startSystem');
   const env = await createTestEnvironment();
   const clock = options.clock ?? systemClock;
   if (options.brokers) env.config.KAFKA_BROKERS = options.brokers;
+  startup.at('connecting the command services (database, topics, schemas)');
   const services = await connectCommandServices(
     {
       ...env.config,
@@ -97,6 +100,7 @@ export async function startSystem(
   const projectorGroupId = `${env.config.TOPIC_PREFIX}leadline.projector`;
   // The projector is its own process in production; here it gets its own connections likewise.
   const projectorDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
+  startup.at('starting the projector');
   const projector =
     options.projector === false
       ? undefined
@@ -131,10 +135,12 @@ export async function startSystem(
     // Context pages in tests are served from this machine.
     allowPrivateTargets: true,
   };
+  startup.at('building the app');
   const app = await buildApp(appDeps);
   const otherApps: App[] = [];
   checkResponsesAgainstDocument(app);
   const deciderDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
+  startup.at('starting the inbound decider');
   const inboundDecider =
     options.inboundDecider === false
       ? undefined
@@ -182,6 +188,7 @@ export async function startSystem(
     });
   }
   const gatewayDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
+  startup.at('starting the SMS gateway');
   const gateway = options.gateway
     ? await startSmsGateway({
         ...services,
@@ -192,6 +199,7 @@ export async function startSystem(
         onError: () => undefined,
       })
     : undefined;
+  startup.done();
   return {
     env,
     services,
