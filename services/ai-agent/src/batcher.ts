@@ -41,7 +41,10 @@ export function createKeyedBatcher<T, R>(options: {
       const batch: Pending[] = [];
       const rest: Pending[] = [];
       for (const pending of queue) {
-        const fits = batch.length < maxBatch && !batch.some((taken) => conflicts(taken.item, pending.item));
+        // One that conflicts with an item left for later waits too, so conflicting items keep their order.
+        const fits =
+          batch.length < maxBatch &&
+          ![...batch, ...rest].some((other) => conflicts(other.item, pending.item));
         (fits ? batch : rest).push(pending);
       }
       waiting.set(key, rest);

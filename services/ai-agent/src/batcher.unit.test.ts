@@ -8,12 +8,12 @@ interface Item {
 }
 
 /** A batcher whose runs are held until the test lets them go, recording what each run held. */
-function heldBatcher() {
+function heldBatcher(conflicts = (a: Item, b: Item) => a.subject === b.subject) {
   const runs: string[][] = [];
   const releases: (() => void)[] = [];
   const submit = createKeyedBatcher<Item, string>({
     keyOf: (item) => item.key,
-    conflicts: (a, b) => a.subject === b.subject,
+    conflicts,
     maxBatch: 3,
     run: async (key, items) => {
       runs.push(items.map((item) => `${key}:${item.subject}`));
@@ -60,6 +60,22 @@ describe('group commit by key', () => {
     await releaseAll();
     await Promise.all(results);
     expect(runs).toEqual([['a:busy'], ['a:x', 'a:y'], ['a:x']]);
+  });
+
+  it('keeps an item behind one it conflicts with that is left for later', async () => {
+    // Subjects conflict when they share a letter: "cd" conflicts with "bc" only, which "ab" holds back.
+    const { submit, runs, releaseAll } = heldBatcher((a, b) =>
+      [...a.subject].some((c) => b.subject.includes(c)),
+    );
+    const results = [
+      submit({ key: 'a', subject: 'xy' }),
+      submit({ key: 'a', subject: 'ab' }),
+      submit({ key: 'a', subject: 'bc' }),
+      submit({ key: 'a', subject: 'cd' }),
+    ];
+    await releaseAll();
+    await Promise.all(results);
+    expect(runs).toEqual([['a:xy'], ['a:ab'], ['a:bc'], ['a:cd']]);
   });
 
   it('tries a failed run again item by item, so only the item that fails fails', async () => {
