@@ -72,7 +72,10 @@ export async function claimPending(
             ) as turn,
             bool_or(coalesce(lease_until >= ${now}, false)) over (partition by account_id) as busy
           from sms_outbox
-          where state in ('pending', 'sending') or (report is not null and reported_at is null)
+          -- Each alternative is the predicate of a partial index, so the rows in play are found through
+          -- them; "state in ('pending', 'sending')" matches no partial index and would read the whole
+          -- outbox, every row ever sent, on every claim.
+          where state = 'pending' or state = 'sending' or (report is not null and reported_at is null)
         ) ranked
         where state = 'pending' and turn <= ${perAccount} and not busy
         order by created_at, message_id

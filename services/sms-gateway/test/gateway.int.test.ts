@@ -19,10 +19,11 @@ import {
   type FakeTwilio,
   type TestEnvironment,
 } from '@leadline/test-kit';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Database } from '@leadline/runtime';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSmsGateway, type GatewayDeps, type RunningGateway } from '../src/gateway';
+import { claimPending } from '../src/outbox';
 
 let env: TestEnvironment;
 let services: CommandServices;
@@ -533,5 +534,35 @@ describe('the SMS gateway', () => {
       twilio.messages.filter((message) => message.from === from).map((message) => message.body);
     expect(bodiesFrom('+15125551021')).toEqual(['A first', 'A second', 'A third']);
     expect(bodiesFrom('+15125551022')).toEqual(['B first', 'B second']);
+  });
+
+  it('claims through the outbox indexes, never reading every message it ever sent', async () => {
+    // The outbox keeps every row it sent: a history far larger than what is in play.
+    await sql`
+      insert into sms_outbox (message_id, account_id, partner_id, phone, body, source, correlation_id,
+        causation_id, state, report, reported_at)
+      select 'history-' || g, 'acc-history', 'partner', '+15125550000', 'Sent long ago', 'manual', 'c', 'c',
+        'sent', '{}'::jsonb, now()
+      from generate_series(1, 20000) g`.execute(gatewayDb);
+    // And a few waiting to go out.
+    await sql`
+      insert into sms_outbox (message_id, account_id, partner_id, phone, body, source, correlation_id,
+        causation_id)
+      select 'waiting-' || g, 'acc-history', 'partner', '+15125550000', 'Due now', 'manual', 'c', 'c'
+      from generate_series(1, 3) g`.execute(gatewayDb);
+    await sql`analyze sms_outbox`.execute(gatewayDb);
+    try {
+      const read = await gatewayDb.transaction().execute(async (trx) => {
+        expect(await claimPending(trx, clock.now(), 60_000, 50, 50)).toHaveLength(3);
+        // The rows this transaction read from the table, by scan or through an index.
+        const { rows } = await sql<{ read: string }>`
+          select seq_tup_read + coalesce(idx_tup_fetch, 0) as read
+          from pg_stat_xact_user_tables where relname = 'sms_outbox'`.execute(trx);
+        return Number(rows[0]!.read);
+      });
+      expect(read).toBeLessThan(1_000);
+    } finally {
+      await gatewayDb.deleteFrom('sms_outbox').where('account_id', '=', 'acc-history').execute();
+    }
   });
 });
