@@ -1,6 +1,6 @@
 import { createDb } from '@leadline/runtime';
 import { sql } from 'kysely';
-import type { NumberProvider } from './port';
+import type { NumberInventory, NumberProvider } from './port';
 
 /**
  * Numbers from the fictional +1 555 range, handed out in order from a Postgres sequence, which gives
@@ -9,7 +9,9 @@ import type { NumberProvider } from './port';
  * skipped.
  * Like a remote provider it works on its own connection, outside the caller's transaction.
  */
-export function createLocalNumberPool(databaseUrl: string): NumberProvider & { close(): Promise<void> } {
+export function createLocalNumberPool(
+  databaseUrl: string,
+): NumberProvider & NumberInventory & { close(): Promise<void> } {
   const db = createDb(databaseUrl, { maxConnections: 1 });
   return {
     close: () => db.destroy(),
@@ -35,6 +37,18 @@ export function createLocalNumberPool(databaseUrl: string): NumberProvider & { c
     // The sequence never hands the number out again; the row goes, as a released Twilio number would.
     async releaseNumber({ phoneNumber }) {
       await db.deleteFrom('local_phone_numbers').where('phone_number', '=', phoneNumber).execute();
+    },
+    async listProvisioned() {
+      const rows = await db
+        .selectFrom('local_phone_numbers')
+        .select(['phone_number', 'account_id', 'allocated_at'])
+        .execute();
+      return rows.map((row) => ({
+        phoneNumber: row.phone_number,
+        providerId: row.phone_number,
+        accountId: row.account_id,
+        provisionedAt: row.allocated_at,
+      }));
     },
   };
 }

@@ -9,6 +9,12 @@ export interface ProvisionedNumber {
   providerId: string;
 }
 
+/** A number `provisionNumber` got, with the account it was got for and when. */
+export interface ProvisionedForAccount extends ProvisionedNumber {
+  accountId: string;
+  provisionedAt: Date;
+}
+
 export interface NumberProvider {
   /** Reserves a number no other account has, for `accountId`, with inbound SMS pointed at us. */
   provisionNumber(accountId: string): Promise<ProvisionedNumber>;
@@ -22,6 +28,12 @@ export interface NumberProvider {
    * failed), so the provider stops billing for it. A number the provider no longer holds is no error.
    */
   releaseNumber(number: ProvisionedNumber): Promise<void>;
+}
+
+/** What reconciliation needs of a provider: the numbers `provisionNumber` got, and giving one back. */
+export interface NumberInventory extends Pick<NumberProvider, 'releaseNumber'> {
+  /** Every number `provisionNumber` got that the provider still holds, with the account it was got for. */
+  listProvisioned(): Promise<ProvisionedForAccount[]>;
 }
 
 export interface OutboundSms {

@@ -1,5 +1,5 @@
 import twilio from 'twilio';
-import type { NumberProvider, SmsSender } from './port';
+import type { NumberInventory, NumberProvider, SmsSender } from './port';
 import { SmsRejectedError } from './port';
 import { deliveryStatusOf } from './status';
 
@@ -79,7 +79,13 @@ export const inboundSmsFallbackUrl = (publicUrl: string, fallbackUrl?: string) =
 const isRefusal = (error: unknown): error is twilio.RestException =>
   error instanceof twilio.RestException && error.status >= 400 && error.status < 500 && error.status !== 429;
 
-export function createTwilioProvider(options: TwilioOptions): NumberProvider & SmsSender {
+/**
+ * The friendly name of a number we bought, before the id of the account it was bought for: how
+ * reconciliation tells our purchases (and their accounts) from numbers bought in Twilio's console.
+ */
+const PROVISIONED_FOR = 'leadline account ';
+
+export function createTwilioProvider(options: TwilioOptions): NumberProvider & NumberInventory & SmsSender {
   const client = twilioClient(options);
   return {
     async provisionNumber(accountId) {
@@ -93,7 +99,7 @@ export function createTwilioProvider(options: TwilioOptions): NumberProvider & S
         smsMethod: 'POST',
         smsFallbackUrl: inboundSmsFallbackUrl(options.publicUrl, options.fallbackUrl),
         smsFallbackMethod: 'POST',
-        friendlyName: `leadline account ${accountId}`,
+        friendlyName: `${PROVISIONED_FOR}${accountId}`,
       });
       return { phoneNumber: bought.phoneNumber, providerId: bought.sid };
     },
@@ -110,6 +116,23 @@ export function createTwilioProvider(options: TwilioOptions): NumberProvider & S
         // Already released (by a retry of this call, say): what was asked for is done.
         if (!(error instanceof twilio.RestException && error.status === 404)) throw error;
       }
+    },
+
+    async listProvisioned() {
+      // Every page (twilio-node follows Twilio's paging until the last one).
+      const owned = await client.incomingPhoneNumbers.list({ pageSize: 1000 });
+      return owned.flatMap((number) =>
+        number.friendlyName.startsWith(PROVISIONED_FOR)
+          ? [
+              {
+                phoneNumber: number.phoneNumber,
+                providerId: number.sid,
+                accountId: number.friendlyName.slice(PROVISIONED_FOR.length),
+                provisionedAt: number.dateCreated,
+              },
+            ]
+          : [],
+      );
     },
 
     async send(message) {

@@ -18,6 +18,10 @@ export interface FakeTwilioNumber {
   /** Where Twilio posts inbound SMS when `smsUrl` failed (after the retries its fragment asks for). */
   smsFallbackUrl: string | undefined;
   smsFallbackMethod: string | undefined;
+  /** As set when it was bought (the number itself when none was given). */
+  friendlyName: string;
+  /** When it was bought; a test may move it back to make the number look old. */
+  dateCreated: Date;
 }
 
 export interface FakeTwilio {
@@ -97,22 +101,32 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
   const base = `/2010-04-01/Accounts/${accountSid}`;
   const expectedAuth = `Basic ${Buffer.from(`${accountSid}:${authToken}`).toString('base64')}`;
 
-  function addNumber(phoneNumber: string, options: Omit<FakeTwilioNumber, 'sid' | 'phoneNumber'>) {
-    const number: FakeTwilioNumber = { sid: `PN${hex(16)}`, phoneNumber, ...options };
+  function addNumber(
+    phoneNumber: string,
+    options: Omit<FakeTwilioNumber, 'sid' | 'phoneNumber' | 'friendlyName' | 'dateCreated'> & {
+      friendlyName?: string;
+    },
+  ) {
+    const number: FakeTwilioNumber = {
+      sid: `PN${hex(16)}`,
+      phoneNumber,
+      ...options,
+      friendlyName: options.friendlyName ?? phoneNumber,
+      dateCreated: new Date(),
+    };
     numbers.push(number);
     return number;
   }
 
   /** An IncomingPhoneNumber resource, as Twilio answers it. */
-  const numberResource = (number: FakeTwilioNumber, friendlyName?: string) => {
-    const now = rfc2822(new Date());
+  const numberResource = (number: FakeTwilioNumber) => {
     return {
       account_sid: accountSid,
       api_version: '2010-04-01',
       capabilities: { voice: true, sms: true, mms: true, fax: false },
-      date_created: now,
-      date_updated: now,
-      friendly_name: friendlyName ?? number.phoneNumber,
+      date_created: rfc2822(number.dateCreated),
+      date_updated: rfc2822(number.dateCreated),
+      friendly_name: number.friendlyName,
       phone_number: number.phoneNumber,
       sid: number.sid,
       sms_fallback_method: number.smsFallbackMethod ?? 'POST',
@@ -205,26 +219,35 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
           smsMethod: form.get('SmsMethod') ?? undefined,
           smsFallbackUrl: form.get('SmsFallbackUrl') ?? undefined,
           smsFallbackMethod: form.get('SmsFallbackMethod') ?? undefined,
+          friendlyName: form.get('FriendlyName') ?? undefined,
         });
-        return json(response, 201, numberResource(number, form.get('FriendlyName') ?? undefined));
+        return json(response, 201, numberResource(number));
       }
       if (request.method === 'GET' && url.pathname === `${base}/IncomingPhoneNumbers.json`) {
-        // Twilio filters on an exact E.164 PhoneNumber; paging as Twilio pages its 2010 API lists.
+        // Twilio filters on an exact E.164 PhoneNumber, and pages its 2010 API lists: `Page` (from 0)
+        // of `PageSize`, with the next page's URI while there is one.
         const wanted = url.searchParams.get('PhoneNumber');
         const pageSize = Number(url.searchParams.get('PageSize') ?? 50);
+        const pageNumber = Number(url.searchParams.get('Page') ?? 0);
         const found = numbers.filter((number) => wanted === null || number.phoneNumber === wanted);
-        const page = found.slice(0, pageSize);
-        const pageUri = `${base}/IncomingPhoneNumbers.json${url.search}`;
+        const start = pageNumber * pageSize;
+        const page = found.slice(start, start + pageSize);
+        const pageUri = (n: number) => {
+          const query = new URLSearchParams(url.searchParams);
+          query.set('Page', String(n));
+          query.set('PageSize', String(pageSize));
+          return `${base}/IncomingPhoneNumbers.json?${query}`;
+        };
         return json(response, 200, {
-          end: Math.max(page.length - 1, 0),
-          first_page_uri: pageUri,
+          end: start + Math.max(page.length - 1, 0),
+          first_page_uri: pageUri(0),
           incoming_phone_numbers: page.map((number) => numberResource(number)),
-          next_page_uri: null,
-          page: 0,
+          next_page_uri: start + pageSize < found.length ? pageUri(pageNumber + 1) : null,
+          page: pageNumber,
           page_size: pageSize,
-          previous_page_uri: null,
-          start: 0,
-          uri: pageUri,
+          previous_page_uri: pageNumber > 0 ? pageUri(pageNumber - 1) : null,
+          start,
+          uri: pageUri(pageNumber),
         });
       }
       const numberPath = url.pathname.match(

@@ -9,6 +9,7 @@ import {
   systemClock,
   webhookKeyRisks,
 } from '@leadline/runtime';
+import { startOrphanNumberSweep } from './accounts/orphan-numbers';
 import { buildApp } from './app';
 import { apiConfigSchema } from './config';
 import { ensurePartnerWithKey } from './partners/partners';
@@ -64,8 +65,23 @@ const app = await buildApp({
   logger: { level: process.env.LOG_LEVEL ?? 'info' },
 });
 await app.listen({ port: config.PORT, host: config.HOST });
+// Numbers bought for accounts whose creation never completed go back to the provider.
+const orphanSweep = startOrphanNumberSweep({
+  db: services.db,
+  numbers,
+  clock: systemClock,
+  onReleased: (orphans) => {
+    for (const orphan of orphans)
+      app.log.warn(
+        { phone_number: orphan.phoneNumber, account_id: orphan.accountId },
+        'released a number bought for an account that was never created',
+      );
+  },
+  onError: (error) => app.log.error({ err: error }, 'the sweep for orphaned numbers failed'),
+});
 
 const shutdown = async () => {
+  orphanSweep.stop();
   await app.close();
   await localPool?.close();
   await services.close();

@@ -18,6 +18,8 @@ import {
   testDocuments,
 } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createLocalNumberPool, createTwilioProvider } from '@leadline/telephony';
+import { releaseOrphanNumbers } from '../src/accounts/orphan-numbers';
 import { reservePhoneNumber } from '../src/accounts/phone-numbers';
 import { buildApp } from '../src/app';
 import { partnerClient, type PartnerClient } from './client';
@@ -254,6 +256,76 @@ describe('one number, one account', () => {
     } finally {
       await db.destroy();
       await env.dispose();
+    }
+  });
+
+  it('gives back, an hour after purchase, a number bought for an account that was never created, and only that', async () => {
+    // The provider as the command API uses it, on the same Twilio account.
+    const provider = createTwilioProvider({
+      accountSid: twilio.accountSid,
+      authToken: twilio.authToken,
+      apiBaseUrl: twilio.baseUrl,
+      publicUrl: system.publicUrl,
+    });
+    const fakeNumberOf = (phoneNumber: string) => twilio.numbers.find((n) => n.phoneNumber === phoneNumber)!;
+    const hoursAgo = (phoneNumber: string, hours: number) =>
+      (fakeNumberOf(phoneNumber).dateCreated = new Date(Date.now() - hours * 3600_000));
+
+    // Bought for accounts whose creation never completed (the process died after the purchase).
+    const orphan = await provider.provisionNumber(newUuid());
+    hoursAgo(orphan.phoneNumber, 2);
+    const justBought = await provider.provisionNumber(newUuid());
+    // An orphan a partner has since supplied to an account of its own.
+    const adopted = await provider.provisionNumber(newUuid());
+    hoursAgo(adopted.phoneNumber, 2);
+    expect(
+      (await acme.post('/accounts', { name: 'Adopter', phone_number: adopted.phoneNumber })).status,
+    ).toBe(201);
+    // Bought for an account that exists and later released it: still ours, for another account.
+    const closed = (await acme.post('/accounts', { name: 'Closed' })).body;
+    hoursAgo(closed.phone_number, 2);
+    await acme.delete(`/accounts/${closed.id}`);
+    expect((await acme.post(`/accounts/${closed.id}/phone-number/release`)).status).toBe(200);
+    // An account's number, and one bought in Twilio's console.
+    const live = (await acme.post('/accounts', { name: 'Live' })).body;
+    hoursAgo(live.phone_number, 2);
+    const boughtInConsole = ourNumber();
+    hoursAgo(boughtInConsole, 2);
+
+    const sweep = () =>
+      releaseOrphanNumbers({ db: system.services.db, numbers: provider, clock: systemClock });
+    const released = await sweep();
+    expect(released.map((number) => number.phoneNumber)).toEqual([orphan.phoneNumber]);
+    expect(twilio.releasedNumbers.map((number) => number.phoneNumber)).toContain(orphan.phoneNumber);
+    const held = twilio.numbers.map((number) => number.phoneNumber);
+    for (const kept of [
+      justBought.phoneNumber,
+      adopted.phoneNumber,
+      closed.phone_number,
+      live.phone_number,
+      boughtInConsole,
+    ])
+      expect(held).toContain(kept);
+    // A second sweep, or one running beside it, finds nothing more to give back.
+    expect(await sweep()).toEqual([]);
+  });
+
+  it('sweeps the local number pool the same way', async () => {
+    const pool = createLocalNumberPool(system.env.config.DATABASE_URL);
+    try {
+      const accountId = newUuid();
+      const number = await pool.provisionNumber(accountId);
+      expect((await pool.listProvisioned()).find((n) => n.phoneNumber === number.phoneNumber)).toMatchObject({
+        accountId,
+        providerId: number.providerId,
+      });
+      // Two hours on, nobody has created the account.
+      const later = { now: () => new Date(Date.now() + 2 * 3600_000) };
+      const released = await releaseOrphanNumbers({ db: system.services.db, numbers: pool, clock: later });
+      expect(released.map((n) => n.phoneNumber)).toContain(number.phoneNumber);
+      expect((await pool.listProvisioned()).map((n) => n.phoneNumber)).not.toContain(number.phoneNumber);
+    } finally {
+      await pool.close();
     }
   });
 });

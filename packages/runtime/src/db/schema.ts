@@ -258,7 +258,7 @@ export interface OperationalTables {
     last_used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   };
   sequencer_leases: { enrollment_id: string; step_order: number; lease_until: Timestamp };
-  local_phone_numbers: { phone_number: string; account_id: string; allocated_at: Generated<Timestamp> };
+  local_phone_numbers: { phone_number: string; account_id: string; allocated_at: Generated<Date> };
   rate_limit_counters: { key: string; window_started_at: Timestamp; count: number };
   /** Idempotency-Key answers of the partner API (see the 0011_idempotency_keys migration). */
   idempotency_keys: {
