@@ -1,6 +1,6 @@
 import {
   aiPaused,
-  conversationState,
+  conversationStates,
   composeSystemPrompt,
   DEFAULT_SENDING_WINDOW,
   keywordOf,
@@ -19,7 +19,7 @@ import {
   type Database,
   type DocumentStore,
   type EventToAppend,
-  isOptedOut,
+  optedOutPhones,
   type NewId,
   type PositionedEvent,
   watchQueue,
@@ -222,36 +222,34 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
       .where('id', '=', accountId)
       .executeTakeFirst();
 
-  async function loadState(
-    reader: Kysely<Database>,
-    turn: TurnRow,
-    keys: string[],
-    knownAccount?: Awaited<ReturnType<typeof loadAccount>>,
+  /** One turn to load the state of: its keys, and whether its decision needs the checklist. */
+  interface StateRequest {
+    turn: TurnRow;
+    keys: string[];
     /** The checklist matters only to a proposal that collects something (not to skips and sends). */
-    withChecklist = true,
-  ): Promise<{ state: AiTurnState; account: { id: string; company_name: string } } | undefined> {
-    const account = knownAccount ?? (await loadAccount(reader, turn.account_id));
-    if (!account) return undefined;
+    withChecklist: boolean;
+  }
+
+  /**
+   * The state each turn of one account is decided against, in the order asked. Every query covers all
+   * the turns' numbers at once (as the sequencer loads its steps), so a command recording many turns
+   * reads about as much as one recording one.
+   */
+  async function loadStates(
+    reader: Kysely<Database>,
+    account: NonNullable<Awaited<ReturnType<typeof loadAccount>>>,
+    requests: readonly StateRequest[],
+  ): Promise<AiTurnState[]> {
     const now = clock.now();
     const window = account.sending_window ?? DEFAULT_SENDING_WINDOW;
-    const step = turn.step;
-    const [sent, enrollment] = step
-      ? await Promise.all([
-          proactiveSends(reader, account.id, window, [turn.phone], now).then((sends) =>
-            sends.get(turn.phone),
-          ),
-          reader
-            .selectFrom('sequence_enrollments')
-            .select(['status', 'current_step'])
-            .where('id', '=', step.enrollment_id)
-            .where('account_id', '=', account.id)
-            .executeTakeFirst(),
-        ])
-      : [undefined, undefined];
-    const [conversation, optOutPending, handled, today, requirements] = await Promise.all([
-      conversationState(reader, account, turn.phone),
+    const phones = [...new Set(requests.map(({ turn }) => turn.phone))];
+    const stepPhones = [...new Set(requests.flatMap(({ turn }) => (turn.step ? [turn.phone] : [])))];
+    const enrollmentIds = requests.flatMap(({ turn }) => (turn.step ? [turn.step.enrollment_id] : []));
+    const keys = requests.flatMap((request) => request.keys);
+    const [conversations, optedOut, handled, today, requirements, sent, enrollments] = await Promise.all([
+      conversationStates(reader, account, phones),
       // A STOP answered to Twilio whose decision is still queued silences the AI as a projected one does.
-      isOptedOut(reader, account.id, turn.phone),
+      optedOutPhones(reader, account.id, phones),
       keys.length === 0
         ? Promise.resolve([])
         : reader
@@ -262,14 +260,15 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
             .execute(),
       reader
         .selectFrom('messages')
-        .select((eb) => eb.fn.countAll<string>().as('count'))
+        .select((eb) => ['phone', eb.fn.countAll<string>().as('count')])
         .where('account_id', '=', account.id)
-        .where('phone', '=', turn.phone)
+        .where('phone', 'in', phones)
         .where('direction', '=', 'outbound')
         .where('source', '=', 'ai')
         .where('sent_at', '>', new Date(now.getTime() - 24 * 3600_000))
-        .executeTakeFirstOrThrow(),
-      withChecklist
+        .groupBy('phone')
+        .execute(),
+      requests.some((request) => request.withChecklist)
         ? reader
             .selectFrom('requirements')
             .select(['id', 'name', 'type', 'required'])
@@ -278,31 +277,54 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
             .orderBy('id')
             .execute()
         : Promise.resolve([]),
+      stepPhones.length === 0
+        ? Promise.resolve(new Map<string, Date[]>())
+        : proactiveSends(reader, account.id, window, stepPhones, now),
+      enrollmentIds.length === 0
+        ? Promise.resolve([])
+        : reader
+            .selectFrom('sequence_enrollments')
+            .select(['id', 'status', 'current_step'])
+            .where('id', 'in', enrollmentIds)
+            .where('account_id', '=', account.id)
+            .execute(),
     ]);
+    const checklistLeads = requests.flatMap(({ turn, withChecklist }) => {
+      const lead = conversations.get(turn.phone)?.lead;
+      return withChecklist && lead ? [lead.lead_id] : [];
+    });
     const collected =
-      withChecklist && conversation.lead
-        ? await reader
+      checklistLeads.length === 0
+        ? []
+        : await reader
             .selectFrom('lead_checklist_items')
-            .select('requirement_id')
-            .where('lead_id', '=', conversation.lead.lead_id)
-            .execute()
-        : [];
-    return {
-      account,
-      state: {
+            .select(['lead_id', 'requirement_id'])
+            .where('lead_id', 'in', checklistLeads)
+            .execute();
+    const handledKeys = new Set(handled.map((row) => row.turn_key));
+    const todayOf = new Map(today.map((row) => [row.phone, Number(row.count)]));
+    const enrollmentOf = new Map(enrollments.map((row) => [row.id, row]));
+    return requests.map(({ turn, keys: turnKeys, withChecklist }) => {
+      const conversation = conversations.get(turn.phone)!;
+      const leadId = conversation.lead?.lead_id;
+      const step = turn.step;
+      const enrollment = step && enrollmentOf.get(step.enrollment_id);
+      return {
         ...conversation,
-        optOutPending,
-        handled: handled.length > 0,
+        optOutPending: optedOut.has(turn.phone),
+        handled: turnKeys.some((key) => handledKeys.has(key)),
         aiPaused: aiPaused(conversation.conversation, now),
-        aiMessagesToday: Number(today.count),
-        requirements,
-        collected: new Set(collected.map((row) => row.requirement_id)),
-        stepHold: step ? stepHold(now, turn.phone, window, sent) : null,
+        aiMessagesToday: todayOf.get(turn.phone) ?? 0,
+        requirements: withChecklist ? requirements : [],
+        collected: new Set(
+          collected.filter((row) => row.lead_id === leadId).map((row) => row.requirement_id),
+        ),
+        stepHold: step ? stepHold(now, turn.phone, window, sent.get(turn.phone)) : null,
         stepEnrollmentActive: step
           ? enrollment?.status === 'active' && enrollment.current_step === step.step_order
           : null,
-      },
-    };
+      };
+    });
   }
 
   async function buildInput(
@@ -403,15 +425,22 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
       readYourWrites: false,
       decide: async (trx) => {
         const account = await loadAccount(trx, accountId);
+        // The account is gone: nothing to decide, nothing to retry.
+        if (!account)
+          return { events: [], result: recordings.map(() => ({ recorded: true, heldUntil: null })) };
+        const states = await loadStates(
+          trx,
+          account,
+          recordings.map(({ turn, keys, proposal }) => ({
+            turn,
+            keys,
+            withChecklist: (proposal?.collected.length ?? 0) > 0,
+          })),
+        );
         const events: EventToAppend[] = [];
         const results: Recorded[] = [];
-        for (const { turn, messageIds, keys, proposal, unavailable } of recordings) {
-          const withChecklist = (proposal?.collected.length ?? 0) > 0;
-          const loaded = account && (await loadState(trx, turn, keys, account, withChecklist));
-          if (!loaded) {
-            results.push({ recorded: true, heldUntil: null });
-            continue;
-          }
+        for (const [index, { turn, messageIds, proposal, unavailable }] of recordings.entries()) {
+          const state = states[index]!;
           const aiTurn: AiTurn = {
             phone: turn.phone,
             message_ids: messageIds,
@@ -422,12 +451,12 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
             responder: deps.responder.name,
             maxMessagesPerDay: deps.maxMessagesPerLeadPerDay,
           };
-          const decided = decideAiTurn(aiTurn, loaded.state, clock.now());
+          const decided = decideAiTurn(aiTurn, state, clock.now());
           const held = decided.find((event) => event.type === 'sequence.step_held');
           const ids = { correlationId: turn.correlation_id ?? turn.id, causationId: turn.causation_id };
           events.push(...decided.map((event) => ({ ...event, ...ids })));
           results.push({
-            recorded: decided.length > 0 || loaded.state.handled,
+            recorded: decided.length > 0 || state.handled,
             heldUntil: held?.type === 'sequence.step_held' ? new Date(held.data.next_step_at) : null,
           });
         }
@@ -525,13 +554,15 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
       : undefined;
     // Settled here if the turn stops at the pre-check; awaited (and its error handled) below otherwise.
     early?.catch(() => undefined);
-    const loaded = await timeStage('ai_load_state', () => loadState(db, turn, keys, account, false));
-    if (!loaded || loaded.state.handled) return finish(turn, messageIds);
+    const state = (
+      await timeStage('ai_load_state', () => loadStates(db, account, [{ turn, keys, withChecklist: false }]))
+    )[0]!;
+    if (state.handled) return finish(turn, messageIds);
     const checked = {
       sequence_step: turn.step && { ...turn.step, phone: turn.phone },
       maxMessagesPerDay: deps.maxMessagesPerLeadPerDay,
     };
-    if (awaitsOptOutDecision(checked, loaded.state)) {
+    if (awaitsOptOutDecision(checked, state)) {
       await db
         .updateTable('ai_pending_turns')
         .set({ due_at: new Date(clock.now().getTime() + OPT_OUT_DECISION_POLL_MS), lease_until: null })
@@ -542,7 +573,7 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
     let proposal: TurnProposal | null = null;
     let unavailable = false;
     // A step held by the sending window is not written until it opens.
-    if (!skipReason(checked, loaded.state) && !loaded.state.stepHold) {
+    if (!skipReason(checked, state) && !state.stepHold) {
       try {
         const input = await (early ?? timeStage('ai_build_input', () => buildInput(turn, account, messages)));
         proposal = await timeStage('ai_model', () => callResponder(input));

@@ -10,7 +10,7 @@ export {
   type ConversationState,
   type SendMessage,
 } from './conversations/decide';
-export { conversationState } from './conversations/queries';
+export { conversationState, conversationStates } from './conversations/queries';
 
 /** The sequence deciders: the sequencer decides each due step with them, under the account's lock. */
 export {
