@@ -165,6 +165,72 @@ describe('the model through Chat Completions with tools', () => {
     expect(victim).toEqual([]);
   });
 
+  it("counts each lead's own checklist when one account's turns are decided together", async () => {
+    const { system, partner } = world;
+    const account = await newAccount(partner, [
+      { name: 'Email', type: 'email' },
+      { name: 'Employer', type: 'text' },
+    ]);
+    const requirements = (await partner.get(`/accounts/${account.id}/requirements`)).body.requirements as {
+      id: string;
+      name: string;
+    }[];
+    const email = requirements.find((requirement) => requirement.name === 'Email')!;
+    // Four leads: the first two gave their email already, the others nothing.
+    const phones = ['+15125550311', '+15125550312', '+15125550313', '+15125550314'];
+    for (const phone of phones) await partner.post(`/accounts/${account.id}/leads`, { phone });
+    const leadIds = (
+      await system.services.db
+        .selectFrom('leads')
+        .select('id')
+        .where('account_id', '=', account.id)
+        .where('phone', 'in', phones.slice(0, 2))
+        .execute()
+    ).map((row) => row.id);
+    await system.services.db
+      .insertInto('lead_checklist_items')
+      .values(
+        leadIds.map((leadId) => ({
+          lead_id: leadId,
+          requirement_id: email.id,
+          account_id: account.id,
+          value: 'lead@example.com',
+          file_url: null,
+          collected_at: new Date(),
+          document_id: null,
+          content_type: null,
+        })),
+      )
+      .execute();
+    fake.respondWith((request) => {
+      if (request.messages.at(-1)!.role === 'tool') return { text: 'Thanks, noted.' };
+      return {
+        toolCalls: [
+          { name: 'record_checklist_value', arguments: { requirement: 'Employer', value: 'Acme' } },
+        ],
+      };
+    });
+    // All four at once: their turns fall due together, and most share a record command.
+    await Promise.all(phones.map((phone) => inbound(system, account.number, phone, 'I work at Acme')));
+    for (const phone of phones) await aiMessages(partner, account.id, phone, 1);
+
+    const events = (await accountEvents(system.services)).filter((event) => event.account_id === account.id);
+    const outcome = phones.map((phone) => ({
+      completed_items: events.flatMap((event) =>
+        event.type === 'checklist.item_collected' && event.data.phone === phone
+          ? [event.data.completed_items]
+          : [],
+      ),
+      completed: events.some((event) => event.type === 'checklist.completed' && event.data.phone === phone),
+    }));
+    expect(outcome).toEqual([
+      { completed_items: [2], completed: true },
+      { completed_items: [2], completed: true },
+      { completed_items: [1], completed: false },
+      { completed_items: [1], completed: false },
+    ]);
+  });
+
   it('retries a model that times out, then hands off with ai_unavailable when it keeps failing', async () => {
     const { system, partner } = world;
     const account = await newAccount(partner);
