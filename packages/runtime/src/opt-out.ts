@@ -53,3 +53,24 @@ export async function optedOutPhones(
   ]);
   return new Set([...guarded, ...projected].map((row) => row.phone));
 }
+
+/**
+ * Of `phones`, those with an opt-out answered to Twilio whose decision is still queued (a guard row),
+ * in one query. For a caller that has the conversations loaded already: with `conversations.opted_out`
+ * this is what `optedOutPhones` answers, without reading the conversations a second time.
+ */
+export async function pendingOptOutPhones(
+  db: Kysely<Database> | Transaction<Database>,
+  accountId: string,
+  phones: readonly string[],
+): Promise<Set<string>> {
+  const wanted = [...new Set(phones)];
+  if (wanted.length === 0) return new Set();
+  const guarded = await db
+    .selectFrom('opt_out_guards')
+    .select('phone')
+    .where('account_id', '=', accountId)
+    .where('phone', 'in', wanted)
+    .execute();
+  return new Set(guarded.map((row) => row.phone));
+}

@@ -398,6 +398,26 @@ describe('opt-out, opt-in and HELP', () => {
     },
   );
 
+  it('refuses a manual message to a number whose STOP was answered but is not decided yet (409), writing nothing', async () => {
+    const phone = '+15125550419';
+    await acme.post(`/accounts/${account.id}/leads`, { phone });
+    // The STOP was answered to Twilio (the guard is written then); its decision is still queued.
+    await system.services.db
+      .insertInto('opt_out_guards')
+      .values({ account_id: account.id, phone, message_sid: nextSid(), created_at: clock.now() })
+      .execute();
+    try {
+      const before = await logSize(system.services);
+      const manual = await acme.post(`/accounts/${account.id}/conversations/${phone}/messages`, {
+        body: 'Hi?',
+      });
+      expect(manual).toMatchObject({ status: 409, body: { code: 'lead_opted_out' } });
+      expect(await logSize(system.services)).toBe(before);
+    } finally {
+      await system.services.db.deleteFrom('opt_out_guards').where('phone', '=', phone).execute();
+    }
+  });
+
   it('treats a sentence containing STOP as an ordinary reply', async () => {
     await inboundSms(account.number, '+15125550420', 'please stop texting me at work');
     expect((await acme.get(`/accounts/${account.id}/leads/+15125550420`)).body.opted_out).toBe(false);

@@ -1,4 +1,4 @@
-import { isOptedOut, optedOutPhones, type Database } from '@leadline/runtime';
+import { optedOutPhones, pendingOptOutPhones, type Database } from '@leadline/runtime';
 import type { Kysely, Selectable } from 'kysely';
 import type { z } from 'zod';
 import type { AccountRow } from '../accounts/account-stream';
@@ -126,7 +126,7 @@ export async function enrollState(
     findSequenceRow(db, account.id, sequenceId),
     conversationState(db, account, phone),
     // A STOP answered to Twilio but not yet decided refuses the enrollment as a projected one does.
-    isOptedOut(db, account.id, phone),
+    pendingOptOutPhones(db, account.id, [phone]).then((pending) => pending.has(phone)),
   ]);
   const enrollment = conversation.lead
     ? await db
@@ -181,7 +181,7 @@ export async function stepState(
       .executeTakeFirst(),
     conversationState(db, account, row.phone),
     // As in `accountStepStates`: whatever decides on this state sees a queued opt-out as a projected one.
-    isOptedOut(db, account.id, row.phone),
+    pendingOptOutPhones(db, account.id, [row.phone]).then((pending) => pending.has(row.phone)),
   ]);
   const withSteps = withWindow(account);
   const sent = await proactiveSends(db, account.id, withSteps.sending_window, [row.phone], now);
@@ -316,7 +316,7 @@ export async function accountStepStates(
   const sequenceIds = [...new Set(rows.map((row) => row.sequence_id))];
   const phones = [...new Set(rows.map((row) => row.phone))];
   const withSteps = withWindow(account);
-  const [sequences, versions, conversations, leads, sent, optedOut] = await Promise.all([
+  const [sequences, versions, conversations, leads, sent, pendingOptOuts] = await Promise.all([
     db.selectFrom('sequences').select(['id', 'is_active']).where('id', 'in', sequenceIds).execute(),
     db.selectFrom('sequence_step_versions').selectAll().where('sequence_id', 'in', sequenceIds).execute(),
     db
@@ -333,7 +333,7 @@ export async function accountStepStates(
       .execute(),
     proactiveSends(db, accountId, withSteps.sending_window, phones, now),
     // An opt-out answered to Twilio whose decision is still queued holds the step as a projected one does.
-    optedOutPhones(db, accountId, phones),
+    pendingOptOutPhones(db, accountId, phones),
   ]);
   const sequenceById = new Map(sequences.map((row) => [row.id, row]));
   const stepsOf = new Map(versions.map((row) => [`${row.sequence_id}/${row.version}`, row.steps]));
@@ -350,7 +350,7 @@ export async function accountStepStates(
       lead: lead && toLead(lead),
       conversation: conversation && { ...conversation, started: conversation.started_at !== null },
       sent: sent.get(row.phone) ?? [],
-      optOutPending: optedOut.has(row.phone),
+      optOutPending: pendingOptOuts.has(row.phone),
     });
   }
   return states;
