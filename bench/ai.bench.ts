@@ -47,7 +47,6 @@ export async function benchAi(): Promise<string> {
     maxMessagesPerLeadPerDay: 1_000,
     modelTimeoutMs: 10_000,
     unavailableAfterMs: 60_000,
-    pollIntervalMs: 10,
     concurrency: 32,
   });
 

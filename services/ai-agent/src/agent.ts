@@ -22,6 +22,7 @@ import {
   pendingOptOutPhones,
   type NewId,
   type PositionedEvent,
+  type ProjectionProgress,
   watchQueue,
 } from '@leadline/runtime';
 import type { Kafka } from 'kafkajs';
@@ -39,6 +40,8 @@ export interface AgentDeps {
   codec: EventCodec;
   topics: TopicNames;
   commands: CommandBus;
+  /** The projector's progress, to wait for a burst to be in the read models before the pre-check. */
+  progress: ProjectionProgress;
   clock: Clock;
   newId: NewId;
   groupId: string;
@@ -80,7 +83,6 @@ const MAX_INTAKE_AGE_MS = 24 * 3600_000;
 const LEASE_MS = 5 * 60_000;
 const HISTORY_MESSAGES = 30;
 const PROJECTED_WAIT_MS = 2_000;
-const PROJECTED_POLL_MS = 10;
 /** How often a sequence step waiting for an answered STOP's decision looks again. */
 const OPT_OUT_DECISION_POLL_MS = 1_000;
 
@@ -110,11 +112,23 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
   const wake = () => {
     for (const sleeper of sleepers) sleeper();
   };
+  /**
+   * Counts what can make a turn due (the log bringing messages, a turn left with a newer burst, the
+   * poll). A claim that finds fewer due turns than it asked for notes the count it started at: until it
+   * moves, a free slot waits instead of asking the queue again for nothing.
+   */
+  let queueChanges = 0;
+  let drainedAt = -1;
+  const turnsQueued = () => {
+    queueChanges++;
+    wake();
+  };
 
   /** What `intake` takes in; the consumer passes over batches holding none of these. */
   const intakeTypes: ReadonlySet<EventType> = new Set(['message.received', 'sequence.ai_step_requested']);
 
-  async function intake(trx: Trx, event: DomainEvent) {
+  async function intake(trx: Trx, partition: number, record: PositionedEvent & { event: DomainEvent }) {
+    const { event } = record;
     if (event.type === 'message.received') {
       const { data } = event;
       if (keywordOf(data.body)) return;
@@ -131,6 +145,8 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
           body: data.body,
           media: JSON.stringify(data.media),
           received_at: event.occurred_at,
+          log_partition: partition,
+          log_next_offset: BigInt(record.offset) + 1n,
         })
         .onConflict((oc) => oc.doNothing())
         .execute();
@@ -186,10 +202,11 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
     if (!last) return;
     await db.transaction().execute(async (trx) => {
       const fresh = await freshRecords(trx, 'ai_agent_checkpoints', topic, partition, records, clock.now());
-      for (const record of fresh) if (record.event) await intake(trx, record.event);
+      for (const record of fresh)
+        if (record.event) await intake(trx, partition, { ...record, event: record.event });
       await advanceCheckpoint(trx, 'ai_agent_checkpoints', topic, partition, last.offset, clock.now());
     });
-    wake();
+    turnsQueued();
   }
 
   async function claim(limit: number): Promise<TurnRow[]> {
@@ -480,6 +497,7 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
   });
 
   async function finish(turn: TurnRow, messageIds: string[]) {
+    let nextBurstQueued = false;
     await db.transaction().execute(async (trx) => {
       if (messageIds.length > 0)
         await trx.deleteFrom('ai_pending_messages').where('message_id', 'in', messageIds).execute();
@@ -498,28 +516,30 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
           .set({ lease_until: null, attempts: 0, first_failure_at: null })
           .where('id', '=', turn.id)
           .execute();
+        nextBurstQueued = true;
       }
     });
+    if (nextBurstQueued) turnsQueued();
   }
 
   /**
    * The pre-check reads read models that may not have caught up with the burst yet: it would read "no
    * such lead" for a new number and the model would not be asked, costing the turn a command under the
    * account's lock only to find the read models behind, and then a second one. So it first waits until
-   * the burst's latest message is projected (briefly, and bounded: past the bound the command decides).
+   * the projector announces it has passed the burst's last message on the log (briefly, and bounded:
+   * past the bound the command decides). Messages queued without their place on the log are not waited for.
    */
-  async function burstProjected(accountId: string, latestMessageId: string) {
-    const deadline = Date.now() + PROJECTED_WAIT_MS;
-    for (;;) {
-      const row = await db
-        .selectFrom('messages')
-        .select('id')
-        .where('account_id', '=', accountId)
-        .where('id', '=', latestMessageId)
-        .executeTakeFirst();
-      if (row || Date.now() >= deadline || stopped) return;
-      await new Promise((resolve) => setTimeout(resolve, PROJECTED_POLL_MS));
+  async function burstProjected(messages: Selectable<Database['ai_pending_messages']>[]) {
+    let partition: number | undefined;
+    let nextOffset = 0n;
+    for (const message of messages) {
+      if (message.log_partition === null || message.log_next_offset === null) continue;
+      partition = message.log_partition;
+      const after = BigInt(message.log_next_offset);
+      if (after > nextOffset) nextOffset = after;
     }
+    if (partition === undefined) return;
+    await deps.progress.waitFor(deps.topics.account, partition, nextOffset, PROJECTED_WAIT_MS);
   }
 
   async function process(turn: TurnRow) {
@@ -543,8 +563,7 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
     });
     if (turn.kind === 'inbound' && messages.length === 0) return finish(turn, []);
 
-    const latest = messageIds.at(-1);
-    if (latest) await burstProjected(turn.account_id, latest);
+    await burstProjected(messages);
     const account = await loadAccount(db, turn.account_id);
     if (!account) return finish(turn, messageIds);
     // The model's input is read beside the pre-check (both only read), so a turn that goes ahead does not
@@ -645,18 +664,22 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
   });
 
   // One claimer keeps up to `concurrency` turns in flight, each processed on its own, so a slow turn (a
-  // model call, a busy account's lock) never holds up the others; it claims again as soon as a turn
-  // ends or the log brings new ones, and otherwise polls. (One claim for all the free slots, rather
-  // than a poll per idle worker: idle workers polling the queue were load on the database.)
+  // model call, a busy account's lock) never holds up the others; it claims again when a slot is free
+  // and the queue may hold due turns (the last claim filled every slot, or something was queued since
+  // the last one came back short), and otherwise polls. (One claim for all the free slots, rather than
+  // a poll per idle worker: idle workers polling the queue were load on the database.)
   const concurrency = deps.concurrency ?? 8;
   let inFlight = 0;
   const loop = (async () => {
     while (!stopped) {
       let claimed = 0;
-      if (inFlight < concurrency) {
+      if (inFlight < concurrency && drainedAt !== queueChanges) {
         try {
-          const turns = await claim(concurrency - inFlight);
+          const asOf = queueChanges;
+          const wanted = concurrency - inFlight;
+          const turns = await claim(wanted);
           claimed = turns.length;
+          if (claimed < wanted) drainedAt = asOf;
           for (const turn of turns) {
             inFlight++;
             void process(turn)
@@ -670,15 +693,19 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
           onError(error);
         }
       }
-      // Full, or nothing due: wait for a slot, the log, or the poll.
-      if (claimed > 0 && inFlight < concurrency) continue;
+      // More may be due: claim again. Full, or nothing due: wait for a slot, the log, or the poll.
+      if (claimed > 0 && inFlight < concurrency && drainedAt !== queueChanges) continue;
       await new Promise<void>((resolve) => {
         const done = () => {
           clearTimeout(timer);
           sleepers.delete(done);
           resolve();
         };
-        const timer = setTimeout(done, deps.pollIntervalMs ?? 250);
+        const timer = setTimeout(() => {
+          // Time makes delayed turns due, and other agents' intake is seen only by polling.
+          queueChanges++;
+          done();
+        }, deps.pollIntervalMs ?? 250);
         sleepers.add(done);
       });
     }

@@ -370,6 +370,9 @@ export interface OperationalTables {
     body: string;
     media: Json<{ url: string; content_type: string | null }[]>;
     received_at: Timestamp;
+    /** The message's place on the account topic: its partition and the offset just after it. */
+    log_partition: number | null;
+    log_next_offset: Int64 | null;
   };
   documents: {
     id: string;

@@ -456,4 +456,16 @@ export const operationalMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0012_ai_pending_message_positions': {
+    async up(db: Kysely<unknown>) {
+      await sql`
+        -- Where each queued inbound message is on the log (its partition, and the offset just after
+        -- it), so the agent waits for the projector to pass it from the projector's own
+        -- notifications instead of polling the read models. Null for rows queued before this column.
+        alter table ai_pending_messages
+          add column log_partition integer,
+          add column log_next_offset bigint;
+      `.execute(db);
+    },
+  },
 };
