@@ -499,6 +499,10 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
   async function finish(turn: TurnRow, messageIds: string[]) {
     let nextBurstQueued = false;
     await db.transaction().execute(async (trx) => {
+      // The turn's row first: a message queued meanwhile (its intake upserts this row) is then either
+      // committed and seen below, or queued after this transaction, under a new row. Without the lock,
+      // a turn deleted after the intake's upsert left that message with no turn to answer it.
+      await trx.selectFrom('ai_pending_turns').select('id').where('id', '=', turn.id).forUpdate().execute();
       if (messageIds.length > 0)
         await trx.deleteFrom('ai_pending_messages').where('message_id', 'in', messageIds).execute();
       const remaining = await trx

@@ -1,8 +1,9 @@
 import { eventually } from '@leadline/test-kit';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { offlineResponder } from '../src/offline';
 import type { Responder } from '../src/turn';
-import { aiMessages, inbound, newAccount, startAgentSystem, type AgentSystem } from './harness';
+import { aiMessages, handled, inbound, newAccount, startAgentSystem, type AgentSystem } from './harness';
 
 /**
  * The claimer asks the queue for work only when something can have made a turn due. These tests run
@@ -11,21 +12,27 @@ import { aiMessages, inbound, newAccount, startAgentSystem, type AgentSystem } f
  */
 const NEVER_POLLS_MS = 600_000;
 
-// The first answer to the held number waits until the test lets it go, so a second message can arrive
-// while the first one is being answered.
-const HELD_PHONE = '+15125550402';
-let releaseHeld: () => void = () => undefined;
-const heldReleased = new Promise<void>((resolve) => (releaseHeld = resolve));
-let heldCalls = 0;
-let heldStarted: () => void = () => undefined;
-const heldInFlight = new Promise<void>((resolve) => (heldStarted = resolve));
+/** A gate per message body: the model's answer to a burst starting with it waits until it opens. */
+function gate() {
+  let open: () => void = () => undefined;
+  let reached: () => void = () => undefined;
+  return {
+    calls: 0,
+    opened: new Promise<void>((resolve) => (open = resolve)),
+    reached: new Promise<void>((resolve) => (reached = resolve)),
+    open: () => open(),
+    reach: () => reached(),
+  };
+}
+const gates = new Map<string, ReturnType<typeof gate>>();
 const holdingResponder: Responder = {
   name: offlineResponder.name,
   async respond(input, signal) {
-    if (input.history.every((message) => message.body !== 'first') && input.burst[0]?.body === 'first') {
-      heldCalls++;
-      heldStarted();
-      await heldReleased;
+    const held = gates.get(input.burst[0]?.body ?? '');
+    if (held) {
+      held.calls++;
+      held.reach();
+      await held.opened;
     }
     return offlineResponder.respond(input, signal);
   },
@@ -55,7 +62,7 @@ describe('claiming turns', () => {
     const phone = '+15125550401';
     await inbound(system, account.number, phone, 'Hello');
     const [reply] = await aiMessages(partner, account.id, phone, 1);
-    expect(reply!.body).toContain('Email');
+    expect(reply!.body).toBe('Could you send me your Email?');
     await inbound(system, account.number, phone, 'my email is lee@example.com');
     const replies = await aiMessages(partner, account.id, phone, 2);
     expect(replies[1]!.body).toBe('Thank you! We have everything we need. Sunrise will be in touch soon.');
@@ -64,18 +71,80 @@ describe('claiming turns', () => {
   it('answers a message that arrived while the previous one was being answered, as the next burst', async () => {
     const { system, partner } = world;
     const account = await newAccount(partner, [{ name: 'Email', type: 'email' }]);
-    await inbound(system, account.number, HELD_PHONE, 'first');
-    await heldInFlight;
+    const phone = '+15125550402';
+    const first = gate();
+    gates.set('first', first);
+    await inbound(system, account.number, phone, 'first');
+    await first.reached;
     // The turn is claimed and its model call under way: the new message joins the queue behind it.
-    await inbound(system, account.number, HELD_PHONE, 'my email is sam@example.com');
-    await eventually(async () => ((await pendingCount(HELD_PHONE)) === 2 ? true : undefined));
-    releaseHeld();
+    await inbound(system, account.number, phone, 'my email is sam@example.com');
+    await eventually(async () => ((await pendingCount(phone)) === 2 ? true : undefined));
+    first.open();
 
-    const replies = await aiMessages(partner, account.id, HELD_PHONE, 2);
-    expect(heldCalls).toBe(1);
+    const replies = await aiMessages(partner, account.id, phone, 2);
+    expect(first.calls).toBe(1);
     expect(replies.map((reply) => reply.body)).toEqual([
       'Could you send me your Email?',
       'Thank you! We have everything we need. Sunrise will be in touch soon.',
     ]);
+  });
+
+  it('keeps a message queued while the previous answer is being finished, and answers it', async () => {
+    const { system, partner } = world;
+    const { db } = system.services;
+    const account = await newAccount(partner);
+    const phone = '+15125550403';
+    const turnId = `inbound:${account.id}:${phone}`;
+    const answered = gate();
+    gates.set('answered first', answered);
+    await inbound(system, account.number, phone, 'answered first');
+    await answered.reached;
+
+    // The intake of a message that arrives just as the first answer is recorded: its message row and
+    // its upsert of the conversation's turn, held open until the agent is finishing the first turn.
+    const queuedId = 'queued-while-finishing';
+    let commitIntake: () => void = () => undefined;
+    const intakeHeld = new Promise<void>((resolve) => (commitIntake = resolve));
+    const intake = db.transaction().execute(async (trx) => {
+      await trx
+        .insertInto('ai_pending_messages')
+        .values({
+          message_id: queuedId,
+          turn_id: turnId,
+          account_id: account.id,
+          phone,
+          body: 'one more thing',
+          media: JSON.stringify([]),
+          received_at: new Date(),
+          log_partition: null,
+          log_next_offset: null,
+        })
+        .execute();
+      await trx
+        .updateTable('ai_pending_turns')
+        .set({ due_at: new Date() })
+        .where('id', '=', turnId)
+        .execute();
+      await intakeHeld;
+    });
+    answered.open();
+    // The agent's finishing transaction waits for the intake's lock on the turn.
+    await eventually(async () => {
+      const { rows } = await sql<{ waiting: number }>`
+        select count(*)::int as waiting from pg_stat_activity
+        where wait_event_type = 'Lock' and query ilike '%ai_pending_turns%'
+          and pid <> pg_backend_pid()`.execute(db);
+      return rows[0]!.waiting > 0 ? true : undefined;
+    });
+    commitIntake();
+    await intake;
+
+    // The queued message is answered as a burst of its own: it was neither lost with the first turn
+    // nor left without a turn.
+    await handled(system, account.id, [queuedId]);
+    expect(await pendingCount(phone)).toBe(0);
+    expect(await db.selectFrom('ai_pending_turns').select('id').where('id', '=', turnId).execute()).toEqual(
+      [],
+    );
   });
 });
