@@ -17,6 +17,20 @@ const ROUNDS = 4;
 /** Messages sent at a steady rate in the open-loop run. */
 const STEADY_MESSAGES = 200;
 
+/** Each stage's total seconds and calls so far (the command's stages, and the agent's own steps). */
+async function stageTotals(): Promise<Map<string, { seconds: number; calls: number }>> {
+  const totals = new Map<string, { seconds: number; calls: number }>();
+  for (const value of (await commandStageSeconds.get()).values) {
+    const stage = String(value.labels.stage);
+    const total = totals.get(stage) ?? { seconds: 0, calls: 0 };
+    if (value.metricName?.endsWith('_sum')) total.seconds = value.value;
+    else if (value.metricName?.endsWith('_count')) total.calls = value.value;
+    else continue;
+    totals.set(stage, total);
+  }
+  return totals;
+}
+
 /**
  * Inbound SMS to the AI's reply on the log, across 50 conversations, with the fake model answering at
  * once and AI_REPLY_DELAY_SECONDS=0; beside the same model call made directly with the SDK in the same
@@ -119,6 +133,7 @@ export async function benchAi(): Promise<string> {
     agentPart.push(at - received.get(phone)!);
   }
   const endToEndSamples: number[] = [];
+  const beforeClosed = await stageTotals();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: CONVERSATIONS }, async (_, conversation) => {
@@ -137,6 +152,7 @@ export async function benchAi(): Promise<string> {
   };
   // The same 50 conversations at half the capacity just measured, arriving at a steady rate. A
   // conversation still waiting for its previous answer sends once that answer is in.
+  const afterClosed = await stageTotals();
   const steadyRate = throughput(endToEnd) / 2;
   const steadyFrom = agentPart.length;
   const previous = new Map<number, Promise<void>>();
@@ -159,9 +175,12 @@ export async function benchAi(): Promise<string> {
     samples: agentPart.splice(steadyFrom),
   };
 
+  const afterSteady = await stageTotals();
+
   // One conversation at a time: the agent's own latency without other conversations' locks and load.
   const quietFrom = agentPart.length;
   for (let round = 0; round < 20; round++) await exchange(CONVERSATIONS + 1, round);
+  const afterQuiet = await stageTotals();
   const quietSpan: Measurement = {
     name: 'message.received → AI reply, one conversation at a time',
     count: 20,
@@ -200,15 +219,19 @@ export async function benchAi(): Promise<string> {
     await client.chat.completions.create({ model: 'bench', messages: prompt });
   });
 
-  // Where the time went: mean per call of each stage (the command's, and the agent's own steps).
-  const stages = (await commandStageSeconds.get()).values.filter(
-    (value) => value.metricName?.endsWith('_sum') || value.metricName?.endsWith('_count'),
-  );
-  const stageRows = [...new Set(stages.map((value) => String(value.labels.stage)))].map((stage) => {
-    const of = (suffix: string) =>
-      stages.find((value) => value.labels.stage === stage && value.metricName?.endsWith(suffix))?.value ?? 0;
-    const count = of('_count');
-    return `| ${stage} | ${count} | ${count ? ((of('_sum') / count) * 1000).toFixed(1) : '-'} |`;
+  // Where the time went in each load: calls and mean ms of each stage (the command's, and the agent's own steps).
+  const phases = [
+    [beforeClosed, afterClosed],
+    [afterClosed, afterSteady],
+    [afterSteady, afterQuiet],
+  ] as const;
+  const stageRows = [...afterQuiet.keys()].map((stage) => {
+    const cells = phases.map(([from, to]) => {
+      const calls = (to.get(stage)?.calls ?? 0) - (from.get(stage)?.calls ?? 0);
+      const seconds = (to.get(stage)?.seconds ?? 0) - (from.get(stage)?.seconds ?? 0);
+      return `${calls} | ${calls ? ((seconds / calls) * 1000).toFixed(1) : '-'}`;
+    });
+    return `| ${stage} | ${cells.join(' | ')} |`;
   });
   const added = percentile(agentSpan.samples, 50) - percentile(direct.samples, 50);
   const steadyAdded = percentile(steadySpan.samples, 50) - percentile(directSteady.samples, 50);
@@ -222,7 +245,11 @@ export async function benchAi(): Promise<string> {
       { subject: steadySpan, baseline: directSteady },
       { subject: quietSpan, baseline: directOne },
     ]),
-    ['| stage | calls | mean ms |', '|---|---:|---:|', ...stageRows].join('\n'),
+    [
+      '| stage | closed loop: calls | mean ms | steady rate: calls | mean ms | one at a time: calls | mean ms |',
+      '|---|---:|---:|---:|---:|---:|---:|',
+      ...stageRows,
+    ].join('\n'),
     `Replies per second (closed loop, the capacity): ${throughput(endToEnd).toFixed(1)}. The agent adds at p50 over the model call, across ${CONVERSATIONS} conversations: ${added.toFixed(1)} ms in the closed loop, ${steadyAdded.toFixed(1)} ms at a steady ${steadyRate.toFixed(0)} messages/s; ${quietAdded.toFixed(1)} ms one conversation at a time (goal: at most 50 ms; the ops/s column of the one-at-a-time row is not meaningful).`,
   ].join('\n\n');
   // Printed before the teardown, so a failure while stopping cannot lose the figures.

@@ -74,6 +74,12 @@ export interface RunningAgent {
 }
 
 type TurnRow = Selectable<Database['ai_pending_turns']>;
+type PendingMessage = Selectable<Database['ai_pending_messages']>;
+/** A leased turn and the inbound messages it answers (none for a sequence step). */
+interface ClaimedTurn {
+  turn: TurnRow;
+  messages: PendingMessage[];
+}
 type Trx = Transaction<Database>;
 
 /** The most turns of one account recorded in one command. */
@@ -209,9 +215,13 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
     turnsQueued();
   }
 
-  async function claim(limit: number): Promise<TurnRow[]> {
+  /**
+   * Leases up to `limit` due turns, each with the messages of its burst (read once for all of them; a
+   * message queued after this read is the next burst, answered when this turn is finished).
+   */
+  async function claim(limit: number): Promise<ClaimedTurn[]> {
     const now = clock.now();
-    return db
+    const turns = await db
       .updateTable('ai_pending_turns')
       .set({ lease_until: new Date(now.getTime() + LEASE_MS) })
       .where(
@@ -229,6 +239,35 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
       )
       .returningAll()
       .execute();
+    const inbound = turns.filter((turn) => turn.kind === 'inbound').map((turn) => turn.id);
+    const messages =
+      inbound.length === 0
+        ? []
+        : await db
+            .selectFrom('ai_pending_messages')
+            .selectAll()
+            .where('turn_id', 'in', inbound)
+            .orderBy('received_at')
+            .orderBy('message_id')
+            .execute()
+            .catch(async (error: unknown) => {
+              // Not processed: the leases end soon, as a failed turn's do, rather than in LEASE_MS.
+              await db
+                .updateTable('ai_pending_turns')
+                .set({ lease_until: new Date(clock.now().getTime() + retryBaseMs) })
+                .where(
+                  'id',
+                  'in',
+                  turns.map((turn) => turn.id),
+                )
+                .execute()
+                .catch(onError);
+              throw error;
+            });
+    return turns.map((turn) => ({
+      turn,
+      messages: messages.filter((message) => message.turn_id === turn.id),
+    }));
   }
 
   /** What the decider reads, from the given connection (the command's transaction, or a plain read). */
@@ -348,39 +387,43 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
   async function buildInput(
     turn: TurnRow,
     account: { id: string; company_name: string },
-    messages: Selectable<Database['ai_pending_messages']>[],
+    messages: PendingMessage[],
   ): Promise<TurnInput> {
-    const leadRow = await db
+    const burstIds = messages.map((message) => message.message_id);
+    // Three independent reads side by side: the lead and then its prompt input, the history, the media.
+    const leadAndPrompt = db
       .selectFrom('leads')
       .selectAll()
       .where('account_id', '=', account.id)
       .where('phone', '=', turn.phone)
-      .executeTakeFirst();
-    const promptInput = await loadPromptInput(db, account, leadRow);
-    const burstIds = messages.map((message) => message.message_id);
-    const history = await db
-      .selectFrom('messages')
-      .select(['id', 'direction', 'body'])
-      .where('account_id', '=', account.id)
-      .where('phone', '=', turn.phone)
-      .$if(burstIds.length > 0, (query) => query.where('id', 'not in', burstIds))
-      .orderBy('sent_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(HISTORY_MESSAGES)
-      .execute();
-    const attachments = await loadAttachments(
-      {
-        db,
-        documents: deps.documents,
-        clock,
-        newId: deps.newId,
-        allowPrivateTargets: deps.allowPrivateTargets,
-        twilio: deps.twilio,
-      },
-      account,
-      messages,
-      onError,
-    );
+      .executeTakeFirst()
+      .then(async (lead) => ({ leadRow: lead, promptInput: await loadPromptInput(db, account, lead) }));
+    const [{ leadRow, promptInput }, history, attachments] = await Promise.all([
+      leadAndPrompt,
+      db
+        .selectFrom('messages')
+        .select(['id', 'direction', 'body'])
+        .where('account_id', '=', account.id)
+        .where('phone', '=', turn.phone)
+        .$if(burstIds.length > 0, (query) => query.where('id', 'not in', burstIds))
+        .orderBy('sent_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(HISTORY_MESSAGES)
+        .execute(),
+      loadAttachments(
+        {
+          db,
+          documents: deps.documents,
+          clock,
+          newId: deps.newId,
+          allowPrivateTargets: deps.allowPrivateTargets,
+          twilio: deps.twilio,
+        },
+        account,
+        messages,
+        onError,
+      ),
+    ]);
     return {
       systemPrompt: composeSystemPrompt(promptInput),
       company: account.company_name,
@@ -533,7 +576,7 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
    * the projector announces it has passed the burst's last message on the log (briefly, and bounded:
    * past the bound the command decides). Messages queued without their place on the log are not waited for.
    */
-  async function burstProjected(messages: Selectable<Database['ai_pending_messages']>[]) {
+  async function burstProjected(messages: PendingMessage[]) {
     let partition: number | undefined;
     let nextOffset = 0n;
     for (const message of messages) {
@@ -546,17 +589,7 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
     await deps.progress.waitFor(deps.topics.account, partition, nextOffset, PROJECTED_WAIT_MS);
   }
 
-  async function process(turn: TurnRow) {
-    const messages =
-      turn.kind === 'inbound'
-        ? await db
-            .selectFrom('ai_pending_messages')
-            .selectAll()
-            .where('turn_id', '=', turn.id)
-            .orderBy('received_at')
-            .orderBy('message_id')
-            .execute()
-        : [];
+  async function process({ turn, messages }: ClaimedTurn) {
     const messageIds = messages.map((message) => message.message_id);
     const keys = ai.turnKeys({
       message_ids: messageIds,
@@ -567,8 +600,8 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
     });
     if (turn.kind === 'inbound' && messages.length === 0) return finish(turn, []);
 
-    await burstProjected(messages);
-    const account = await loadAccount(db, turn.account_id);
+    // The account's row (its status and settings) does not come from the burst: read while waiting.
+    const [account] = await Promise.all([loadAccount(db, turn.account_id), burstProjected(messages)]);
     if (!account) return finish(turn, messageIds);
     // The model's input is read beside the pre-check (both only read), so a turn that goes ahead does not
     // wait for one and then the other. Not with media: downloading and storing them waits for the
@@ -650,9 +683,11 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
   }
 
   async function work(limit = deps.concurrency ?? 8): Promise<number> {
-    const turns = await claim(limit);
-    await Promise.all(turns.map((turn) => process(turn).catch((error: unknown) => release(turn, error))));
-    return turns.length;
+    const claimed = await claim(limit);
+    await Promise.all(
+      claimed.map((claim) => process(claim).catch((error: unknown) => release(claim.turn, error))),
+    );
+    return claimed.length;
   }
 
   const consumer = await startLogConsumer({
@@ -684,10 +719,10 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
           const turns = await claim(wanted);
           claimed = turns.length;
           if (claimed < wanted) drainedAt = asOf;
-          for (const turn of turns) {
+          for (const claimedTurn of turns) {
             inFlight++;
-            void process(turn)
-              .catch((error: unknown) => release(turn, error))
+            void process(claimedTurn)
+              .catch((error: unknown) => release(claimedTurn.turn, error))
               .finally(() => {
                 inFlight--;
                 wake();
