@@ -1,6 +1,6 @@
 import fastifyFormbody from '@fastify/formbody';
 import type { NewEvent } from '@leadline/events';
-import { createDb, createEventProducer, newUuid, systemClock } from '@leadline/runtime';
+import { createDb, createEventProducer, newUuid, partitionForKey, systemClock } from '@leadline/runtime';
 import { startSmsGateway } from '@leadline/sms-gateway';
 import { createLocalSmsSender } from '@leadline/telephony';
 import Fastify from 'fastify';
@@ -49,19 +49,29 @@ export async function benchMessaging(rows: string[] = []): Promise<string> {
     // at least every 100 ms): found as soon as it is readable, give or take one API read. A poll on a
     // timer measures its own interval, and a fast one per message in flight loads the API (and so the
     // machine) more the further the decider falls behind.
-    const waiting = new Set<() => void>();
-    const unsubscribe = services.progress.subscribe(() => {
-      for (const wake of waiting) wake();
+    const partitionCount = (await services.admin.fetchTopicOffsets(services.topics.account)).length;
+    const partitionOf = (accountId: string) =>
+      partitionForKey(services.topics.account, accountId, partitionCount);
+    const waiting = new Map<number, Set<() => void>>();
+    const unsubscribe = services.progress.subscribe((progress) => {
+      for (const { topic, partition } of progress) {
+        if (topic !== services.topics.account) continue;
+        for (const wake of waiting.get(partition) ?? []) wake();
+      }
     });
-    const nextProgress = () =>
+    /** The next batch the projector commits on this account's partition (or 100 ms, whichever first). */
+    const nextProgress = (accountId: string) =>
       new Promise<void>((resolve) => {
+        const partition = partitionOf(accountId);
+        const wakers = waiting.get(partition) ?? new Set();
+        waiting.set(partition, wakers);
         const wake = () => {
           clearTimeout(timer);
-          waiting.delete(wake);
+          wakers.delete(wake);
           resolve();
         };
         const timer = setTimeout(wake, 100);
-        waiting.add(wake);
+        wakers.add(wake);
       });
     /** Posts one inbound SMS as Twilio would and returns once the API lists it. */
     const inboundUntilReadable = async (
@@ -84,7 +94,7 @@ export async function benchMessaging(rows: string[] = []): Promise<string> {
       const deadline = Date.now() + 120_000;
       for (;;) {
         // Listening before the read: progress announced while it runs wakes the next look.
-        const progressed = nextProgress();
+        const progressed = nextProgress(account.id);
         const read = await fetch(
           `${base}/v1/accounts/${account.id}/conversations/${encodeURIComponent(phone)}/messages?limit=5`,
           { headers },
