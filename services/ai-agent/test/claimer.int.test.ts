@@ -3,7 +3,15 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { offlineResponder } from '../src/offline';
 import type { Responder } from '../src/turn';
-import { aiMessages, handled, inbound, newAccount, startAgentSystem, type AgentSystem } from './harness';
+import {
+  aiMessages,
+  handled,
+  inbound,
+  newAccount,
+  pendingMessageCount,
+  startAgentSystem,
+  type AgentSystem,
+} from './harness';
 
 /**
  * The claimer asks the queue for work only when something can have made a turn due. These tests run
@@ -47,13 +55,7 @@ beforeAll(async () => {
 });
 afterAll(() => world?.close());
 
-const pendingCount = (phone: string) =>
-  world.system.services.db
-    .selectFrom('ai_pending_messages')
-    .select((eb) => eb.fn.countAll<string>().as('count'))
-    .where('phone', '=', phone)
-    .executeTakeFirstOrThrow()
-    .then((row) => Number(row.count));
+const pendingCount = (phone: string) => pendingMessageCount(world.system, phone);
 
 describe('claiming turns', () => {
   it('answers a message as soon as the log brings it, without waiting for the poll', async () => {

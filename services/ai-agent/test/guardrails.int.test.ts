@@ -9,6 +9,7 @@ import {
   messageIdOf,
   messagesOf,
   newAccount,
+  pendingMessageCount,
   startAgentSystem,
   type AgentSystem,
 } from './harness';
@@ -21,13 +22,7 @@ beforeAll(async () => {
 });
 afterAll(() => world?.close());
 
-const pendingCount = (phone: string) =>
-  world.system.services.db
-    .selectFrom('ai_pending_messages')
-    .select((eb) => eb.fn.countAll<string>().as('count'))
-    .where('phone', '=', phone)
-    .executeTakeFirstOrThrow()
-    .then((row) => Number(row.count));
+const pendingCount = (phone: string) => pendingMessageCount(world.system, phone);
 
 describe('answering', () => {
   it('answers a burst of three messages once, after the quiet time', async () => {

@@ -184,6 +184,16 @@ export function aiMessages(
   );
 }
 
+/** How many inbound messages from this number wait in the agent's queue. */
+export async function pendingMessageCount(system: TestSystem, phone: string): Promise<number> {
+  const row = await system.services.db
+    .selectFrom('ai_pending_messages')
+    .select((eb) => eb.fn.countAll<string>().as('count'))
+    .where('phone', '=', phone)
+    .executeTakeFirstOrThrow();
+  return Number(row.count);
+}
+
 /** Waits until the agent has handled (recorded a turn for) every one of these inbound messages. */
 export function handled(system: TestSystem, accountId: string, messageIds: string[]) {
   return eventually(
