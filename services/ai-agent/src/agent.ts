@@ -685,7 +685,9 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
   async function work(limit = deps.concurrency ?? 8): Promise<number> {
     const claimed = await claim(limit);
     await Promise.all(
-      claimed.map((claim) => process(claim).catch((error: unknown) => release(claim.turn, error))),
+      claimed.map((claimedTurn) =>
+        process(claimedTurn).catch((error: unknown) => release(claimedTurn.turn, error)),
+      ),
     );
     return claimed.length;
   }
