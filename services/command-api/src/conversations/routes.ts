@@ -1,4 +1,4 @@
-import { notFound, pendingOptOutPhones } from '@leadline/runtime';
+import { hasPendingOptOut, notFound } from '@leadline/runtime';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { executeOnAccount, requireAccount } from '../accounts/account-stream';
 import { accountParams } from '../accounts/schemas';
@@ -90,7 +90,7 @@ export const conversationRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, de
       await executeOnAccount(commands, request, id, async (trx, account) => {
         const state = {
           ...(await conversationState(trx, account, phone)),
-          optOutPending: (await pendingOptOutPhones(trx, account.id, [phone])).has(phone),
+          optOutPending: await hasPendingOptOut(trx, account.id, phone),
         };
         const command = {
           type: 'SendMessage' as const,

@@ -1,4 +1,4 @@
-import { optedOutPhones, pendingOptOutPhones, type Database } from '@leadline/runtime';
+import { hasPendingOptOut, optedOutPhones, pendingOptOutPhones, type Database } from '@leadline/runtime';
 import type { Kysely, Selectable } from 'kysely';
 import type { z } from 'zod';
 import type { AccountRow } from '../accounts/account-stream';
@@ -126,7 +126,7 @@ export async function enrollState(
     findSequenceRow(db, account.id, sequenceId),
     conversationState(db, account, phone),
     // A STOP answered to Twilio but not yet decided refuses the enrollment as a projected one does.
-    pendingOptOutPhones(db, account.id, [phone]).then((pending) => pending.has(phone)),
+    hasPendingOptOut(db, account.id, phone),
   ]);
   const enrollment = conversation.lead
     ? await db
@@ -181,7 +181,7 @@ export async function stepState(
       .executeTakeFirst(),
     conversationState(db, account, row.phone),
     // As in `accountStepStates`: whatever decides on this state sees a queued opt-out as a projected one.
-    pendingOptOutPhones(db, account.id, [row.phone]).then((pending) => pending.has(row.phone)),
+    hasPendingOptOut(db, account.id, row.phone),
   ]);
   const withSteps = withWindow(account);
   const sent = await proactiveSends(db, account.id, withSteps.sending_window, [row.phone], now);
