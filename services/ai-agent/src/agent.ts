@@ -252,18 +252,10 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
             .execute()
             .catch(async (error: unknown) => {
               // Not processed: the leases end soon, as a failed turn's do, rather than in LEASE_MS.
-              await db
-                .updateTable('ai_pending_turns')
-                .set({ lease_until: new Date(clock.now().getTime() + retryBaseMs) })
-                .where(
-                  'id',
-                  'in',
-                  turns.map((turn) => turn.id),
-                )
-                .execute()
-                .catch(onError);
-              throw error;
+              await release(turns, error);
+              return null;
             });
+    if (messages === null) return [];
     return turns.map((turn) => ({
       turn,
       messages: messages.filter((message) => message.turn_id === turn.id),
@@ -667,17 +659,23 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
         .execute();
     } else if (recorded.recorded) await timeStage('ai_finish', () => finish(turn, messageIds));
     else {
+      // Decided too early (the read models were behind): due again at once.
       await db.updateTable('ai_pending_turns').set({ lease_until: null }).where('id', '=', turn.id).execute();
+      turnsQueued();
     }
   }
 
-  /** Releases a turn whose processing failed, for a later attempt (the decision is idempotent). */
-  async function release(turn: TurnRow, error: unknown) {
+  /** Releases turns whose processing failed, for a later attempt (the decision is idempotent). */
+  async function release(turns: readonly TurnRow[], error: unknown) {
     onError(error);
     await db
       .updateTable('ai_pending_turns')
       .set({ lease_until: new Date(clock.now().getTime() + retryBaseMs) })
-      .where('id', '=', turn.id)
+      .where(
+        'id',
+        'in',
+        turns.map((turn) => turn.id),
+      )
       .execute()
       .catch(onError);
   }
@@ -686,7 +684,7 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
     const claimed = await claim(limit);
     await Promise.all(
       claimed.map((claimedTurn) =>
-        process(claimedTurn).catch((error: unknown) => release(claimedTurn.turn, error)),
+        process(claimedTurn).catch((error: unknown) => release([claimedTurn.turn], error)),
       ),
     );
     return claimed.length;
@@ -724,7 +722,7 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
           for (const claimedTurn of turns) {
             inFlight++;
             void process(claimedTurn)
-              .catch((error: unknown) => release(claimedTurn.turn, error))
+              .catch((error: unknown) => release([claimedTurn.turn], error))
               .finally(() => {
                 inFlight--;
                 wake();
