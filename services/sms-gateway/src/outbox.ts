@@ -45,13 +45,33 @@ export async function enqueue(
 }
 
 /**
+ * The rows in play, ranked per account: each account's pending rows in order (`turn`), and whether any
+ * of its rows is held (`busy`: a live lease on a pending or in-flight row, or on a row settled and not
+ * yet reported).
+ */
+const rankedRows = (now: Date) => sql`
+  select message_id, account_id, state, created_at,
+    row_number() over (partition by account_id, state order by created_at, message_id) as turn,
+    bool_or(coalesce(lease_until >= ${now}, false)) over (partition by account_id) as busy
+  from sms_outbox
+  -- Each alternative is the predicate of a partial index, so the rows in play are found through them;
+  -- "state in ('pending', 'sending')" matches no partial index and would read the whole outbox, every
+  -- row ever sent, on every claim.
+  where state = 'pending' or state = 'sending' or (report is not null and reported_at is null)`;
+
+/**
  * Leases up to `limit` pending rows for `leaseMs`: the oldest `perAccount` of each account that no
- * instance is working on (no live lease on its pending or in-flight rows, nor on rows settled and not
- * yet reported), oldest accounts first. So one account's messages are sent by one worker of one
- * instance at a time, in order, and their outcomes reach the log in that order too: the next pass
+ * instance is working on, oldest accounts first. So one account's messages are sent by one worker of
+ * one instance at a time, in order, and their outcomes reach the log in that order too: the next pass
  * waits until the previous one has appended its outcomes. A backlog of one account cannot take the
- * whole claim. Another instance skips the rows (SKIP LOCKED while claiming, the lease after), and a
- * crashed instance's lease runs out.
+ * whole claim. A crashed instance's lease runs out.
+ *
+ * Two claims running at once (two workers, two instances) must not split one account's rows between
+ * them: each would see the account free in its snapshot, lock some of its rows, and send them side by
+ * side, out of order and past an opt-out that arrived meanwhile. So the accounts are chosen first and
+ * each is locked for the claim's transaction (an account another claim holds is skipped), and the rows
+ * are claimed by a second statement: its snapshot is taken after the locks, so it sees every claim
+ * committed before them, and an account leased meanwhile is busy.
  */
 export async function claimPending(
   db: Kysely<Database>,
@@ -59,31 +79,35 @@ export async function claimPending(
   leaseMs: number,
   limit: number,
   perAccount: number,
-) {
-  const { rows } = await sql<OutboxRow>`
-    update sms_outbox set lease_until = ${leaseUntil(now, leaseMs)}, updated_at = ${now}
-    where message_id in (
-      select message_id from sms_outbox
-      where state = 'pending' and message_id in (
-        select message_id from (
-          select message_id, state, created_at,
-            row_number() over (
-              partition by account_id, state order by created_at, message_id
-            ) as turn,
-            bool_or(coalesce(lease_until >= ${now}, false)) over (partition by account_id) as busy
-          from sms_outbox
-          -- Each alternative is the predicate of a partial index, so the rows in play are found through
-          -- them; "state in ('pending', 'sending')" matches no partial index and would read the whole
-          -- outbox, every row ever sent, on every claim.
-          where state = 'pending' or state = 'sending' or (report is not null and reported_at is null)
-        ) ranked
-        where state = 'pending' and turn <= ${perAccount} and not busy
-        order by created_at, message_id
+): Promise<OutboxRow[]> {
+  const claim = async (trx: Kysely<Database>) => {
+    const { rows: accounts } = await sql<{ account_id: string }>`
+      select account_id from (
+        select account_id, min(created_at) as oldest from (${rankedRows(now)}) ranked
+        where state = 'pending' and not busy
+        group by account_id
+        order by oldest, account_id
         limit ${limit}
+      ) free
+      where pg_try_advisory_xact_lock(hashtextextended('sms-gateway.claim:' || account_id, 0))`.execute(trx);
+    if (accounts.length === 0) return [];
+    const { rows } = await sql<OutboxRow>`
+      update sms_outbox set lease_until = ${leaseUntil(now, leaseMs)}, updated_at = ${now}
+      where message_id in (
+        select message_id from sms_outbox
+        where state = 'pending' and message_id in (
+          select message_id from (${rankedRows(now)}) ranked
+          where state = 'pending' and turn <= ${perAccount} and not busy
+            and account_id = any(${accounts.map((account) => account.account_id)}::text[])
+          order by created_at, message_id
+          limit ${limit}
+        )
+        for update skip locked
       )
-      for update skip locked
-    )
-    returning *`.execute(db);
+      returning *`.execute(trx);
+    return rows;
+  };
+  const rows = db.isTransaction ? await claim(db) : await db.transaction().execute(claim);
   return rows.sort(
     (a, b) => a.created_at.getTime() - b.created_at.getTime() || a.message_id.localeCompare(b.message_id),
   );

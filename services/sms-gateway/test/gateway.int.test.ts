@@ -536,6 +536,29 @@ describe('the SMS gateway', () => {
     expect(bodiesFrom('+15125551022')).toEqual(['B first', 'B second']);
   });
 
+  it("never splits an account's rows between two claims made at once", async () => {
+    await sql`
+      insert into sms_outbox (message_id, account_id, partner_id, phone, body, source, correlation_id,
+        causation_id, created_at)
+      select 'split-' || g, 'acc-split', 'partner', '+15125550001', 'Message ' || g, 'manual', 'c', 'c',
+        now() + g * interval '1 millisecond'
+      from generate_series(1, 2) g`.execute(gatewayDb);
+    const ofAccount = (rows: { account_id: string; message_id: string }[]) =>
+      rows.filter((row) => row.account_id === 'acc-split').map((row) => row.message_id);
+    try {
+      await gatewayDb.transaction().execute(async (trx) => {
+        // A claim of one row, not yet committed: the account's first message is leased, its second is not.
+        expect(ofAccount(await claimPending(trx, clock.now(), 60_000, 1, 5))).toEqual(['split-1']);
+        // Another claim at that moment sees no lease yet; it must still leave the account alone, or
+        // the second message would go out beside the first.
+        expect(ofAccount(await claimPending(gatewayDb, clock.now(), 60_000, 50, 5))).toEqual([]);
+      });
+      // Committed, the lease keeps the account with the first claim.
+      expect(ofAccount(await claimPending(gatewayDb, clock.now(), 60_000, 50, 5))).toEqual([]);
+    } finally {
+      await gatewayDb.deleteFrom('sms_outbox').where('account_id', '=', 'acc-split').execute();
+    }
+  });
   it('claims through the outbox indexes, never reading every message it ever sent', async () => {
     // The outbox keeps every row it sent: a history far larger than what is in play.
     await sql`
