@@ -67,12 +67,46 @@ async function until(probe: () => Promise<boolean>) {
 }
 
 /**
+ * When each account's `message.outbound_requested` records reached the log (`Date.now()` as a consumer
+ * of the account topic saw them; the record key is the account id, so nothing is decoded). Started
+ * before any account exists, so it reads every record the measurements make.
+ */
+async function watchOutboundRequests(system: BenchSystem) {
+  const { kafka, topics } = system.services;
+  const arrivals = new Map<string, number[]>();
+  const consumer = kafka.consumer({
+    groupId: `${system.env.config.TOPIC_PREFIX}bench-sequences-watch-${newUuid()}`,
+  });
+  await consumer.connect();
+  await consumer.subscribe({ topic: topics.account, fromBeginning: false });
+  const joined = new Promise<void>((resolve) => consumer.on(consumer.events.GROUP_JOIN, () => resolve()));
+  await consumer.run({
+    eachBatch: async ({ batch }) => {
+      const at = Date.now();
+      for (const message of batch.messages) {
+        if (message.headers?.['event-type']?.toString() !== 'message.outbound_requested') continue;
+        const accountId = message.key?.toString() ?? '';
+        arrivals.set(accountId, [...(arrivals.get(accountId) ?? []), at]);
+      }
+    },
+  });
+  await joined;
+  return {
+    /** Arrival times of the accounts' requests so far. */
+    of: (accountIds: readonly string[]) => accountIds.flatMap((accountId) => arrivals.get(accountId) ?? []),
+    stop: () => consumer.disconnect(),
+  };
+}
+type OutboundWatch = Awaited<ReturnType<typeof watchOutboundRequests>>;
+
+/**
  * `count` enrollments whose step falls due at one instant, across ACCOUNTS accounts. The step is due
  * an hour after import; the sequencer runs on a clock moved forward so that, when it starts, the last
  * enrolled step has just fallen due: that instant is T, and lateness is the time from T to the step's
- * `message.outbound_requested` on the log (its `occurred_at`, stamped by the sequencer's clock).
+ * `message.outbound_requested` on the log (seen there by a consumer, not its `occurred_at`: that is
+ * stamped when the step is decided, before its append).
  */
-async function dueAtOnce(system: BenchSystem, count: number): Promise<Measurement> {
+async function dueAtOnce(system: BenchSystem, watch: OutboundWatch, count: number): Promise<Measurement> {
   const { env } = system;
   const perAccount = count / ACCOUNTS;
   const accounts: string[] = [];
@@ -110,26 +144,14 @@ async function dueAtOnce(system: BenchSystem, count: number): Promise<Measuremen
     pollIntervalMs: 50,
     onError: (error) => console.error(error),
   });
-  offset = dueAt - Date.now();
+  const fellDue = Date.now();
+  offset = dueAt - fellDue;
   void sequencer.tick();
-  const sent = () =>
-    db
-      .selectFrom('messages')
-      .select((eb) => eb.fn.countAll<string>().as('n'))
-      .where('account_id', 'in', accounts)
-      .where('source', '=', 'sequence')
-      .executeTakeFirstOrThrow();
-  await until(async () => Number((await sent()).n) >= count);
-  const rows = await db
-    .selectFrom('messages')
-    .select('sent_at')
-    .where('account_id', 'in', accounts)
-    .where('source', '=', 'sequence')
-    .execute();
+  await until(async () => watch.of(accounts).length >= count);
+  const samples = watch.of(accounts).map((at) => at - fellDue);
   await sequencer.stop();
   await claimsDb.destroy();
   await services.close();
-  const samples = rows.map((row) => row.sent_at.getTime() - dueAt);
   return {
     name: `sequencer: ${count} steps due at once`,
     count,
@@ -190,7 +212,7 @@ async function rawDue(system: BenchSystem, count: number): Promise<Measurement> 
 }
 
 /** Bulk imports of 1,000 leads with auto_sequence until every step 0 is on the log, beside the import alone. */
-async function importRuns(system: BenchSystem) {
+async function importRuns(system: BenchSystem, watch: OutboundWatch) {
   const { env, services } = system;
   const claimsDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
   const sequencer = await startSequencer({
@@ -209,16 +231,7 @@ async function importRuns(system: BenchSystem) {
       await defaultSequence(system, accountId, 0);
       const started = performance.now();
       await bulkImport(system, accountId, IMPORT_SIZE, autoSequence);
-      if (autoSequence) {
-        await until(async () => {
-          const { n } = await services.db
-            .selectFrom('messages')
-            .select((eb) => eb.fn.countAll<string>().as('n'))
-            .where('account_id', '=', accountId)
-            .executeTakeFirstOrThrow();
-          return Number(n) >= IMPORT_SIZE;
-        });
-      }
+      if (autoSequence) await until(async () => watch.of([accountId]).length >= IMPORT_SIZE);
       samples.push(performance.now() - started);
     }
     return samples;
@@ -246,10 +259,11 @@ async function importRuns(system: BenchSystem) {
 
 export async function benchSequences(): Promise<string> {
   const system = await startBenchSystem();
+  const watch = await watchOutboundRequests(system);
   const rows: { subject: Measurement; baseline: Measurement }[] = [];
   const lateness: string[] = [];
   for (const count of DUE_COUNTS) {
-    const subject = await dueAtOnce(system, count);
+    const subject = await dueAtOnce(system, watch, count);
     const baseline = await rawDue(system, count);
     rows.push({ subject, baseline });
     lateness.push(
@@ -258,8 +272,9 @@ export async function benchSequences(): Promise<string> {
         `= ${(subject.count / subject.seconds / (baseline.count / baseline.seconds)).toFixed(2)}x the bare loop`,
     );
   }
-  const imports = await importRuns(system);
+  const imports = await importRuns(system, watch);
   rows.push(imports);
+  await watch.stop();
   await system.close();
   return [
     `Sequences (${ACCOUNTS} accounts; the sequencer with its defaults (8 accounts at once, up to 1,000 steps of each per command); the bare loop: ${WORKERS} workers, claims of ${CLAIM_BATCH}; per-step latency = lateness from the instant all fell due; imports: ${IMPORT_RUNS} runs of ${IMPORT_SIZE} leads, per-run time)`,
