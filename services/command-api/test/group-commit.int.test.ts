@@ -112,6 +112,60 @@ describe('commands running at once share high-watermark checks and appends', () 
     });
   });
 
+  it('puts no more records in one request than its record limit, except one command larger than it alone', async () => {
+    const { admin, kafka } = system.services;
+    const topic = `${system.env.config.TOPIC_PREFIX}group-commit-records`;
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 2 }] });
+    // The records of each request the producer is asked to send.
+    const requests: number[] = [];
+    const appender = createGroupAppender({
+      openProducer: () => {
+        const producer = createEventProducer(kafka);
+        const sendBatch = producer.sendBatch.bind(producer);
+        producer.sendBatch = (batch) => {
+          requests.push(batch.topicMessages!.reduce((sum, entry) => sum + entry.messages.length, 0));
+          return sendBatch(batch);
+        };
+        return producer;
+      },
+      maxGroupBytes: 1 << 20,
+      maxGroupRecords: 4,
+      partitionCount: async (topic) => (await admin.fetchTopicOffsets(topic)).length,
+      bounded: (call) => call(),
+    });
+    const sizes = [1, 2, 3, 6, 1, 1, 2, 2, 3, 1];
+    const landed = await Promise.all(
+      sizes.map(
+        (size, i) =>
+          appender.append({
+            topic,
+            key: `records-key-${i % 3}`,
+            messages: Array.from({ length: size }, (_, j) => ({
+              key: `records-key-${i % 3}`,
+              value: `${i}-${j}`,
+            })),
+            bytes: 10,
+          }).position,
+      ),
+    );
+    await appender.close();
+    expect(requests.reduce((sum, records) => sum + records, 0)).toBe(22);
+    // Commands ready together still share requests; the six-record command went alone.
+    expect(requests.length).toBeLessThan(sizes.length);
+    expect(requests.filter((records) => records > 4)).toEqual([6]);
+    const atOffset = new Map<string, string>();
+    await readTopic({ admin, kafka }, topic, (partition, message) => {
+      atOffset.set(`${partition}:${message.offset}`, message.value!.toString());
+    });
+    sizes.forEach((size, i) => {
+      const { partition, nextOffset } = landed[i]!;
+      const first = Number(nextOffset) - size;
+      expect(Array.from({ length: size }, (_, j) => atOffset.get(`${partition}:${first + j}`))).toEqual(
+        Array.from({ length: size }, (_, j) => `${i}-${j}`),
+      );
+    });
+  });
+
   it('after a request whose answer was lost, the next records are written, not taken for its duplicate', async () => {
     const { admin, kafka } = system.services;
     const topic = `${system.env.config.TOPIC_PREFIX}group-commit-lost-answer`;
