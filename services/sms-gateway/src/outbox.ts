@@ -69,8 +69,8 @@ const rankedRows = (now: Date) => sql`
  * Two claims running at once (two workers, two instances) must not split one account's rows between
  * them: each would see the account free in its snapshot, lock some of its rows, and send them side by
  * side, out of order and past an opt-out that arrived meanwhile. So the accounts are chosen first and
- * each is locked for the claim's transaction (an account another claim holds is skipped), and the rows
- * are claimed by a second statement: its snapshot is taken after the locks, so it sees every claim
+ * each is locked for the claim's transaction (an account another claim holds is passed over), and the
+ * rows are claimed by a second statement: its snapshot is taken after the locks, so it sees every claim
  * committed before them, and an account leased meanwhile is busy.
  */
 export async function claimPending(
@@ -81,15 +81,29 @@ export async function claimPending(
   perAccount: number,
 ): Promise<OutboxRow[]> {
   const claim = async (trx: Kysely<Database>) => {
+    // The free accounts, oldest first, are locked one by one until their rows fill the claim: an account
+    // another claim holds is passed over for the next, and no account is locked that this claim will
+    // not take (a claim at the same instant finds the rest free).
     const { rows: accounts } = await sql<{ account_id: string }>`
-      select account_id from (
-        select account_id, min(created_at) as oldest from (${rankedRows(now)}) ranked
+      with recursive free as (
+        select account_id, least(count(*), ${perAccount}) as claimable,
+          row_number() over (order by min(created_at), account_id) as place
+        from (${rankedRows(now)}) ranked
         where state = 'pending' and not busy
         group by account_id
-        order by oldest, account_id
-        limit ${limit}
-      ) free
-      where pg_try_advisory_xact_lock(hashtextextended('sms-gateway.claim:' || account_id, 0))`.execute(trx);
+      ), walk(place, account_id, locked, rows_taken) as (
+        select 0::bigint, null::text, false, 0::bigint
+        union all
+        select free.place, free.account_id, attempt.locked,
+          walk.rows_taken + case when attempt.locked then free.claimable else 0 end
+        from walk
+        join free on free.place = walk.place + 1
+        cross join lateral (
+          select pg_try_advisory_xact_lock(hashtextextended('sms-gateway.claim:' || free.account_id, 0)) as locked
+        ) attempt
+        where walk.rows_taken < ${limit}
+      )
+      select account_id from walk where locked`.execute(trx);
     if (accounts.length === 0) return [];
     const { rows } = await sql<OutboxRow>`
       update sms_outbox set lease_until = ${leaseUntil(now, leaseMs)}, updated_at = ${now}

@@ -559,6 +559,35 @@ describe('the SMS gateway', () => {
       await gatewayDb.deleteFrom('sms_outbox').where('account_id', '=', 'acc-split').execute();
     }
   });
+  it('lets a claim made at the same instant take the accounts the first claim does not need', async () => {
+    // Account A's three messages are older than account B's two.
+    await sql`
+      insert into sms_outbox (message_id, account_id, partner_id, phone, body, source, correlation_id,
+        causation_id, created_at)
+      select 'share-' || account || '-' || g, 'acc-share-' || account, 'partner', '+15125550002', 'Hello',
+        'manual', 'c', 'c', now() + (case account when 'a' then 0 else 10 end + g) * interval '1 millisecond'
+      from generate_series(1, 3) g, unnest(array['a', 'b']) account
+      where account = 'a' or g <= 2`.execute(gatewayDb);
+    const ofAccounts = (rows: { account_id: string; message_id: string }[]) =>
+      rows.filter((row) => row.account_id.startsWith('acc-share-')).map((row) => row.message_id);
+    try {
+      await gatewayDb.transaction().execute(async (trx) => {
+        // A claim of three rows: account A fills it, so it holds A only.
+        expect(ofAccounts(await claimPending(trx, clock.now(), 60_000, 3, 3))).toEqual([
+          'share-a-1',
+          'share-a-2',
+          'share-a-3',
+        ]);
+        // A second claim meanwhile passes over A and takes B.
+        expect(ofAccounts(await claimPending(gatewayDb, clock.now(), 60_000, 3, 3))).toEqual([
+          'share-b-1',
+          'share-b-2',
+        ]);
+      });
+    } finally {
+      await gatewayDb.deleteFrom('sms_outbox').where('account_id', 'like', 'acc-share-%').execute();
+    }
+  });
   it('claims through the outbox indexes, never reading every message it ever sent', async () => {
     // The outbox keeps every row it sent: a history far larger than what is in play.
     await sql`
