@@ -537,11 +537,12 @@ describe('the SMS gateway', () => {
   });
 
   it("never splits an account's rows between two claims made at once", async () => {
+    // Older than any other test's messages: claims take the oldest accounts first.
     await sql`
       insert into sms_outbox (message_id, account_id, partner_id, phone, body, source, correlation_id,
         causation_id, created_at)
       select 'split-' || g, 'acc-split', 'partner', '+15125550001', 'Message ' || g, 'manual', 'c', 'c',
-        now() + g * interval '1 millisecond'
+        timestamptz '2000-01-01' + g * interval '1 millisecond'
       from generate_series(1, 2) g`.execute(gatewayDb);
     const ofAccount = (rows: { account_id: string; message_id: string }[]) =>
       rows.filter((row) => row.account_id === 'acc-split').map((row) => row.message_id);
@@ -559,13 +560,16 @@ describe('the SMS gateway', () => {
       await gatewayDb.deleteFrom('sms_outbox').where('account_id', '=', 'acc-split').execute();
     }
   });
+
   it('lets a claim made at the same instant take the accounts the first claim does not need', async () => {
-    // Account A's three messages are older than account B's two.
+    // Account A's three messages are older than account B's two, and both older than any other test's
+    // (claims take the oldest accounts first).
     await sql`
       insert into sms_outbox (message_id, account_id, partner_id, phone, body, source, correlation_id,
         causation_id, created_at)
       select 'share-' || account || '-' || g, 'acc-share-' || account, 'partner', '+15125550002', 'Hello',
-        'manual', 'c', 'c', now() + (case account when 'a' then 0 else 10 end + g) * interval '1 millisecond'
+        'manual', 'c', 'c',
+        timestamptz '2000-01-01' + (case account when 'a' then 0 else 10 end + g) * interval '1 millisecond'
       from generate_series(1, 3) g, unnest(array['a', 'b']) account
       where account = 'a' or g <= 2`.execute(gatewayDb);
     const ofAccounts = (rows: { account_id: string; message_id: string }[]) =>
@@ -588,6 +592,7 @@ describe('the SMS gateway', () => {
       await gatewayDb.deleteFrom('sms_outbox').where('account_id', 'like', 'acc-share-%').execute();
     }
   });
+
   it('claims through the outbox indexes, never reading every message it ever sent', async () => {
     // The outbox keeps every row it sent: a history far larger than what is in play.
     await sql`
