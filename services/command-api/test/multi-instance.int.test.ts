@@ -224,6 +224,36 @@ describe('two instances of every service', () => {
     }
   });
 
+  it("sends one number's messages in the order they were posted, whichever API took them, with two gateways", async () => {
+    const account = await newAccount();
+    const phone = phoneOf(7000);
+    expect((await api(0).post(`/accounts/${account.id}/leads`, { phone })).status).toBe(201);
+    const bodies = Array.from({ length: 12 }, (_, i) => `In order ${i}`);
+    // Twilio holds its answers: the first message waits on the wire while the rest queue behind it, and
+    // the workers of both gateways claim the backlog at once when it is released.
+    const release = twilio.holdAnswers();
+    try {
+      for (const [i, body] of bodies.entries()) {
+        const sent = await api(i).post(
+          `/accounts/${account.id}/conversations/${encodeURIComponent(phone)}/messages`,
+          { body },
+        );
+        expect(sent.status).toBe(200);
+      }
+      await eventually(async () => (sentTo(phone, bodies[0]!) === 1 ? true : undefined), {
+        timeoutMs: 30_000,
+        message: 'the first message never reached Twilio',
+      });
+    } finally {
+      release();
+    }
+    await eventually(async () => (bodies.every((body) => sentTo(phone, body) === 1) ? true : undefined), {
+      timeoutMs: 60_000,
+      message: 'the messages never all reached Twilio',
+    });
+    expect(atTwilio((m) => m.to === phone).map((m) => m.body)).toEqual(bodies);
+  });
+
   it('reads its own writes whichever command API answers the next request', async () => {
     const account = await newAccount();
     for (let i = 0; i < 10; i++) {
