@@ -68,7 +68,8 @@ const rankedRows = (now: Date) => sql`
  *
  * Two claims running at once (two workers, two instances) must not split one account's rows between
  * them: each would see the account free in its snapshot, lock some of its rows, and send them side by
- * side, out of order and past an opt-out that arrived meanwhile. So the accounts are chosen first and
+ * side and out of order; a message would no longer wait for the one before it to leave, so an opt-out
+ * arriving while that one waits on the provider would not stop it. So the accounts are chosen first and
  * each is locked for the claim's transaction (an account another claim holds is passed over), and the
  * rows are claimed by a second statement: its snapshot is taken after the locks, so it sees every claim
  * committed before them, and an account leased meanwhile is busy.
