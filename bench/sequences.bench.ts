@@ -86,7 +86,9 @@ async function watchOutboundRequests(system: BenchSystem) {
       for (const message of batch.messages) {
         if (message.headers?.['event-type']?.toString() !== 'message.outbound_requested') continue;
         const accountId = message.key?.toString() ?? '';
-        arrivals.set(accountId, [...(arrivals.get(accountId) ?? []), at]);
+        const seen = arrivals.get(accountId);
+        if (seen) seen.push(at);
+        else arrivals.set(accountId, [at]);
       }
     },
   });

@@ -224,10 +224,7 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
             })
           : [];
       total += claimed.length;
-      const byAccount = new Map<string, DueStep[]>();
-      for (const step of claimed)
-        byAccount.set(step.account_id, [...(byAccount.get(step.account_id) ?? []), step]);
-      for (const [accountId, steps] of byAccount) {
+      for (const [accountId, steps] of Map.groupBy(claimed, (step) => step.account_id)) {
         busy.add(accountId);
         touched.set(accountId, steps[0]!.partner_id);
         const deciding: Promise<void> = decideAccount(steps)

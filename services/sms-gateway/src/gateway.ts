@@ -68,12 +68,6 @@ export interface RunningGateway {
   stop(): Promise<void>;
 }
 
-function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
-  const groups = new Map<string, T[]>();
-  for (const item of items) groups.set(key(item), [...(groups.get(key(item)) ?? []), item]);
-  return groups;
-}
-
 /** What the gateway knows of the account when it decides whether a row may be sent. */
 interface AccountState {
   status: string;
@@ -162,7 +156,7 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
 
   /** Appends what settled rows owe the log, one append per account, then notes them reported. */
   async function report(rows: readonly { row: OutboxRow; report: OutboxReport }[], readYourWrites = false) {
-    const byAccount = groupBy(rows, ({ row }) => row.account_id);
+    const byAccount = Map.groupBy(rows, ({ row }) => row.account_id);
     for (const settled of byAccount.values()) {
       const first = settled[0]!.row;
       await commands.append({
@@ -371,7 +365,7 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
           total += rows.length;
           active += 1;
           try {
-            for (const group of groupBy(rows, (row) => row.account_id).values())
+            for (const group of Map.groupBy(rows, (row) => row.account_id).values())
               await sendAll(group).catch(onError);
           } finally {
             active -= 1;
