@@ -70,7 +70,7 @@ interface Pending extends AppendRequest {
  * Sequencer commands of 1,000 steps (5,000 records) grouped by the byte limit alone put tens of
  * thousands of records in one request and stalled every other command of the process meanwhile.
  */
-export const MAX_GROUP_RECORDS = 5_000;
+const MAX_GROUP_RECORDS = 5_000;
 
 export interface GroupAppender {
   /**

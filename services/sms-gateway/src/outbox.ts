@@ -47,9 +47,10 @@ export async function enqueue(
 /**
  * The rows in play, ranked per account: each account's pending rows in order (`turn`), and whether any
  * of its rows is held (`busy`: a live lease on a pending or in-flight row, or on a row settled and not
- * yet reported).
+ * yet reported). Of every account, or of `accounts` only (each account is ranked on its own rows, so
+ * leaving the others out changes nothing for these).
  */
-const rankedRows = (now: Date) => sql`
+const rankedRows = (now: Date, accounts?: readonly string[]) => sql`
   select message_id, account_id, state, created_at,
     row_number() over (partition by account_id, state order by created_at, message_id) as turn,
     bool_or(coalesce(lease_until >= ${now}, false)) over (partition by account_id) as busy
@@ -57,7 +58,8 @@ const rankedRows = (now: Date) => sql`
   -- Each alternative is the predicate of a partial index, so the rows in play are found through them;
   -- "state in ('pending', 'sending')" matches no partial index and would read the whole outbox, every
   -- row ever sent, on every claim.
-  where state = 'pending' or state = 'sending' or (report is not null and reported_at is null)`;
+  where (state = 'pending' or state = 'sending' or (report is not null and reported_at is null))
+    ${accounts ? sql`and account_id = any(${accounts}::text[])` : sql``}`;
 
 /**
  * Leases up to `limit` pending rows for `leaseMs`: the oldest `perAccount` of each account that no
@@ -106,14 +108,14 @@ export async function claimPending(
       )
       select account_id from walk where locked`.execute(trx);
     if (accounts.length === 0) return [];
+    const locked = accounts.map((account) => account.account_id);
     const { rows } = await sql<OutboxRow>`
       update sms_outbox set lease_until = ${leaseUntil(now, leaseMs)}, updated_at = ${now}
       where message_id in (
         select message_id from sms_outbox
         where state = 'pending' and message_id in (
-          select message_id from (${rankedRows(now)}) ranked
+          select message_id from (${rankedRows(now, locked)}) ranked
           where state = 'pending' and turn <= ${perAccount} and not busy
-            and account_id = any(${accounts.map((account) => account.account_id)}::text[])
           order by created_at, message_id
           limit ${limit}
         )
