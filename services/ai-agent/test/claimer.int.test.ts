@@ -1,3 +1,4 @@
+import type { CommandBus } from '@leadline/runtime';
 import { eventually } from '@leadline/test-kit';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -46,11 +47,26 @@ const holdingResponder: Responder = {
   },
 };
 
+/** The accounts of the agent's commands, in the order it ran them; a hook runs as each one starts. */
+const commandsRun: string[] = [];
+const onCommand = new Map<string, () => void>();
+/** The system's command bus, seen by the agent through a wrapper that notes each command it runs. */
+const notingCommands: CommandBus = {
+  execute(command) {
+    const accountId = command.stream.topic === 'account' ? command.stream.accountId : '';
+    commandsRun.push(accountId);
+    onCommand.get(accountId)?.();
+    return world.system.services.commands.execute(command);
+  },
+  append: (facts) => world.system.services.commands.append(facts),
+  close: () => Promise.resolve(),
+};
+
 let world: AgentSystem;
 beforeAll(async () => {
   world = await startAgentSystem({
     responder: holdingResponder,
-    agent: { pollIntervalMs: NEVER_POLLS_MS, replyDelayMs: 0 },
+    agent: { pollIntervalMs: NEVER_POLLS_MS, replyDelayMs: 0, commands: notingCommands },
   });
 });
 afterAll(() => world?.close());
@@ -148,5 +164,43 @@ describe('claiming turns', () => {
     expect(await db.selectFrom('ai_pending_turns').select('id').where('id', '=', turnId).execute()).toEqual(
       [],
     );
+  });
+
+  it('answers a message whose pre-check read the read models before they had it', async () => {
+    const { system, partner } = world;
+    const { db } = system.services;
+    const account = await newAccount(partner, [{ name: 'Email', type: 'email' }]);
+    const phone = '+15125550404';
+
+    // The projector is held back on this conversation from before the message arrives until the agent's
+    // first command for it has started: a transaction inserts the conversation's row and stays open, so
+    // the projector's insert of it waits. The pre-check, past its bounded wait for the projector, reads no
+    // conversation for this new number and does not ask the model; the command, once the transaction
+    // rolls back and the projector catches up, finds the conversation and has no answer to record.
+    const holding = await db.startTransaction().execute();
+    await holding
+      .insertInto('conversations')
+      .values({
+        account_id: account.id,
+        phone,
+        started_at: null,
+        preview: null,
+        last_message_at: null,
+        ai_paused_until: null,
+        opted_out_at: null,
+        summary: null,
+      })
+      .execute();
+    const firstCommand = new Promise<void>((resolve) => onCommand.set(account.id, resolve));
+    // Posted now, settled later: the test system answers an inbound SMS once it is decided and projected.
+    const posted = inbound(system, account.number, phone, 'Hello');
+    await firstCommand;
+    await holding.rollback().execute();
+    await posted;
+
+    // The turn is due again at once and the claimer is woken for it: with no poll, nothing else would.
+    const [reply] = await aiMessages(partner, account.id, phone, 1);
+    expect(reply!.body).toBe('Could you send me your Email?');
+    expect(commandsRun.filter((accountId) => accountId === account.id)).toHaveLength(2);
   });
 });
