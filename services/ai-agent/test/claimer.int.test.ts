@@ -1,6 +1,6 @@
 import type { CommandBus } from '@leadline/runtime';
 import { eventually } from '@leadline/test-kit';
-import { sql } from 'kysely';
+import { sql, type KyselyPlugin } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { offlineResponder } from '../src/offline';
 import type { Responder } from '../src/turn';
@@ -202,5 +202,43 @@ describe('claiming turns', () => {
     const [reply] = await aiMessages(partner, account.id, phone, 1);
     expect(reply!.body).toBe('Could you send me your Email?');
     expect(commandsRun.filter((accountId) => accountId === account.id)).toHaveLength(2);
+  });
+});
+
+/** Makes the next read of queued inbound messages fail, as a dropped connection would. */
+let burstReadsToFail = 0;
+const failingBurstReads: KyselyPlugin = {
+  transformQuery({ node }) {
+    const table = node.kind === 'SelectQueryNode' ? JSON.stringify(node.from) : '';
+    if (burstReadsToFail > 0 && table.includes('"ai_pending_messages"')) {
+      burstReadsToFail--;
+      throw new Error('Connection terminated unexpectedly');
+    }
+    return node;
+  },
+  transformResult: ({ result }) => Promise.resolve(result),
+};
+
+// Last in this file: it replaces the agent that never polls with one that does, and whose database
+// reads can fail.
+describe('a claim that cannot read its messages', () => {
+  it('gives its turns back at once, and they are answered at the next claim', async () => {
+    const { system, partner } = world;
+    const polling = await world.startAgent({
+      db: system.services.db.withPlugin(failingBurstReads),
+      pollIntervalMs: 50,
+    });
+    await world.agents[0]!.stop();
+    world.agents.shift();
+    expect(world.agents).toEqual([polling]);
+    const account = await newAccount(partner, [{ name: 'Email', type: 'email' }]);
+    const phone = '+15125550405';
+
+    burstReadsToFail = 1;
+    await inbound(system, account.number, phone, 'Hello');
+    // Its lease would otherwise last minutes: the answer comes only if the failed claim gave it back.
+    const [reply] = await aiMessages(partner, account.id, phone, 1);
+    expect(burstReadsToFail).toBe(0);
+    expect(reply!.body).toBe('Could you send me your Email?');
   });
 });
