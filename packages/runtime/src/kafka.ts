@@ -68,10 +68,16 @@ export const LOG_MAX_MESSAGE_BYTES = 32 * 1024 * 1024;
 export const APPEND_MAX_BYTES = 30 * 1024 * 1024;
 
 /**
- * Every record batch is compressed: events are JSON, so a batch shrinks several times. GZIP is built
- * into kafkajs; the other codecs need native plugins.
+ * Appends of this many bytes (encoded, before compression) and more are compressed: events are JSON,
+ * so a bulk import's batch shrinks several times. Below it, the few events of one or a few commands
+ * would shrink by a few hundred bytes, for CPU paid on every append and again on every consumer's read
+ * (gzip was a twentieth of the API's CPU creating accounts); those go as they are.
  */
-export const LOG_COMPRESSION = CompressionTypes.GZIP;
+export const LOG_COMPRESSION_MIN_BYTES = 16 * 1024;
+
+/** The codec of an append of `bytes`: GZIP (built into kafkajs; the others need native plugins) or none. */
+export const logCompression = (bytes: number) =>
+  bytes >= LOG_COMPRESSION_MIN_BYTES ? CompressionTypes.GZIP : CompressionTypes.None;
 
 const topicConfig = {
   'retention.ms': '-1',

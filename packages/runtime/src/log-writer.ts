@@ -1,5 +1,5 @@
 import type { Admin, Message, Producer, RecordMetadata } from 'kafkajs';
-import { LOG_COMPRESSION, partitionForKey } from './kafka';
+import { logCompression, partitionForKey } from './kafka';
 
 type TopicOffsets = Awaited<ReturnType<Admin['fetchTopicOffsets']>>;
 
@@ -212,7 +212,7 @@ export function createGroupAppender(options: {
             if (abandoned) throw new Error('abandoned before it was sent');
             return (request = connected.sendBatch({
               acks: -1,
-              compression: LOG_COMPRESSION,
+              compression: logCompression(bytes),
               topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
             }));
           }),
