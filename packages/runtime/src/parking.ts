@@ -100,33 +100,34 @@ export async function sortOutRecords(
   if (records.length === 0) return [];
   const table = parked(place);
   const keys = [...new Set(records.flatMap((record) => (record.key ? [record.key] : [])))];
-  const pending = keys.length
-    ? await trx
-        .selectFrom(table)
-        .select(['offset', 'stream_key'])
-        .where('consumer', '=', place.consumer)
-        .where('topic', '=', topic)
-        .where('partition', '=', partition)
-        .where('stream_key', 'in', keys)
-        .where('status', 'in', PENDING)
-        .execute()
-    : [];
-  const skipped = new Set(
-    (
-      await trx
-        .selectFrom('skipped_records')
-        .select('offset')
-        .where('consumer', '=', place.consumer)
-        .where('topic', '=', topic)
-        .where('partition', '=', partition)
-        .where(
-          'offset',
-          'in',
-          records.map((record) => record.offset),
-        )
-        .execute()
-    ).map((row) => row.offset),
-  );
+  // One round trip for both: the pending records of the batch's streams, and the batch's records an
+  // operator skipped (`stream_key` null: a pending record always has its stream's key).
+  const skippedRecords = trx
+    .selectFrom('skipped_records')
+    .select(['offset', sql<string | null>`null`.as('stream_key')])
+    .where('consumer', '=', place.consumer)
+    .where('topic', '=', topic)
+    .where('partition', '=', partition)
+    .where(
+      'offset',
+      'in',
+      records.map((record) => record.offset),
+    );
+  const found = await (
+    keys.length === 0
+      ? skippedRecords
+      : trx
+          .selectFrom(table)
+          .select(['offset', 'stream_key'])
+          .where('consumer', '=', place.consumer)
+          .where('topic', '=', topic)
+          .where('partition', '=', partition)
+          .where('stream_key', 'in', keys)
+          .where('status', 'in', PENDING)
+          .unionAll(skippedRecords)
+  ).execute();
+  const pending = found.filter((row) => row.stream_key !== null);
+  const skipped = new Set(found.filter((row) => row.stream_key === null).map((row) => row.offset));
   if (
     pending.length === 0 &&
     skipped.size === 0 &&

@@ -3,7 +3,6 @@ import {
   freshRecords,
   PROGRESS_CHANNEL,
   type Database,
-  type PartitionProgress,
   type PositionedEvent,
 } from '@leadline/runtime';
 import type { DomainEvent } from '@leadline/events';
@@ -67,19 +66,25 @@ export async function applyBatch(
       for (const projection of segment.projections) await projection.apply(trx, segment.events);
     }
 
-    const nextOffset = await advanceCheckpoint(
-      trx,
-      'projection_checkpoints',
-      topic,
-      partition,
-      last.offset,
-      new Date(),
-    );
-    if (options.live) {
-      const progress: PartitionProgress[] = [{ topic, partition, next_offset: nextOffset }];
-      // Delivered only if and when the transaction commits.
-      await sql`select pg_notify(${PROGRESS_CHANNEL}, ${JSON.stringify(progress)})`.execute(trx);
+    if (!options.live) {
+      await advanceCheckpoint(trx, 'projection_checkpoints', topic, partition, last.offset, new Date());
+      return fresh.length;
     }
+    // The checkpoint moves and the waiting commands are told (a `PartitionProgress[]`, as
+    // `ProjectionProgress` reads it) in one statement, one round trip a batch: the notification is
+    // delivered only if and when the transaction commits.
+    const nextOffset = (BigInt(last.offset) + 1n).toString();
+    await sql`
+      with moved as (
+        update projection_checkpoints
+        set next_offset = greatest(next_offset, ${nextOffset}::bigint), updated_at = ${new Date()}
+        where topic = ${topic} and partition = ${partition}
+        returning next_offset
+      )
+      select pg_notify(
+        ${PROGRESS_CHANNEL},
+        json_build_array(json_build_object('topic', ${topic}::text, 'partition', ${partition}::int, 'next_offset', next_offset::text))::text
+      ) from moved`.execute(trx);
     return fresh.length;
   });
 }
