@@ -374,6 +374,9 @@ describe('enrollment', () => {
       name: 'X',
     });
     expect(again.body).toMatchObject({ action: 'updated', lead: { sequence_enrolled: true } });
+    // Imported again without auto_sequence, a lead in the default sequence still says so.
+    const plainAgain = await acme.post(`/accounts/${accountId}/leads`, { phone: NY });
+    expect(plainAgain.body).toMatchObject({ action: 'skipped', lead: { sequence_enrolled: true } });
     const events = await accountEvents(system.services);
     const enrolled = events.flatMap((event) =>
       event.type === 'sequence.leads_enrolled' && event.data.sequence_id === sequence.id
