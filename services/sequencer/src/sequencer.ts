@@ -152,7 +152,9 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
             const phone = state!.enrollment!.phone;
             contacted.add(phone);
             // A lead in two sequences gets both steps in one batch: the second counts the first.
-            sentInBatch.set(phone, [...(sentInBatch.get(phone) ?? []), now]);
+            const sentToPhone = sentInBatch.get(phone);
+            if (sentToPhone) sentToPhone.push(now);
+            else sentInBatch.set(phone, [now]);
           }
           const held = (event: NewEvent) =>
             event.type === 'sequence.step_held' && event.data.step_order === step.step_order;

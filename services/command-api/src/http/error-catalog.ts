@@ -289,11 +289,7 @@ export const errorCodes = Object.keys(errorCatalog) as ErrorCode[];
 
 /** The codes an operation can answer, by HTTP status. */
 export function codesByStatus(operation: OperationFacts): Map<number, ErrorCode[]> {
-  const byStatus = new Map<number, ErrorCode[]>();
-  for (const code of errorCodes) {
-    const { status, appliesTo } = errorCatalog[code] as ErrorEntry;
-    if (!appliesTo?.(operation)) continue;
-    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
-  }
-  return byStatus;
+  const entry = (code: ErrorCode) => errorCatalog[code] as ErrorEntry;
+  const codes = errorCodes.filter((code) => entry(code).appliesTo?.(operation));
+  return Map.groupBy(codes, (code) => entry(code).status);
 }

@@ -95,12 +95,11 @@ export async function proactiveSends(
   phones: readonly string[],
   now: Date,
 ): Promise<Map<string, Date[]>> {
-  const sent = new Map<string, Date[]>();
   const capped = phones.filter((phone) => {
     const { state } = leadLocation(phone, window.time_zone);
     return window.enabled && state !== null && stateRules[state]?.dailyCap !== undefined;
   });
-  if (capped.length === 0) return sent;
+  if (capped.length === 0) return new Map();
   const rows = await db
     .selectFrom('messages')
     .select(['phone', 'sent_at'])
@@ -110,8 +109,8 @@ export async function proactiveSends(
     .where('source', '=', 'sequence')
     .where('sent_at', '>', new Date(now.getTime() - 86_400_000))
     .execute();
-  for (const row of rows) sent.set(row.phone, [...(sent.get(row.phone) ?? []), row.sent_at]);
-  return sent;
+  const byPhone = Map.groupBy(rows, (row) => row.phone);
+  return new Map([...byPhone].map(([phone, sent]) => [phone, sent.map((row) => row.sent_at)]));
 }
 
 /** What enrolling a lead reads: the sequence, the lead, its conversation and its enrollment in it. */
