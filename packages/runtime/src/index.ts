@@ -7,6 +7,7 @@ export * from './db/migrate';
 export type * from './db/schema';
 export * from './errors';
 export * from './kafka';
+export * from './keyed-batcher';
 export * from './projection-progress';
 export * from './infrastructure';
 export * from './secret-box';

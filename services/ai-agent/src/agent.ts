@@ -11,6 +11,7 @@ import {
 import { ai, type DomainEvent, type EventCodec, type EventType, type TopicNames } from '@leadline/events';
 import {
   advanceCheckpoint,
+  createKeyedBatcher,
   freshRecords,
   startLogConsumer,
   timeStage,
@@ -28,7 +29,6 @@ import {
 import type { Kafka } from 'kafkajs';
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import { refreshContextUrls } from './context-refresh';
-import { createKeyedBatcher } from './batcher';
 import { awaitsOptOutDecision, decideAiTurn, skipReason, type AiTurn, type AiTurnState } from './decide';
 import { loadAttachments } from './media';
 import type { Responder, TurnInput, TurnProposal } from './turn';

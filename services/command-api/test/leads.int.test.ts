@@ -137,6 +137,57 @@ describe('importing leads', () => {
     expect((await acme.get(`/accounts/${account}`)).body.stats.total_leads).toBe(1);
   });
 
+  it('decides concurrent single imports into one account in fewer commands, each answered and traced as if alone', async () => {
+    const account = await newAccount();
+    /** Commands decided so far by this process's API (its metrics). */
+    const decided = async () => {
+      const text = (await system.app.inject({ method: 'GET', url: '/metrics' })).body;
+      const series = 'leadline_command_stage_duration_seconds_count{stage="decide"} ';
+      return Number(
+        text
+          .split('\n')
+          .find((line) => line.startsWith(series))!
+          .slice(series.length),
+      );
+    };
+    const phones = Array.from({ length: 8 }, (_, i) => `+1512555${String(710 + i).padStart(4, '0')}`);
+    const before = await decided();
+    // Each number twice at once: once bare, once with a name; whichever is decided first creates it.
+    const responses = await Promise.all(
+      phones.flatMap((phone, i) => [
+        acme.post(`/accounts/${account}/leads`, { phone }),
+        acme.post(`/accounts/${account}/leads`, { phone, name: `Lead ${i}` }),
+      ]),
+    );
+    expect((await decided()) - before).toBeLessThan(responses.length);
+
+    phones.forEach((phone, i) => {
+      const [bare, named] = [responses[2 * i]!, responses[2 * i + 1]!];
+      const actions = [bare.body.action, named.body.action];
+      // As if decided one after the other: the second of the two fills the name or has nothing new.
+      expect([
+        ['created', 'updated'],
+        ['skipped', 'created'],
+      ]).toContainEqual(actions);
+      expect(bare.status).toBe(bare.body.action === 'created' ? 201 : 200);
+      expect(named.status).toBe(named.body.action === 'created' ? 201 : 200);
+      expect(named.body.lead).toMatchObject({ phone, name: `Lead ${i}` });
+    });
+    const listed = (await acme.get(`/accounts/${account}/leads?limit=100`)).body.leads;
+    expect(listed.map((lead: { name: string }) => lead.name).sort()).toEqual(
+      phones.map((_, i) => `Lead ${i}`).sort(),
+    );
+    // Every request's events carry its own correlation id, though requests shared a command.
+    const events = (await accountEvents(system.services)).filter(
+      (event) => event.account_id === account && event.type.startsWith('lead.'),
+    );
+    expect(events.map((event) => event.type).sort()).toEqual([
+      ...Array.from({ length: 8 }, () => 'lead.created'),
+      ...Array.from({ length: events.length - 8 }, () => 'lead.updated'),
+    ]);
+    expect(new Set(events.map((event) => event.correlation_id)).size).toBe(events.length);
+  });
+
   it('imports a bulk batch: invalid entries reported, in-batch duplicates counted, the rest imported', async () => {
     const account = await newAccount();
     await acme.post(`/accounts/${account}/leads`, { phone: '+15125550110', name: 'Existing' });

@@ -1,5 +1,5 @@
-import type { DomainEvent, NewEvent } from '@leadline/events';
-import { notFound, type CommandBus, type Database } from '@leadline/runtime';
+import type { DomainEvent } from '@leadline/events';
+import { notFound, type CommandBus, type Database, type EventToAppend } from '@leadline/runtime';
 import type { FastifyRequest } from 'fastify';
 import type { Selectable, Transaction } from 'kysely';
 import { commandContext } from '../http/auth';
@@ -16,7 +16,10 @@ export async function executeOnAccount<R>(
   commands: CommandBus,
   request: FastifyRequest,
   accountId: string,
-  decide: (trx: Transaction<Database>, account: AccountRow) => Promise<{ events: NewEvent[]; result: R }>,
+  decide: (
+    trx: Transaction<Database>,
+    account: AccountRow,
+  ) => Promise<{ events: EventToAppend[]; result: R }>,
 ): Promise<{ events: DomainEvent[]; result: R }> {
   const context = commandContext(request);
   return commands.execute({

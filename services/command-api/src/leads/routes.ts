@@ -1,8 +1,9 @@
-import { notFound } from '@leadline/runtime';
+import { createKeyedBatcher, notFound } from '@leadline/runtime';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
 import { executeOnAccount, requireAccount } from '../accounts/account-stream';
+import { commandContext } from '../http/auth';
 import { accountParams } from '../accounts/schemas';
 import type { AppDeps } from '../app';
 import { decideLead, decideLeadImports, type Lead, type LeadCommand, type LeadImport } from './decide';
@@ -25,6 +26,9 @@ import {
 } from './schemas';
 
 const tags = ['Leads'];
+
+/** The most single imports into one account decided in one command. */
+const SINGLE_IMPORTS_PER_COMMAND = 100;
 
 type BulkError = z.infer<typeof bulkImportResponse>['errors'][number];
 
@@ -63,50 +67,105 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   const { db, commands, clock, newId } = deps;
   const hourSeconds = deps.sequenceHourSeconds ?? 3600;
 
-  /** Decides a whole import against the account's caught-up leads and appends it as one batch. */
-  async function importLeads(
-    request: FastifyRequest,
-    accountId: string,
-    leads: LeadImport[],
-    origin: 'api' | 'bulk',
-  ) {
-    const { result } = await executeOnAccount(commands, request, accountId, async (trx, account) => {
-      const existing = await leadsMatching(
-        trx,
-        accountId,
-        leads.map((lead) => lead.phone),
-        leads.flatMap((lead) => (lead.external_id ? [lead.external_id] : [])),
-      );
-      const now = clock.now();
-      const decision = decideLeadImports(leads, existing, { newId, now, origin });
-      const imported = decision.outcomes.map((outcome, index) => ({
-        lead: outcome.lead,
-        auto_sequence: leads[index]!.auto_sequence,
-      }));
-      // Only `auto_sequence` enrolls a lead, and a lead created now is in no sequence yet: an import of
-      // new leads without it needs none of the sequences' state (three reads fewer under the lock).
-      const needsSequences = decision.outcomes.some(
-        (outcome, index) => outcome.action !== 'created' || leads[index]!.auto_sequence,
-      );
-      const enrollments = needsSequences
-        ? decideAutoEnrollments(
-            imported,
-            await autoEnrollState(
-              trx,
-              account,
-              imported.map(({ lead }) => lead),
-            ),
-            { now, hourSeconds, newId },
-          )
-        : { events: [], inSequence: new Set<string>() };
-      const outcomes = decision.outcomes.map((outcome) => ({
-        ...outcome,
-        sequence_enrolled: enrollments.inSequence.has(outcome.lead.lead_id),
-      }));
-      return { events: [...decision.events, ...enrollments.events], result: outcomes };
-    });
+  /** One request's leads, decided in its turn and traced to it. */
+  interface ImportRequest {
+    request: FastifyRequest;
+    accountId: string;
+    leads: LeadImport[];
+    origin: 'api' | 'bulk';
+  }
+  type ImportOutcome = ReturnType<typeof decideLeadImports>['outcomes'][number] & {
+    sequence_enrolled: boolean;
+  };
+
+  /**
+   * Decides imports into one account against its caught-up leads in one command, each request in turn
+   * against the leads as the requests before it left them, and appends them as one batch. Each
+   * request's events carry its own correlation id; its outcomes come back in its place.
+   */
+  async function importLeads(accountId: string, requests: readonly ImportRequest[]) {
+    const { result } = await executeOnAccount(
+      commands,
+      requests[0]!.request,
+      accountId,
+      async (trx, account) => {
+        const all = requests.flatMap((entry) => entry.leads);
+        const matching = await leadsMatching(
+          trx,
+          accountId,
+          all.map((lead) => lead.phone),
+          all.flatMap((lead) => (lead.external_id ? [lead.external_id] : [])),
+        );
+        const known = new Map(matching.map((lead) => [lead.lead_id, lead]));
+        const now = clock.now();
+        const decisions = requests.map(({ request, leads, origin }) => {
+          const decision = decideLeadImports(leads, [...known.values()], { newId, now, origin });
+          for (const { lead } of decision.outcomes) known.set(lead.lead_id, lead);
+          const { correlationId } = commandContext(request);
+          return { ...decision, events: decision.events.map((event) => ({ ...event, correlationId })) };
+        });
+        const imported = decisions.flatMap(({ outcomes }, index) =>
+          outcomes.map((outcome, position) => ({
+            outcome,
+            lead: outcome.lead,
+            auto_sequence: requests[index]!.leads[position]!.auto_sequence,
+          })),
+        );
+        // Only `auto_sequence` enrolls a lead, and a lead created now is in no sequence yet: an import of
+        // new leads without it needs none of the sequences' state (three reads fewer under the lock).
+        const needsSequences = imported.some(
+          ({ outcome, auto_sequence }) => outcome.action !== 'created' || auto_sequence,
+        );
+        const enrollments = needsSequences
+          ? decideAutoEnrollments(
+              imported,
+              await autoEnrollState(
+                trx,
+                account,
+                imported.map(({ lead }) => lead),
+              ),
+              { now, hourSeconds, newId },
+            )
+          : { events: [], inSequence: new Set<string>() };
+        const outcomes = decisions.map((decision) =>
+          decision.outcomes.map((outcome): ImportOutcome => ({
+            ...outcome,
+            sequence_enrolled: enrollments.inSequence.has(outcome.lead.lead_id),
+          })),
+        );
+        return {
+          events: [...decisions.flatMap((decision) => decision.events), ...enrollments.events],
+          result: outcomes,
+        };
+      },
+    );
     return result;
   }
+
+  /**
+   * Single imports into one account that arrive while a command of theirs runs are decided together in
+   * the next one (group commit): one lock, one high-watermark check, one append and one wait for the
+   * projector for all of them, still decided in arrival order. Only requests whose events name the same
+   * actor share a command (its context is the first one's), and an `auto_sequence` import goes alone,
+   * so the enrollment it appends is traced to it. A command that fails fails each of its requests with
+   * its error, none retried alone: an append that timed out may still land.
+   */
+  const importSingle = createKeyedBatcher<ImportRequest, { outcome: ImportOutcome } | { error: unknown }>({
+    keyOf: ({ request, accountId }) => {
+      const { partnerId, actor } = commandContext(request);
+      return JSON.stringify([accountId, partnerId, actor]);
+    },
+    conflicts: (a, b) => a.leads[0]!.auto_sequence || b.leads[0]!.auto_sequence,
+    maxBatch: SINGLE_IMPORTS_PER_COMMAND,
+    run: async (_key, requests) => {
+      try {
+        const outcomes = await importLeads(requests[0]!.accountId, requests);
+        return outcomes.map(([outcome]) => ({ outcome: outcome! }));
+      } catch (error) {
+        return requests.map(() => ({ error }));
+      }
+    },
+  });
 
   /** Runs a command on one lead, found by its (normalized) phone in the caller's account. */
   function onLead(
@@ -149,8 +208,14 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
       },
     },
     async (request, reply) => {
-      const [outcome] = await importLeads(request, request.params.id, [request.body], 'api');
-      const { action, lead, sequence_enrolled } = outcome!;
+      const settled = await importSingle({
+        request,
+        accountId: request.params.id,
+        leads: [request.body],
+        origin: 'api',
+      });
+      if ('error' in settled) throw settled.error;
+      const { action, lead, sequence_enrolled } = settled.outcome;
       return reply
         .status(action === 'created' ? 201 : 200)
         .send({ success: true, action, lead: importedLead(lead, sequence_enrolled) });
@@ -182,7 +247,11 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
       // With nothing valid to import there is no command, but the account must still be the caller's.
       const outcomes =
         leads.length > 0
-          ? await importLeads(request, request.params.id, leads, 'bulk')
+          ? (
+              await importLeads(request.params.id, [
+                { request, accountId: request.params.id, leads, origin: 'bulk' },
+              ])
+            )[0]!
           : await requireAccount(db, request, request.params.id).then(() => []);
       const count = (action: string) => outcomes.filter((outcome) => outcome.action === action).length;
       return {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createKeyedBatcher } from './batcher';
+import { createKeyedBatcher } from './keyed-batcher';
 
 interface Item {
   key: string;
