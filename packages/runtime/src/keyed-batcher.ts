@@ -1,8 +1,9 @@
 /**
  * Group commit by key: items submitted while a run for their key is in flight wait, and all of them go
  * in the next run, which starts as soon as the current one ends. An item that `conflicts` with one
- * already taken waits for the run after (items that conflict keep their order). A run that fails is
- * tried again item by item, so an item that cannot be handled fails alone.
+ * already taken waits for the run after (items that conflict keep their order). A run that fails fails
+ * each of its items with its error, and none is tried again here: the run may have had effects (an
+ * append that timed out may still land), so a retry is the caller's, decided again against the log.
  */
 export function createKeyedBatcher<T, R>(options: {
   keyOf: (item: T) => string;
@@ -27,10 +28,7 @@ export function createKeyedBatcher<T, R>(options: {
       );
       batch.forEach((pending, index) => pending.resolve(results[index]!));
     } catch (error) {
-      if (batch.length === 1) return batch[0]!.reject(error);
-      for (const pending of batch) {
-        await run(key, [pending.item]).then(([result]) => pending.resolve(result!), pending.reject);
-      }
+      for (const pending of batch) pending.reject(error);
     }
   }
 

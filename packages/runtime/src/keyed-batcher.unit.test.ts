@@ -78,15 +78,19 @@ describe('group commit by key', () => {
     expect(runs).toEqual([['a:xy'], ['a:ab'], ['a:bc'], ['a:cd']]);
   });
 
-  it('tries a failed run again item by item, so only the item that fails fails', async () => {
+  it('fails every item of a failed run with its error, trying none again, and goes on with the next', async () => {
     const { submit, runs, releaseAll } = heldBatcher();
     const first = submit({ key: 'a', subject: 'first' });
-    const good = submit({ key: 'a', subject: 'good' });
+    const good = submit({ key: 'a', subject: 'good' }).catch((error: Error) => error.message);
     const bad = submit({ key: 'a', subject: 'bad', fail: true }).catch((error: Error) => error.message);
     await releaseAll();
     expect(await first).toBe('done first');
-    expect(await good).toBe('done good');
+    expect(await good).toBe('refused');
     expect(await bad).toBe('refused');
-    expect(runs).toEqual([['a:first'], ['a:good', 'a:bad'], ['a:good'], ['a:bad']]);
+    expect(runs).toEqual([['a:first'], ['a:good', 'a:bad']]);
+    // The key is free again: the next item runs.
+    const next = submit({ key: 'a', subject: 'next' });
+    await releaseAll();
+    expect(await next).toBe('done next');
   });
 });

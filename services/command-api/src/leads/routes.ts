@@ -147,24 +147,17 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
    * the next one (group commit): one lock, one high-watermark check, one append and one wait for the
    * projector for all of them, still decided in arrival order. Only requests whose events name the same
    * actor share a command (its context is the first one's), and an `auto_sequence` import goes alone,
-   * so the enrollment it appends is traced to it. A command that fails fails each of its requests with
-   * its error, none retried alone: an append that timed out may still land.
+   * so the enrollment it appends is traced to it. A command that fails fails each of its requests.
    */
-  const importSingle = createKeyedBatcher<ImportRequest, { outcome: ImportOutcome } | { error: unknown }>({
+  const importSingle = createKeyedBatcher<ImportRequest, ImportOutcome>({
     keyOf: ({ request, accountId }) => {
       const { partnerId, actor } = commandContext(request);
       return JSON.stringify([accountId, partnerId, actor]);
     },
     conflicts: (a, b) => a.leads[0]!.auto_sequence || b.leads[0]!.auto_sequence,
     maxBatch: SINGLE_IMPORTS_PER_COMMAND,
-    run: async (_key, requests) => {
-      try {
-        const outcomes = await importLeads(requests[0]!.accountId, requests);
-        return outcomes.map(([outcome]) => ({ outcome: outcome! }));
-      } catch (error) {
-        return requests.map(() => ({ error }));
-      }
-    },
+    run: async (_key, requests) =>
+      (await importLeads(requests[0]!.accountId, requests)).map(([outcome]) => outcome!),
   });
 
   /** Runs a command on one lead, found by its (normalized) phone in the caller's account. */
@@ -208,14 +201,12 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
       },
     },
     async (request, reply) => {
-      const settled = await importSingle({
+      const { action, lead, sequence_enrolled } = await importSingle({
         request,
         accountId: request.params.id,
         leads: [request.body],
         origin: 'api',
       });
-      if ('error' in settled) throw settled.error;
-      const { action, lead, sequence_enrolled } = settled.outcome;
       return reply
         .status(action === 'created' ? 201 : 200)
         .send({ success: true, action, lead: importedLead(lead, sequence_enrolled) });
