@@ -1,8 +1,9 @@
 import { UnknownEventTypeError, type DomainEvent, type EventCodec } from '@leadline/events';
 import type { Kafka } from 'kafkajs';
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './db/schema';
 import { watchConsumerLag } from './metrics';
+import { PROGRESS_CHANNEL } from './projection-progress';
 import {
   parkedTableOf,
   parkingFailure,
@@ -129,7 +130,12 @@ export async function freshRecords(
   return sortOutRecords(trx, parkedTableOf(table), topic, partition, live, now);
 }
 
-/** Moves the partition's checkpoint past `lastOffset`, in the transaction that handled the records. */
+/**
+ * Moves the partition's checkpoint past `lastOffset`, in the transaction that handled the records.
+ * With `notifyProgress` (the live projector) the same statement tells the commands waiting on
+ * `ProjectionProgress` how far the partition is applied, delivered only if and when the transaction
+ * commits: one round trip a batch.
+ */
 export async function advanceCheckpoint(
   trx: Transaction<Database>,
   table: CheckpointTable,
@@ -137,20 +143,26 @@ export async function advanceCheckpoint(
   partition: number,
   lastOffset: string,
   now: Date,
+  options: { notifyProgress?: boolean } = {},
 ): Promise<string> {
-  const candidate = BigInt(lastOffset) + 1n;
+  const candidate = (BigInt(lastOffset) + 1n).toString();
   // A retry applies records below the checkpoint; the checkpoint never moves back.
-  const { next_offset } = await trx
-    .updateTable(table)
-    .set((eb) => ({
-      next_offset: eb.fn<string>('greatest', [eb.ref('next_offset'), eb.val(candidate.toString())]),
-      updated_at: now,
-    }))
-    .where('topic', '=', topic)
-    .where('partition', '=', partition)
-    .returning('next_offset')
-    .executeTakeFirstOrThrow();
-  return next_offset;
+  const { rows } = await sql<{ next_offset: string }>`
+    with moved as (
+      update ${sql.table(table)}
+      set next_offset = greatest(next_offset, ${candidate}::bigint), updated_at = ${now}
+      where topic = ${topic} and partition = ${partition}
+      returning next_offset::text as next_offset
+    )
+    select next_offset${
+      options.notifyProgress
+        ? // A `PartitionProgress[]`, as `ProjectionProgress` reads it.
+          sql`, pg_notify(${PROGRESS_CHANNEL}, json_build_array(json_build_object(
+            'topic', ${topic}::text, 'partition', ${partition}::int, 'next_offset', next_offset))::text)`
+        : sql``
+    } from moved`.execute(trx);
+  if (!rows[0]) throw new Error(`No checkpoint in ${table} for ${topic}/${partition}`);
+  return rows[0].next_offset;
 }
 
 /**

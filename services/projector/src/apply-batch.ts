@@ -1,10 +1,4 @@
-import {
-  advanceCheckpoint,
-  freshRecords,
-  PROGRESS_CHANNEL,
-  type Database,
-  type PositionedEvent,
-} from '@leadline/runtime';
+import { advanceCheckpoint, freshRecords, type Database, type PositionedEvent } from '@leadline/runtime';
 import type { DomainEvent } from '@leadline/events';
 import { sql, type Kysely } from 'kysely';
 import type { Projection } from './projection';
@@ -66,25 +60,9 @@ export async function applyBatch(
       for (const projection of segment.projections) await projection.apply(trx, segment.events);
     }
 
-    if (!options.live) {
-      await advanceCheckpoint(trx, 'projection_checkpoints', topic, partition, last.offset, new Date());
-      return fresh.length;
-    }
-    // The checkpoint moves and the waiting commands are told (a `PartitionProgress[]`, as
-    // `ProjectionProgress` reads it) in one statement, one round trip a batch: the notification is
-    // delivered only if and when the transaction commits.
-    const nextOffset = (BigInt(last.offset) + 1n).toString();
-    await sql`
-      with moved as (
-        update projection_checkpoints
-        set next_offset = greatest(next_offset, ${nextOffset}::bigint), updated_at = ${new Date()}
-        where topic = ${topic} and partition = ${partition}
-        returning next_offset
-      )
-      select pg_notify(
-        ${PROGRESS_CHANNEL},
-        json_build_array(json_build_object('topic', ${topic}::text, 'partition', ${partition}::int, 'next_offset', next_offset::text))::text
-      ) from moved`.execute(trx);
+    await advanceCheckpoint(trx, 'projection_checkpoints', topic, partition, last.offset, new Date(), {
+      notifyProgress: options.live,
+    });
     return fresh.length;
   });
 }
