@@ -50,7 +50,8 @@ messages). A manual message pauses the AI in its conversation until \`resume-ai\
 Outbound messages show their delivery \`status\` (\`queued\`, \`sent\`, \`delivered\`, \`undelivered\`,
 \`failed\`); inbound ones show \`received\`.
 
-**Opt-out**: a lead texting only STOP, STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT, REVOKE or OPTOUT is opted
+**Opt-out**: a lead texting only STOP, STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT, REVOKE or OPTOUT (in any
+case, with punctuation, spacing or hyphens: \`Stop.\`, \`stop!!\`, \`opt-out\`, \`stop all\`, \`unsubscribe me\`) is opted
 out (\`opted_out\` on the lead and the conversation) and gets one confirmation; START, UNSTOP or YES opt
 back in; HELP is answered. These replies have \`source: system\`. Sending to an opted-out number is a 409
 \`lead_opted_out\`.

@@ -261,7 +261,8 @@ describe('an opt-out answered but not yet decided', () => {
     // The decider is down: nothing about the STOP is decided yet.
     await stopSystemDecider();
 
-    const stop = await inboundSms(account.number, phone, 'stop');
+    // Punctuated, as people type it: still the keyword, guarded from the moment Twilio is answered.
+    const stop = await inboundSms(account.number, phone, 'Stop.');
     expect(stop.status).toBe(200);
     expect(await optedOut(account.id, phone)).toBe(false);
     const manual = await acme.post(`/accounts/${account.id}/conversations/${phone}/messages`, { body: 'Hi' });
@@ -361,7 +362,7 @@ describe('a burst of inbound SMS decided together', () => {
     await post(first, stranger, 'Hi, is this Lakeside?');
     await post(second, flipper, 'START');
     await post(first, known, 'one more thing');
-    await post(second, flipper, 'stop');
+    await post(second, flipper, 'stop!!');
     await post(first, stranger, 'I saw your ad');
     await post(first, known, 'START');
     await post(second, flipper, 'STOP');

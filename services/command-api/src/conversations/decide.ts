@@ -3,8 +3,8 @@ import { conflict, notFound } from '@leadline/runtime';
 import { decideLeadImports, type Lead } from '../leads/decide';
 
 /**
- * Carrier (CTIA) and TCPA keywords. A message that is only one of these words, in any case and with
- * surrounding spaces, is a keyword; anything else ("stop texting me please") is an ordinary reply.
+ * Carrier (CTIA) keywords and the words the FCC's 2024 order names as a reasonable revocation in reply
+ * to a text, in their folded form (see `fold`): "opt out", "Opt-out" and "OPTOUT" are one keyword.
  */
 const optOutKeywords = new Set([
   'STOP',
@@ -19,10 +19,37 @@ const optOutKeywords = new Set([
 const optInKeywords = new Set(['START', 'UNSTOP', 'YES']);
 const helpKeywords = new Set(['HELP']);
 
+/** Courtesy around a keyword that does not change what it asks: "please stop", "unsubscribe me". */
+const leadingCourtesy = new Set(['PLEASE', 'PLS', 'PLZ']);
+const trailingCourtesy = new Set(['PLEASE', 'PLS', 'PLZ', 'NOW', 'ME', 'THANKS', 'THX']);
+
+/**
+ * A message as a keyword would read it: upper case, accents dropped, every run of punctuation,
+ * emoji or spacing one space ("Stop.", "STOP!!" and " stop " all read STOP), and courtesy words
+ * around it left out. Joined without spaces, so "opt out", "opt-out" and "stop all" read as the
+ * keywords OPTOUT and STOPALL.
+ */
+function fold(body: string): string {
+  const words = body
+    .normalize('NFKD')
+    .replace(/\p{M}/gu, '')
+    .toUpperCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter(Boolean);
+  while (words.length > 1 && leadingCourtesy.has(words[0]!)) words.shift();
+  while (words.length > 1 && trailingCourtesy.has(words.at(-1)!)) words.pop();
+  return words.join('');
+}
+
 export type Keyword = { kind: 'opt_out' | 'opt_in' | 'help'; word: string };
 
+/**
+ * The keyword a message is, if the whole message is one (in any case, with punctuation, spacing and
+ * courtesy around it); a message that only contains one ("stop by the office?") is an ordinary reply.
+ * `word` is the keyword as listed above, so the log records what was matched, not how it was typed.
+ */
 export function keywordOf(body: string): Keyword | undefined {
-  const word = body.trim().toUpperCase();
+  const word = fold(body);
   if (optOutKeywords.has(word)) return { kind: 'opt_out', word };
   if (optInKeywords.has(word)) return { kind: 'opt_in', word };
   if (helpKeywords.has(word)) return { kind: 'help', word };

@@ -69,11 +69,48 @@ describe('keywords', () => {
     'OPTOUT',
     ' stop ',
     'Stop\n',
+    'Stop.',
+    'stop!!',
+    'STOP!!!',
+    '¡Stop!',
+    '"stop"',
+    'stop 🛑',
+    'opt out',
+    'Opt-out',
+    'opt_out',
+    'OPT OUT.',
+    'stop all',
+    'Stop All!',
+    'unsubscribe me',
+    'Unsubscribe me please',
+    'please stop',
+    'Stop now!',
+    'Cancel.',
+    'quit!',
+    'End.',
+    'Revoke',
   ])('%j opts out', (body) => expect(keywordOf(body)?.kind).toBe('opt_out'));
-  it.each(['START', 'unstop', ' Yes '])('%j opts in', (body) => expect(keywordOf(body)?.kind).toBe('opt_in'));
+  it.each(['START', 'unstop', ' Yes ', 'Start.', 'yes please', 'UN-STOP'])('%j opts in', (body) =>
+    expect(keywordOf(body)?.kind).toBe('opt_in'),
+  );
+  it('records the keyword as listed, however it was typed', () => {
+    expect(keywordOf('Opt-out!')).toEqual({ kind: 'opt_out', word: 'OPTOUT' });
+    expect(keywordOf('stop all.')).toEqual({ kind: 'opt_out', word: 'STOPALL' });
+  });
   it('knows HELP and nothing else', () => {
-    expect(keywordOf('help')?.kind).toBe('help');
-    for (const body of ['stop it', 'STOP.', 'no', '', 'opt out']) expect(keywordOf(body)).toBeUndefined();
+    expect(keywordOf('help?')?.kind).toBe('help');
+    for (const body of [
+      'stop by the office?',
+      'can I stop the W-2 upload?',
+      'cancel my appointment',
+      'the end',
+      'no',
+      '',
+      '...',
+      'please',
+      'me',
+    ])
+      expect(keywordOf(body)).toBeUndefined();
   });
 });
 
