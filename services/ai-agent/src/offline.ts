@@ -11,7 +11,9 @@ import { validateValue, type ValueType } from './validate';
 
 const personPattern =
   /\b(human|real person|a person|someone|agent|representative|speak (to|with)|talk (to|with)|call me)\b/i;
-const emailPattern = /[^\s@<>()]+@[^\s@<>()]+\.[^\s@<>()]+/g;
+// An address starts where a word does (the lookbehind): without it, a long run of text with no "@"
+// in it was scanned to its end again from every one of its characters, quadratic in the message.
+const emailPattern = /(?<![^\s@<>()])[^\s@<>()]+@[^\s@<>()]+\.[^\s@<>()]+/g;
 const isoDatePattern = /\b(\d{4})-(\d{1,2})-(\d{1,2})\b/g;
 const usDatePattern = /\b(\d{1,2})\/(\d{1,2})\/(\d{4})\b/g;
 const phonePattern = /(?:\+?1[\s.-]?)?\(?\d{3}\)?[\s.-]?\d{3}[\s.-]?\d{4}\b/g;

@@ -68,3 +68,25 @@ describe('the offline responder', () => {
     expect(turn.collected).toEqual([]);
   });
 });
+
+describe('the offline responder on pathological text', () => {
+  // Each of these was quadratic in the e-mail search (1.5 s at 40,000 characters), stalling every
+  // account's turns behind one message. The bound is the issue's own: 50 ms, thirty times below the
+  // quadratic cost; linear, each takes a few milliseconds here. (A burst is at most 1,600 characters a
+  // message since the inbound webhook keeps no more, but the responder must not depend on that.)
+  it.each([
+    ['letters', 'a'.repeat(40_000)],
+    ['digits', '1'.repeat(40_000)],
+    ['dots', 'a.'.repeat(20_000)],
+    ['one @ then no dot', `a@${'b'.repeat(39_998)}`],
+    ['many @', 'a@'.repeat(20_000)],
+    ['grouped digits', '1,'.repeat(20_000)],
+    ['dashed digits', '1-'.repeat(20_000)],
+  ])('answers 40,000 characters of %s in under 50 ms', (_name, text) => {
+    offlineTurn(input('warm-up'));
+    const started = performance.now();
+    const turn = offlineTurn(input(text));
+    expect(performance.now() - started).toBeLessThan(50);
+    expect(turn.reply).not.toBeNull();
+  });
+});

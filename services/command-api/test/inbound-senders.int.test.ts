@@ -51,3 +51,25 @@ describe('inbound SMS from senders that are not phone numbers', () => {
     expect(lead.status).toBe(200);
   });
 });
+
+describe('inbound SMS longer than Twilio sends', () => {
+  it('refuses a form over 64 KB with a 413 problem and keeps nothing', async () => {
+    const before = await logSize(system.services);
+    const answer = await inboundSms('+15125550178', 'x'.repeat(1024 * 1024));
+    expect(answer.statusCode).toBe(413);
+    expect(answer.headers['content-type']).toContain('application/problem+json');
+    expect(answer.json()).toMatchObject({ status: 413, code: 'payload_too_large' });
+    expect(await logSize(system.services)).toBe(before);
+  });
+
+  it('keeps the first 1,600 characters of a longer body, as Twilio would have sent it', async () => {
+    const phone = '+15125550179';
+    // Emoji at the cut: characters are counted as a phone counts them, none is split in half.
+    const body = `${'a'.repeat(1599)}${'🏠'.repeat(3_000)}`;
+    expect((await inboundSms(phone, body)).statusCode).toBe(200);
+    const { messages } = (
+      await partner.get(`/accounts/${account.id}/conversations/${encodeURIComponent(phone)}/messages`)
+    ).body as { messages: { body: string }[] };
+    expect(messages.map((message) => message.body)).toEqual([`${'a'.repeat(1599)}🏠`]);
+  });
+});

@@ -12,6 +12,25 @@ import { inboundSmsForm, mediaOf, statusCallbackForm, statusCallbackQuery } from
 const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>';
 
 /**
+ * Twilio's own limit on a message's text. A longer `Body` never came from a phone through Twilio; it
+ * is kept to its first 1,600 characters, so no one's input costs every account's AI turns more than a
+ * real message can.
+ */
+export const MAX_INBOUND_BODY_CHARS = 1600;
+/** A whole inbound form (its text, ten media URLs, Twilio's other fields) is a few KB. */
+const INBOUND_FORM_MAX_BYTES = 64 * 1024;
+
+/** The first `max` characters (code points, so no emoji is cut in half). */
+function firstChars(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let end = 0;
+  for (let count = 0; count < max && end < text.length; count++) {
+    end += text.codePointAt(end)! > 0xffff ? 2 : 1;
+  }
+  return text.slice(0, end);
+}
+
+/**
  * Twilio's webhooks: inbound SMS/MMS and message status callbacks, outside /v1 and not part of the
  * partner API. Whenever TWILIO_AUTH_TOKEN is set, `X-Twilio-Signature` must be Twilio's signature of
  * the public URL and the form fields; anything else is a 403 that stores nothing.
@@ -38,30 +57,41 @@ export const twilioRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =>
     });
   }
 
-  app.post('/twilio/sms', { schema: { hide: true, body: inboundSmsForm } }, async (request, reply) => {
-    // Text from phones is never refused: what a projection cannot store is cleaned (after the signature check).
-    const form = cleanForm(request.body);
-    const phone = normalizePhone(form.From);
-    if (phone === undefined) {
-      // A short code or an alphanumeric sender (a bank's codes, a carrier's notices) is not a person
-      // who can become a lead: nothing can be sent back to it, and no lead route could address it.
-      // Twilio gets its answer, so it does not retry; nothing is stored or sent.
-      request.log.info(
-        { from: form.From, message_sid: form.MessageSid },
-        'inbound SMS from a non-phone sender ignored',
-      );
+  app.post(
+    '/twilio/sms',
+    { schema: { hide: true, body: inboundSmsForm }, bodyLimit: INBOUND_FORM_MAX_BYTES },
+    async (request, reply) => {
+      // Text from phones is never refused: what a projection cannot store is cleaned (after the signature check).
+      const form = cleanForm(request.body);
+      const phone = normalizePhone(form.From);
+      if (phone === undefined) {
+        // A short code or an alphanumeric sender (a bank's codes, a carrier's notices) is not a person
+        // who can become a lead: nothing can be sent back to it, and no lead route could address it.
+        // Twilio gets its answer, so it does not retry; nothing is stored or sent.
+        request.log.info(
+          { from: form.From, message_sid: form.MessageSid },
+          'inbound SMS from a non-phone sender ignored',
+        );
+        return reply.type('text/xml').send(EMPTY_TWIML);
+      }
+      const body = firstChars(form.Body, MAX_INBOUND_BODY_CHARS);
+      if (body !== form.Body) {
+        request.log.warn(
+          { message_sid: form.MessageSid, characters: form.Body.length },
+          `inbound SMS body over ${MAX_INBOUND_BODY_CHARS} characters kept to its first ${MAX_INBOUND_BODY_CHARS}`,
+        );
+      }
+      // Kept as a raw fact and answered at once; the inbound decider does the rest (see inbound.ts).
+      await acceptInboundSms(deps, {
+        phone,
+        to: normalizePhone(form.To) ?? form.To,
+        body,
+        provider_message_id: form.MessageSid,
+        media: mediaOf(form, form.NumMedia),
+      });
       return reply.type('text/xml').send(EMPTY_TWIML);
-    }
-    // Kept as a raw fact and answered at once; the inbound decider does the rest (see inbound.ts).
-    await acceptInboundSms(deps, {
-      phone,
-      to: normalizePhone(form.To) ?? form.To,
-      body: form.Body,
-      provider_message_id: form.MessageSid,
-      media: mediaOf(form, form.NumMedia),
-    });
-    return reply.type('text/xml').send(EMPTY_TWIML);
-  });
+    },
+  );
 
   app.post(
     '/twilio/status',
