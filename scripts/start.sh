@@ -47,7 +47,7 @@ start_service() {
 }
 start_service projector 0
 start_service command-api
-start_service inbound-decider 1 services/command-api/src/inbound-decider-main.ts
+start_service inbound-decider 1 services/inbound-decider/src/main.ts
 start_service sms-gateway 2
 start_service sequencer 3
 start_service webhook-relay 4

@@ -10,9 +10,9 @@ import {
 } from '@leadline/events';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Admin, Kafka } from 'kafkajs';
+import { DomainError, unavailable } from '@leadline/domain';
 import type { Clock, NewId } from './clock';
 import type { Database } from './db/schema';
-import { DomainError, unavailable } from './errors';
 import { APPEND_MAX_BYTES, createEventProducer, partitionForKey } from './kafka';
 import { createGroupAppender, createOffsetsCoalescer, type AppendPosition } from './log-writer';
 import { timeStage } from './metrics';

@@ -43,3 +43,9 @@ export const databaseTimeouts = (config: Partial<InfrastructureConfig>) => ({
   lockMs: config.DATABASE_LOCK_TIMEOUT_MS,
   idleInTransactionMs: config.DATABASE_IDLE_TX_TIMEOUT_MS,
 });
+
+/** Shared by the command API and the sequencer: both compute when a sequence step is due. */
+export const sequenceConfig = {
+  /** How many seconds one `delay_hours` unit lasts; quiet hours stay wall-clock. */
+  SEQUENCE_HOUR_SECONDS: z.coerce.number().positive().default(3600),
+};

@@ -1,8 +1,8 @@
 import { cleanText } from '@leadline/events';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Insertable } from 'kysely';
+import { DomainError } from '@leadline/domain';
 import type { Database } from './db/schema';
-import { DomainError } from './errors';
 import type { CheckpointTable, PositionedEvent } from './log-consumer';
 
 /**

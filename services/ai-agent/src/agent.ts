@@ -1,13 +1,16 @@
 import {
   aiPaused,
-  conversationStates,
   composeSystemPrompt,
   DEFAULT_SENDING_WINDOW,
   keywordOf,
-  loadPromptInput,
-  proactiveSends,
   stepHold,
-} from '@leadline/command-api';
+  awaitsOptOutDecision,
+  decideAiTurn,
+  skipReason,
+  type AiTurn,
+  type AiTurnState,
+} from '@leadline/domain';
+import { conversationStates, loadPromptInput, proactiveSends } from '@leadline/decision-state';
 import { ai, type DomainEvent, type EventCodec, type EventType, type TopicNames } from '@leadline/events';
 import {
   advanceCheckpoint,
@@ -29,7 +32,6 @@ import {
 import type { Kafka } from 'kafkajs';
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import { refreshContextUrls } from './context-refresh';
-import { awaitsOptOutDecision, decideAiTurn, skipReason, type AiTurn, type AiTurnState } from './decide';
 import { loadAttachments } from './media';
 import type { Responder, TurnInput, TurnProposal } from './turn';
 

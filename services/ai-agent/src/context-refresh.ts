@@ -1,4 +1,5 @@
-import { fetchPage, pageFetchEvents } from '@leadline/command-api';
+import { fetchPage } from '@leadline/runtime';
+import { pageFetchEvents } from '@leadline/domain';
 import type { Clock, CommandBus, Database } from '@leadline/runtime';
 import type { Kysely } from 'kysely';
 

@@ -1,6 +1,5 @@
 export * from './agent';
 export * from './config';
-export * from './decide';
 export * from './model';
 export * from './offline';
 export * from './tools';

@@ -1,4 +1,4 @@
-import { MAX_REPLY_CHARS } from '@leadline/command-api';
+import { MAX_REPLY_CHARS } from '@leadline/domain';
 import { modelRequestSeconds } from '@leadline/runtime';
 import OpenAI from 'openai';
 import type {

@@ -1,4 +1,4 @@
-import type { ChecklistEntry } from '@leadline/command-api';
+import type { ChecklistEntry } from '@leadline/domain';
 import type { CollectedItem, Responder, TurnInput, TurnProposal } from './turn';
 import { validateValue, type ValueType } from './validate';
 

@@ -1,4 +1,4 @@
-import type { ChecklistEntry } from '@leadline/command-api';
+import type { ChecklistEntry } from '@leadline/domain';
 import type { Attachment, CollectedItem, TurnInput } from './turn';
 import { validateValue } from './validate';
 

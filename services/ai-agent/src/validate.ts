@@ -1,4 +1,4 @@
-import { normalizePhone } from '@leadline/command-api';
+import { normalizePhone } from '@leadline/domain';
 import { z } from 'zod';
 
 export type ValueType = 'text' | 'email' | 'phone' | 'number' | 'date';

@@ -9,23 +9,15 @@ import {
   parkedCounts,
   scrapeMetrics,
   watchParkedRecords,
-  type Clock,
-  type CommandBus,
-  type Database,
-  type DocumentLinks,
-  type DocumentStore,
-  type NewId,
-  type ProjectionProgress,
-  type SecretBox,
 } from '@leadline/runtime';
-import Fastify, { type FastifyServerOptions } from 'fastify';
+import Fastify from 'fastify';
 import {
   jsonSchemaTransform,
   serializerCompiler,
   validatorCompiler,
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import { accountRoutes } from './accounts/routes';
 import { partnerKeyAuthentication } from './http/auth';
 import { postgresRateLimitStore } from './http/rate-limit-store';
@@ -41,8 +33,8 @@ import { usageRoutes } from './usage/routes';
 import { finishOpenApiDocument } from './http/openapi-contract';
 import { notFoundHandler, problemErrorHandler } from './http/problem';
 import { apiDescription, apiTags } from './openapi-description';
-import type { NumberProvider } from '@leadline/telephony';
 import { webhookRoutes } from './webhooks/routes';
+import type { AppDeps } from './app-deps';
 import { webhookEventsDocumentation } from './webhooks/documentation';
 import { embedApiRoutes, EMBED_API_PREFIX } from './embed/api';
 import { dashboardRoutes } from './embed/dashboard';
@@ -55,39 +47,6 @@ const documentPartnerRoutes: typeof jsonSchemaTransform = (input) =>
   input.url.startsWith('/embed')
     ? { schema: { ...input.schema, hide: true }, url: input.url }
     : jsonSchemaTransform(input);
-
-export interface AppDeps {
-  db: Kysely<Database>;
-  commands: CommandBus;
-  numbers: NumberProvider;
-  clock: Clock;
-  newId: NewId;
-  publicUrl: string;
-  /** Where the embedded dashboard is served (`{appUrl}/embed`); `publicUrl` by default. */
-  appUrl?: string | undefined;
-  /** The projector's announced progress: feeds the dashboard's live updates. */
-  progress?: ProjectionProgress;
-  /** The built dashboard (apps/dashboard/dist by default). */
-  dashboardDir?: string;
-  /** Twilio's auth token: when set, every Twilio webhook must carry a valid X-Twilio-Signature. */
-  twilioAuthToken?: string | undefined;
-  rateLimitPerMinute: number;
-  /** Failed authentications a minute per client address before a 429 (30 by default). */
-  authFailuresPerMinute?: number;
-  /** How many seconds one `delay_hours` unit of a sequence step lasts (3600; less for demos and tests). */
-  sequenceHourSeconds?: number;
-  /** Seals webhook signing secrets before they go on the log. */
-  webhookSecrets: SecretBox;
-  /** Signs and checks the `file_url` of collected documents. */
-  documentLinks: DocumentLinks;
-  /** Where document bytes are read from (the AI agent stores them). */
-  documents: DocumentStore;
-  /** Opens private targets for context page fetches (local testing only). */
-  allowPrivateTargets?: boolean;
-  /** Extra readiness checks (the event log's reachability), run by GET /health/ready. */
-  readinessChecks?: (() => Promise<void>)[];
-  logger?: FastifyServerOptions['logger'];
-}
 
 /** The command API: builds the app without listening, so tests drive it with `inject` or over HTTP. */
 export async function buildApp(deps: AppDeps) {

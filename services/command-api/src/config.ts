@@ -2,17 +2,12 @@ import {
   documentStoreConfig,
   infrastructureConfig,
   outboundFetchConfig,
+  sequenceConfig,
   webhookSecretConfig,
   withWebhookEncryptionKeys,
 } from '@leadline/runtime';
 import { telephonyConfig } from '@leadline/telephony';
 import { z } from 'zod';
-
-/** Shared with the sequencer: both compute when a step is due. */
-export const sequenceConfig = {
-  /** How many seconds one `delay_hours` unit lasts; quiet hours stay wall-clock. */
-  SEQUENCE_HOUR_SECONDS: z.coerce.number().positive().default(3600),
-};
 
 export const apiConfigSchema = infrastructureConfig
   .extend({
@@ -36,11 +31,3 @@ export const apiConfigSchema = infrastructureConfig
   })
   .transform(withWebhookEncryptionKeys);
 export type ApiConfig = z.infer<typeof apiConfigSchema>;
-
-/** The inbound decider decides through the command bus, with the same bounds as the API's writes. */
-export const inboundDeciderConfigSchema = infrastructureConfig.extend({
-  PROJECTION_WAIT_MS: z.coerce.number().int().positive().default(5000),
-  EVENT_LOG_TIMEOUT_MS: z.coerce.number().int().positive().default(3000),
-  /** Accounts whose inbound SMS are decided at once (each account's in order). */
-  INBOUND_DECIDER_CONCURRENCY: z.coerce.number().int().min(1).max(32).default(8),
-});

@@ -56,7 +56,7 @@ const SERVICES: { name: string; main: string; group?: string }[] = [
   { name: 'command-api', main: 'services/command-api/src/main.ts' },
   {
     name: 'inbound-decider',
-    main: 'services/command-api/src/inbound-decider-main.ts',
+    main: 'services/inbound-decider/src/main.ts',
     group: 'leadline.inbound-decider',
   },
   { name: 'sms-gateway', main: 'services/sms-gateway/src/main.ts', group: 'leadline.sms-gateway' },

@@ -3,7 +3,7 @@ import { createDb, newUuid, type Database } from '@leadline/runtime';
 import { eventually, startFakeTwilio, twilioSignature, type FakeTwilio } from '@leadline/test-kit';
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startInboundDecider } from '../src/twilio/inbound-decider';
+import { startInboundDecider } from '@leadline/inbound-decider';
 import { partnerClient, type PartnerClient } from './client';
 import { accountEvents } from './log';
 import { startSystem, type TestSystem } from './system';

@@ -11,22 +11,22 @@ import {
   systemClock,
   type Clock,
 } from '@leadline/runtime';
-import { createLocalSmsSender, createTwilioProvider } from '@leadline/telephony';
+import { createLocalSmsSender, createTwilioProvider, createLocalNumberPool } from '@leadline/telephony';
 import {
   createTestEnvironment,
   openApiResponseValidator,
   type FakeTwilio,
   type TestEnvironment,
   watchStartup,
+  eventually,
 } from '@leadline/test-kit';
 import type { InjectOptions } from 'fastify';
-import { buildApp, type App, type AppDeps } from '../src/app';
+import { startInboundDecider, type RunningInboundDecider } from '@leadline/inbound-decider';
+import { buildApp, type App } from '../src/app';
+import type { AppDeps } from '../src/app-deps';
 import { generateApiKey } from '../src/partners/api-keys';
 import { createPartner } from '../src/partners/partners';
 import { connectCommandServices, type CommandServices } from '../src/services';
-import { startInboundDecider, type RunningInboundDecider } from '../src/twilio/inbound-decider';
-import { eventually } from '@leadline/test-kit';
-import { createLocalNumberPool } from '@leadline/telephony';
 
 export interface TestSystem {
   env: TestEnvironment;

@@ -1,5 +1,4 @@
-import { sequenceConfig } from '@leadline/command-api';
-import { infrastructureConfig, metricsConfig } from '@leadline/runtime';
+import { infrastructureConfig, metricsConfig, sequenceConfig } from '@leadline/runtime';
 import { z } from 'zod';
 
 export const sequencerConfigSchema = infrastructureConfig.extend({

@@ -1,10 +1,5 @@
-import {
-  accountStepStates,
-  decideAiStepOutcome,
-  decideDueStep,
-  inAppendOrder,
-  stepState,
-} from '@leadline/command-api';
+import { accountStepStates, stepState } from '@leadline/decision-state';
+import { decideAiStepOutcome, decideDueStep, inAppendOrder } from '@leadline/domain';
 import {
   UnknownEventTypeError,
   type DomainEvent,

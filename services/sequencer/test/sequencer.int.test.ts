@@ -1,4 +1,5 @@
-import { decideSendMessage, conversationState } from '@leadline/command-api';
+import { decideSendMessage } from '@leadline/domain';
+import { conversationState } from '@leadline/decision-state';
 import { createDb, newUuid, type CommandBus, type Database } from '@leadline/runtime';
 import { eventually, fakeClock } from '@leadline/test-kit';
 import type { Kysely } from 'kysely';

@@ -6,22 +6,9 @@ type Json<T = Record<string, unknown>> = ColumnType<T, string, string>;
 /** Offsets are int64 on the wire; pg returns bigint columns as strings. */
 type Int64 = ColumnType<string, string | bigint, string | bigint>;
 
-export interface SendingWindow {
-  enabled: boolean;
-  /** `HH:MM`, local to the lead. */
-  start: string;
-  end: string;
-  /** IANA zone used when the lead's number says nothing of its zone. */
-  time_zone: string;
-}
+import type { SendingWindow, SequenceStep } from '@leadline/domain';
 
-export interface SequenceStep {
-  type: 'fixed' | 'ai';
-  message: string | null;
-  instructions: string | null;
-  delay_hours: number;
-  skip_if_replied: boolean;
-}
+export type { SendingWindow, SequenceStep };
 
 /**
  * Read models: built only by the projector from the log, in the `read_model` schema, which `rebuild`

@@ -2,8 +2,7 @@ import type { EventOf } from '@leadline/events';
 import type { Database } from '@leadline/runtime';
 import type { Kysely, Selectable } from 'kysely';
 import type { z } from 'zod';
-import { DEFAULT_AI_PAUSE_MINUTES, type Account } from './decide';
-import { DEFAULT_SENDING_WINDOW } from '../sequences/sending-window';
+import { DEFAULT_AI_PAUSE_MINUTES, type Account, DEFAULT_SENDING_WINDOW } from '@leadline/domain';
 import type { accountResponse, teamMemberResponse } from './schemas';
 
 type AccountRow = Selectable<Database['accounts']>;

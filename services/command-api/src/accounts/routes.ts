@@ -1,10 +1,10 @@
 import type { EventOf } from '@leadline/events';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { AppDeps } from '../app';
 import { DomainError, unavailable } from '@leadline/runtime';
+import { decideAccount, decideAccountCreation, type AccountCommand } from '@leadline/domain';
+import type { AppDeps } from '../app-deps';
 import { commandContext } from '../http/auth';
-import { decideAccount, decideAccountCreation, type AccountCommand } from './decide';
 import { executeOnAccount as executeOnAccountStream, requireAccount } from './account-stream';
 import { releasePhoneNumber, reservePhoneNumber } from './phone-numbers';
 import { reserveSlug } from './slug-reservations';

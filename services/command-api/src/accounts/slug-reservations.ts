@@ -1,6 +1,6 @@
 import type { Database } from '@leadline/runtime';
 import { sql, type Transaction } from 'kysely';
-import { baseSlug, uniqueSlug } from './slug';
+import { baseSlug, uniqueSlug } from '@leadline/domain';
 
 /**
  * Takes the first free slug for the name among the partner's, for the account, and returns it. The

@@ -1,14 +1,18 @@
 import fastifyMultipart from '@fastify/multipart';
-import type { NewEvent } from '@leadline/events';
-import { conflict, DomainError, notFound, type Database } from '@leadline/runtime';
+import { loadPromptInput } from '@leadline/decision-state';
+import {
+  composeSystemPrompt,
+  contextLimits,
+  defaultPromptSettings,
+  normalizePhone,
+  pageFetchEvents,
+} from '@leadline/domain';
+import { conflict, DomainError, fetchPage, notFound, type Database } from '@leadline/runtime';
 import { validatorCompiler, type FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Kysely, Selectable } from 'kysely';
 import { executeOnAccount, requireAccount, type AccountRow } from '../accounts/account-stream';
 import { accountParams } from '../accounts/schemas';
-import type { AppDeps } from '../app';
-import { normalizePhone } from '../http/phone';
-import { fetchPage, type PageFetch } from './pages';
-import { composeSystemPrompt, contextLimits, defaultPromptSettings, loadPromptInput } from './prompt';
+import type { AppDeps } from '../app-deps';
 import {
   contextDeletedResponse,
   contextFileListResponse,
@@ -72,48 +76,6 @@ const toUrlResponse = (row: UrlRow) => ({
   last_error: row.last_error,
   content_length: row.content?.length ?? 0,
 });
-
-/** The events a page fetch becomes. */
-export function pageFetchEvents(urlId: string, fetched: PageFetch): NewEvent[] {
-  switch (fetched.kind) {
-    case 'fetched':
-      return [
-        {
-          type: 'context_url.fetched',
-          data: {
-            url_id: urlId,
-            unchanged: false,
-            title: fetched.title,
-            content: fetched.content,
-            content_hash: fetched.contentHash,
-            etag: fetched.etag,
-            last_modified: fetched.lastModified,
-          },
-        },
-      ];
-    case 'unchanged':
-      return [
-        {
-          type: 'context_url.fetched',
-          data: {
-            url_id: urlId,
-            unchanged: true,
-            title: null,
-            content: null,
-            content_hash: null,
-            etag: fetched.etag,
-            last_modified: fetched.lastModified,
-          },
-        },
-      ];
-    case 'failed':
-      return [{ type: 'context_url.fetch_failed', data: { url_id: urlId, error: fetched.error } }];
-    default: {
-      const unknown: never = fetched;
-      throw new Error(`Unknown fetch ${String(unknown)}`);
-    }
-  }
-}
 
 /** Text that is really text: valid UTF-8 without NUL or other control bytes (a binary renamed .txt is not). */
 function asText(bytes: Buffer): string | undefined {

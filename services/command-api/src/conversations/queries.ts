@@ -1,68 +1,9 @@
+import { findConversationRow, findLeadRow } from '@leadline/decision-state';
+import { aiPaused } from '@leadline/domain';
 import type { Database, DocumentLinks } from '@leadline/runtime';
-import type { Kysely, Selectable } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { z } from 'zod';
-import { findConversationRow, findLeadRow, toLead } from '../leads/queries';
-import type { AccountRow } from '../accounts/account-stream';
-import { aiPaused, type ConversationState } from './decide';
 import type { conversationListResponse, messageListResponse } from './schemas';
-
-type StateAccount = Pick<AccountRow, 'id' | 'status' | 'company_name' | 'ai_pause_minutes'>;
-
-const toConversationState = (
-  account: StateAccount,
-  conversation: Selectable<Database['conversations']> | undefined,
-  lead: Selectable<Database['leads']> | undefined,
-): ConversationState => ({
-  account,
-  conversation: conversation && { ...conversation, started: conversation.started_at !== null },
-  lead: lead && toLead(lead),
-});
-
-/** What the conversation deciders read, inside the command's transaction. */
-export async function conversationState(
-  db: Kysely<Database>,
-  account: StateAccount,
-  phone: string,
-): Promise<ConversationState> {
-  const [conversation, lead] = await Promise.all([
-    findConversationRow(db, account.id, phone),
-    findLeadRow(db, account.id, phone),
-  ]);
-  return toConversationState(account, conversation, lead);
-}
-
-/**
- * `conversationState` for many numbers of one account, in two queries whatever their number (a command
- * deciding for several conversations at once).
- */
-export async function conversationStates(
-  db: Kysely<Database>,
-  account: StateAccount,
-  phones: readonly string[],
-): Promise<Map<string, ConversationState>> {
-  const wanted = [...new Set(phones)];
-  const states = new Map<string, ConversationState>();
-  if (wanted.length === 0) return states;
-  const [conversations, leads] = await Promise.all([
-    db
-      .selectFrom('conversations')
-      .selectAll()
-      .where('account_id', '=', account.id)
-      .where('phone', 'in', wanted)
-      .execute(),
-    db
-      .selectFrom('leads')
-      .selectAll()
-      .where('account_id', '=', account.id)
-      .where('phone', 'in', wanted)
-      .execute(),
-  ]);
-  const conversationOf = new Map(conversations.map((row) => [row.phone, row]));
-  const leadOf = new Map(leads.map((row) => [row.phone, row]));
-  for (const phone of wanted)
-    states.set(phone, toConversationState(account, conversationOf.get(phone), leadOf.get(phone)));
-  return states;
-}
 
 export async function listConversations(
   db: Kysely<Database>,

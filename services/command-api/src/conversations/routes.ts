@@ -1,10 +1,11 @@
 import { hasPendingOptOut, notFound } from '@leadline/runtime';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { decideResumeAi, decideSendMessage } from '@leadline/domain';
+import { conversationState } from '@leadline/decision-state';
 import { executeOnAccount, requireAccount } from '../accounts/account-stream';
 import { accountParams } from '../accounts/schemas';
-import type { AppDeps } from '../app';
-import { decideResumeAi, decideSendMessage } from './decide';
-import { conversationExists, conversationState, listConversations, listMessages } from './queries';
+import type { AppDeps } from '../app-deps';
+import { conversationExists, listConversations, listMessages } from './queries';
 import {
   conversationListResponse,
   conversationParams,

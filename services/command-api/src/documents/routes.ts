@@ -1,7 +1,7 @@
 import { notFound } from '@leadline/runtime';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { AppDeps } from '../app';
+import type { AppDeps } from '../app-deps';
 
 /** Types a browser may render inline from our origin; anything else is downloaded as bytes. */
 const inlineTypes = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp', 'application/pdf']);

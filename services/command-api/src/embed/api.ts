@@ -6,7 +6,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { requireAccount } from '../accounts/account-stream';
 import { accountParams } from '../accounts/schemas';
-import type { AppDeps } from '../app';
+import type { AppDeps } from '../app-deps';
 import { conversationRoutes } from '../conversations/routes';
 import { leadRoutes } from '../leads/routes';
 import { requirementRoutes } from '../requirements/routes';

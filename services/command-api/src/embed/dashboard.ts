@@ -3,7 +3,7 @@ import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { AppDeps } from '../app';
+import type { AppDeps } from '../app-deps';
 import { sendProblem } from '../http/problem';
 import { findLiveToken } from './tokens';
 

@@ -1,6 +1,6 @@
 import type { Database, ProjectionProgress } from '@leadline/runtime';
 import { sql, type Kysely } from 'kysely';
-import { checklistProgress } from '../leads/checklist';
+import { checklistProgress } from '@leadline/domain';
 
 /** What the dashboard shows of an account, one signature per conversation and per lead. */
 export interface AccountSnapshot {

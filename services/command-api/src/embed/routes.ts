@@ -2,7 +2,7 @@ import { conflict } from '@leadline/runtime';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { requireAccount } from '../accounts/account-stream';
 import { accountParams } from '../accounts/schemas';
-import type { AppDeps } from '../app';
+import type { AppDeps } from '../app-deps';
 import { createEmbedTokenBody, embedTokenResponse, revokeEmbedTokensResponse } from './schemas';
 import { generateEmbedToken, hashEmbedToken, revokeEmbedTokens } from './tokens';
 

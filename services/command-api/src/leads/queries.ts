@@ -1,59 +1,13 @@
+import { findConversationRow } from '@leadline/decision-state';
+import { checklistProgress } from '@leadline/domain';
 import type { Database, DocumentLinks } from '@leadline/runtime';
 import type { Kysely, Selectable } from 'kysely';
 import type { z } from 'zod';
 import { escapeLike } from '../accounts/queries';
-import { checklistProgress } from './checklist';
-import { leadFieldNames, type Lead } from './decide';
-import type { checklistResponse, leadDetailsResponse } from './schemas';
 import { leadSequence } from '../sequences/queries';
+import type { checklistResponse, leadDetailsResponse } from './schemas';
 
 type LeadRow = Selectable<Database['leads']>;
-
-export function findLeadRow(db: Kysely<Database>, accountId: string, phone: string) {
-  return db
-    .selectFrom('leads')
-    .selectAll()
-    .where('account_id', '=', accountId)
-    .where('phone', '=', phone)
-    .executeTakeFirst();
-}
-
-export function toLead(row: LeadRow): Lead {
-  return {
-    lead_id: row.id,
-    phone: row.phone,
-    status: row.status,
-    auto_sequence: row.auto_sequence,
-    metadata: row.metadata,
-    created_at: row.created_at.toISOString(),
-    ...(Object.fromEntries(leadFieldNames.map((field) => [field, row[field]])) as Pick<
-      Lead,
-      (typeof leadFieldNames)[number]
-    >),
-  };
-}
-
-/** The account's leads an import could match: by any of its phones or external ids. */
-export async function leadsMatching(
-  db: Kysely<Database>,
-  accountId: string,
-  phones: readonly string[],
-  externalIds: readonly string[],
-): Promise<Lead[]> {
-  if (phones.length === 0 && externalIds.length === 0) return [];
-  const rows = await db
-    .selectFrom('leads')
-    .selectAll()
-    .where('account_id', '=', accountId)
-    .where((eb) =>
-      eb.or([
-        ...(phones.length > 0 ? [eb('phone', 'in', [...phones])] : []),
-        ...(externalIds.length > 0 ? [eb('external_id', 'in', [...externalIds])] : []),
-      ]),
-    )
-    .execute();
-  return rows.map(toLead);
-}
 
 async function requirementsOf(db: Kysely<Database>, accountId: string) {
   return db
@@ -99,16 +53,6 @@ export async function leadChecklist(
     total_count,
     progress,
   };
-}
-
-/** The conversation with a phone, which outlives its lead (and is absent before any message). */
-export function findConversationRow(db: Kysely<Database>, accountId: string, phone: string) {
-  return db
-    .selectFrom('conversations')
-    .selectAll()
-    .where('account_id', '=', accountId)
-    .where('phone', '=', phone)
-    .executeTakeFirst();
 }
 
 export async function leadDetails(

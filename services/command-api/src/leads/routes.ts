@@ -2,14 +2,20 @@ import { createKeyedBatcher, notFound } from '@leadline/runtime';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
+import {
+  decideLead,
+  decideLeadImports,
+  type Lead,
+  type LeadCommand,
+  type LeadImport,
+  decideAutoEnrollments,
+} from '@leadline/domain';
+import { autoEnrollState, findLeadRow, leadsMatching, toLead } from '@leadline/decision-state';
 import { executeOnAccount, requireAccount } from '../accounts/account-stream';
 import { commandContext } from '../http/auth';
 import { accountParams } from '../accounts/schemas';
-import type { AppDeps } from '../app';
-import { decideLead, decideLeadImports, type Lead, type LeadCommand, type LeadImport } from './decide';
-import { decideAutoEnrollments } from '../sequences/decide';
-import { autoEnrollState } from '../sequences/queries';
-import { findLeadRow, leadChecklist, leadDetails, leadsMatching, listLeads, toLead } from './queries';
+import type { AppDeps } from '../app-deps';
+import { leadChecklist, leadDetails, listLeads } from './queries';
 import {
   BULK_BODY_LIMIT,
   bulkImportBody,

@@ -3,11 +3,11 @@ import { notFound, type Database } from '@leadline/runtime';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Kysely, Selectable } from 'kysely';
+import { decideChecklist, type RequirementCommand } from '@leadline/domain';
 import { executeOnAccount, requireAccount } from '../accounts/account-stream';
 import { accountParams } from '../accounts/schemas';
-import type { AppDeps } from '../app';
+import type { AppDeps } from '../app-deps';
 import { deletedResponse } from '../leads/schemas';
-import { decideChecklist, type RequirementCommand } from './decide';
 import {
   createRequirementBody,
   requirementListResponse,

@@ -1,7 +1,7 @@
 import { requirementTypes } from '@leadline/events';
 import { z } from 'zod';
+import { MAX_REQUIREMENTS } from '@leadline/domain';
 import { idParam, timestamp, uuid } from '../http/fields';
-import { MAX_REQUIREMENTS } from './decide';
 
 export const requirementParams = z.object({
   id: idParam('The account id.'),

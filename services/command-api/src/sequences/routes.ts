@@ -1,22 +1,20 @@
 import { notFound } from '@leadline/runtime';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { executeOnAccount, requireAccount } from '../accounts/account-stream';
-import { accountParams } from '../accounts/schemas';
-import type { AppDeps } from '../app';
-import { paginationQuery } from '../http/pagination';
-import { findLeadRow } from '../leads/queries';
-import { leadParams } from '../leads/schemas';
-import { decideEnroll, decideSequences, decideUnenroll, type SequenceCommand } from './decide';
 import {
+  findLeadRow,
   accountSequences,
   activeEnrollmentCount,
   enrollState,
   findSequenceRow,
-  leadEnrollments,
-  listSequences,
-  toSequenceResponse,
-} from './queries';
+} from '@leadline/decision-state';
+import { decideEnroll, decideSequences, decideUnenroll, type SequenceCommand } from '@leadline/domain';
+import { executeOnAccount, requireAccount } from '../accounts/account-stream';
+import { accountParams } from '../accounts/schemas';
+import type { AppDeps } from '../app-deps';
+import { paginationQuery } from '../http/pagination';
+import { leadParams } from '../leads/schemas';
+import { leadEnrollments, listSequences, toSequenceResponse } from './queries';
 import {
   createSequenceBody,
   deleteSequenceResponse,

@@ -1,10 +1,9 @@
 import { sequenceStepTypes } from '@leadline/events';
 import { z } from 'zod';
+import { MAX_STEPS, templateVariables, unknownVariables } from '@leadline/domain';
 import { count, idParam, PAGE_MAX, timestamp, uuid } from '../http/fields';
 import { pageFields } from '../http/pagination';
 import { phoneNumberSchema } from '../http/phone';
-import { MAX_STEPS } from './decide';
-import { templateVariables, unknownVariables } from './templates';
 
 const variablesList = templateVariables.map((name) => `{{${name}}}`).join(', ');
 

@@ -4,8 +4,8 @@ import { validTwilioSignature, deliveryStatusOf } from '@leadline/telephony';
 import { DomainError, notFound } from '@leadline/runtime';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { AppDeps } from '../app';
-import { normalizePhone } from '../http/phone';
+import { normalizePhone } from '@leadline/domain';
+import type { AppDeps } from '../app-deps';
 import { acceptInboundSms } from './inbound';
 import { inboundSmsForm, mediaOf, statusCallbackForm, statusCallbackQuery } from './schemas';
 

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { requireAccount } from '../accounts/account-stream';
-import type { AppDeps } from '../app';
+import type { AppDeps } from '../app-deps';
 import { count as counter, idParam } from '../http/fields';
 import { resolvePeriod } from './period';
 

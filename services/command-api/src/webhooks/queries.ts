@@ -2,7 +2,7 @@ import type { WebhookEventType } from '@leadline/events';
 import type { Database, WebhookDeliveryStatus } from '@leadline/runtime';
 import type { Kysely, Selectable } from 'kysely';
 import type { z } from 'zod';
-import type { PartnerWebhooksState, Webhook } from './decide';
+import type { PartnerWebhooksState, Webhook } from '@leadline/domain';
 import type { deliveryResponse, webhookResponse } from './schemas';
 
 type WebhookRow = Selectable<Database['webhooks']>;

@@ -1,8 +1,8 @@
 import { conflict, DomainError, notFound, type CommandContext } from '@leadline/runtime';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { AppDeps } from '../app';
+import { decideWebhooks, type WebhookCommand } from '@leadline/domain';
+import type { AppDeps } from '../app-deps';
 import { commandContext } from '../http/auth';
-import { decideWebhooks, type WebhookCommand } from './decide';
 import {
   findWebhookRow,
   listDeliveries,

@@ -1,9 +1,9 @@
 import { webhookEventTypes } from '@leadline/events';
 import { z } from 'zod';
+import { MAX_WEBHOOKS_PER_PARTNER } from '@leadline/domain';
 import { count, idParam, INT32_MAX, PAGE_MAX, timestamp, uuid } from '../http/fields';
 import { pageFields, paginationQuery } from '../http/pagination';
 import { deletedResponse } from '../leads/schemas';
-import { MAX_WEBHOOKS_PER_PARTNER } from './decide';
 
 const eventsList = z
   .array(z.enum(webhookEventTypes, { error: `Must be one of: ${webhookEventTypes.join(', ')}.` }))

@@ -7,7 +7,7 @@ import {
   type CreateAccount,
 } from './decide';
 import { uniqueSlug } from './slug';
-import { DEFAULT_SENDING_WINDOW } from '../sequences/sending-window';
+import { DEFAULT_SENDING_WINDOW } from '../sequence/sending-window';
 
 const account: Account = {
   id: 'acc-1',

@@ -12,7 +12,7 @@ import {
 } from '@leadline/runtime';
 import type { Kafka } from 'kafkajs';
 import { sql, type Kysely } from 'kysely';
-import { decideInboundBatch } from './inbound';
+import { decideInboundBatch } from './decide-batch';
 
 export interface InboundDeciderDeps {
   kafka: Kafka;

@@ -1,6 +1,6 @@
 import { connectCommandServices, createDb, loadConfig, newUuid, systemClock } from '@leadline/runtime';
 import { inboundDeciderConfigSchema } from './config';
-import { startInboundDecider } from './twilio/inbound-decider';
+import { startInboundDecider } from './decider';
 
 // The inbound decider: its own process, so the webhook that keeps inbound SMS never waits for it.
 const config = loadConfig(inboundDeciderConfigSchema);

@@ -1,11 +1,8 @@
-import {
-  checklistProgress,
-  decideSendMessage,
-  heldEvent,
-  type ConversationState,
-  type Hold,
-} from '@leadline/command-api';
 import { leadName, type EventData, type NewEvent } from '@leadline/events';
+import { checklistProgress } from '../lead/checklist';
+import { heldEvent } from '../sequence/decide';
+import type { Hold } from '../sequence/sending-window';
+import { decideSendMessage, type ConversationState } from './decide';
 import type { TurnProposal } from './turn';
 
 export interface AiTurnState extends ConversationState {

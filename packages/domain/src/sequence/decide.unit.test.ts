@@ -1,6 +1,6 @@
-import type { SequenceStep } from '@leadline/runtime';
 import { describe, expect, it } from 'vitest';
-import type { Lead } from '../leads/decide';
+import type { SequenceStep } from './decide';
+import type { Lead } from '../lead/decide';
 import {
   decideAiStepOutcome,
   decideDueStep,

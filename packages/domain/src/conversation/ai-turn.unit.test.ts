@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decideAiTurn, type AiTurn, type AiTurnState } from './decide';
+import { decideAiTurn, type AiTurn, type AiTurnState } from './ai-turn';
 
 const now = new Date('2026-03-02T15:00:00Z');
 const lead = {

@@ -1,23 +1,12 @@
 import { createHash } from 'node:crypto';
 import { Readability } from '@mozilla/readability';
-import { FetchFailedError, safeFetch } from '@leadline/runtime';
+import type { PageFetch } from '@leadline/domain';
 import { parseHTML } from 'linkedom';
-import { contextLimits } from './prompt';
+import { contextLimits } from '@leadline/domain';
+import { FetchFailedError, safeFetch } from './safe-fetch';
 
 /** Every context page fetch is bounded in bytes and time, and goes through the SSRF guard. */
 export const pageFetchLimits = { maxBytes: 2 * 1024 * 1024, timeoutMs: 10_000 };
-
-export type PageFetch =
-  | {
-      kind: 'fetched';
-      title: string | null;
-      content: string;
-      contentHash: string;
-      etag: string | null;
-      lastModified: string | null;
-    }
-  | { kind: 'unchanged'; etag: string | null; lastModified: string | null }
-  | { kind: 'failed'; error: string };
 
 const header = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value) ?? null;
 

@@ -1,10 +1,19 @@
 import { leadName, type EventData, type NewEvent } from '@leadline/events';
-import { conflict, DomainError, notFound, type SequenceStep } from '@leadline/runtime';
-import type { ConversationState } from '../conversations/decide';
-import { decideSendMessage } from '../conversations/decide';
-import type { Lead } from '../leads/decide';
+import { conflict, DomainError, notFound } from '../errors';
+import type { ConversationState } from '../conversation/decide';
+import { decideSendMessage } from '../conversation/decide';
+import type { Lead } from '../lead/decide';
 import { leadLocation, proactiveHold, type Hold, type SendingWindow } from './sending-window';
 import { renderTemplate, valuesOf } from './templates';
+
+/** A step of a sequence, as the partner defines it (its `order` is its position). */
+export interface SequenceStep {
+  type: 'fixed' | 'ai';
+  message: string | null;
+  instructions: string | null;
+  delay_hours: number;
+  skip_if_replied: boolean;
+}
 
 export const MAX_STEPS = 50;
 export const MAX_SEQUENCES = 100;

@@ -1,5 +1,5 @@
 import type { NewEvent, WebhookEventType } from '@leadline/events';
-import { conflict, notFound } from '@leadline/runtime';
+import { conflict, notFound } from '../errors';
 
 /** The spec leaves the number of webhooks per partner open; we allow 20 (documented in the OpenAPI). */
 export const MAX_WEBHOOKS_PER_PARTNER = 20;

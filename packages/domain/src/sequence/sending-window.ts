@@ -1,7 +1,14 @@
-import type { SendingWindow } from '@leadline/runtime';
 import areaCodes from './area-codes.json' with { type: 'json' };
 
-export type { SendingWindow };
+/** An account's sending window for proactive messages, in the lead's local time. */
+export interface SendingWindow {
+  enabled: boolean;
+  /** `HH:MM`, local to the lead. */
+  start: string;
+  end: string;
+  /** IANA zone used when the lead's number says nothing of its zone. */
+  time_zone: string;
+}
 
 /** The federal TCPA window (47 CFR 64.1200(c)(1)), in the lead's zone; New York when nothing says otherwise. */
 export const DEFAULT_SENDING_WINDOW: SendingWindow = {

@@ -1,6 +1,6 @@
 import { leadName, type EventData, type NewEvent } from '@leadline/events';
-import { conflict, notFound } from '@leadline/runtime';
-import { decideLeadImports, type Lead } from '../leads/decide';
+import { conflict, notFound } from '../errors';
+import { decideLeadImports, type Lead } from '../lead/decide';
 
 /**
  * Carrier (CTIA) keywords and the words the FCC's 2024 order names as a reasonable revocation in reply

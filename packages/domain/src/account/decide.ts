@@ -1,7 +1,7 @@
 import type { EventData, NewEvent } from '@leadline/events';
-import { conflict, DomainError } from '@leadline/runtime';
+import { conflict, DomainError } from '../errors';
 import { metadataChanges } from '../metadata';
-import { DEFAULT_SENDING_WINDOW, type SendingWindow } from '../sequences/sending-window';
+import { DEFAULT_SENDING_WINDOW, type SendingWindow } from '../sequence/sending-window';
 
 type Branding = EventData<'account.created'>['branding'];
 type Metadata = Record<string, unknown>;

@@ -1,5 +1,5 @@
 import type { EventData, NewEvent } from '@leadline/events';
-import { conflict } from '@leadline/runtime';
+import { conflict } from '../errors';
 
 type RequirementFields = Omit<EventData<'requirement.created'>, 'requirement_id'>;
 

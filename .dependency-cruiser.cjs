@@ -1,0 +1,50 @@
+/**
+ * The shape of the tree, checked by `npm test` (`npm run lint:shape`): which module may import which.
+ * Services never import each other (what two services share lives in a package), packages never import
+ * services, the domain core does no I/O, and no module imports itself through others.
+ */
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      comment: 'An import circle: two modules that need each other are one concern, or need a third.',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'no-service-to-service',
+      comment:
+        'A service imports another service: move what they share into packages/ (domain rules to ' +
+        'packages/domain, state loaders to packages/decision-state, infrastructure to packages/runtime).',
+      severity: 'error',
+      from: { path: '^services/([^/]+)/src/' },
+      to: { path: '^services/([^/]+)/', pathNot: '^services/$1/' },
+    },
+    {
+      name: 'no-package-to-service',
+      comment: 'Packages are what services share; a package that imports a service turns that around.',
+      severity: 'error',
+      from: { path: '^packages/[^/]+/src/' },
+      to: { path: '^(services|apps)/' },
+    },
+    {
+      name: 'domain-is-pure',
+      comment:
+        'The domain core decides on values it is given: no database, broker, HTTP or other package ' +
+        'of ours but the event catalog.',
+      severity: 'error',
+      from: { path: '^packages/domain/src/' },
+      to: {
+        path: '^packages/(?!domain/|events/)|node_modules/(pg|kysely|kafkajs|fastify|twilio|openai)/',
+      },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(apps/dashboard/dist|\\.infra|\\.tools)/' },
+    tsConfig: { fileName: 'tsconfig.json' },
+    tsPreCompilationDeps: true,
+  },
+};

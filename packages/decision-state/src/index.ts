@@ -1,0 +1,7 @@
+/**
+ * Loads what each decider reads from the read models: the state a command decides against, inside its
+ * transaction (under its stream's lock, once the read models have caught up with the log).
+ */
+export * from './conversation';
+export * from './sequence';
+export * from './prompt';

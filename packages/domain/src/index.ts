@@ -1,0 +1,22 @@
+/**
+ * The domain core: per aggregate, its state, the pure deciders and the rules they share (the sending
+ * window, templates, opt-out keywords, the AI's prompt). No I/O: every input (state, clock, ids) is
+ * given, so every rule is tested with plain values.
+ */
+export * from './errors';
+export * from './metadata';
+export * from './phone';
+export * from './account/decide';
+export * from './account/slug';
+export * from './lead/decide';
+export * from './lead/checklist';
+export * from './requirement/decide';
+export * from './webhook/decide';
+export * from './sequence/decide';
+export * from './sequence/sending-window';
+export * from './sequence/templates';
+export * from './conversation/decide';
+export * from './conversation/ai-turn';
+export * from './conversation/prompt';
+export * from './conversation/turn';
+export * from './document/context-pages';

@@ -1,0 +1,216 @@
+import {
+  decideReceiveMessage,
+  decideSequenceReplies,
+  type ConversationState,
+  type Enrollment,
+  type ReceiveMessage,
+} from '@leadline/domain';
+import { activeEnrollments, conversationState } from '@leadline/decision-state';
+import { leadName, type EventOf, type NewEvent } from '@leadline/events';
+import {
+  claimReceipts,
+  type Clock,
+  type CommandBus,
+  type Database,
+  type EventToAppend,
+  type NewId,
+} from '@leadline/runtime';
+import type { Kysely, Transaction } from 'kysely';
+
+export interface InboundDeps {
+  db: Kysely<Database>;
+  commands: CommandBus;
+  clock: Clock;
+  newId: NewId;
+}
+
+export type InboundOutcome = 'decided' | 'redelivered' | 'other_account';
+
+/**
+ * The most inbound SMS of one account decided in one command: bounds how long a burst holds the
+ * account's lock (and the size of one append) while every message still shares the command's costs.
+ */
+export const INBOUND_BATCH_MAX = 200;
+
+/** Decides one kept inbound SMS (see `decideInboundBatch`). */
+export async function decideInboundSms(
+  deps: InboundDeps,
+  fact: EventOf<'message.inbound_received'>,
+): Promise<InboundOutcome> {
+  const [outcome] = await decideInboundBatch(deps, [fact]);
+  return outcome!;
+}
+
+/**
+ * Decides kept inbound SMS of ONE account, in log order, through the decide-and-append path on the
+ * account's stream: one command (one lock, one wait for the read models, one append of every
+ * resulting event in the messages' order) for up to `INBOUND_BATCH_MAX` of them. The same lock as every
+ * other writer of the account, so lead creation from an unknown sender shares the import dedupe; a
+ * MessageSid already stored (a raw fact appended twice, a redelivered record) is found in the caught-up
+ * read model, or earlier in the same batch, and stored once. A SID some other account claimed first
+ * (the same SID posted to two accounts) is not decided here at all.
+ *
+ * Message k of a batch is decided against the read models as they will be once messages 1..k-1 are
+ * projected: their events are applied to the state the decision reads (`applyInbound`), so a STOP
+ * then a text, a START after a STOP, or three texts from one new sender decide as they would one by
+ * one.
+ *
+ * The decider is a background service: it does not wait for its own writes to be projected (nothing
+ * reads them through it), and its next decision for the account waits for the read models to reach
+ * the partition's end anyway (`consistency: 'partition'`).
+ */
+export async function decideInboundBatch(
+  deps: InboundDeps,
+  facts: readonly EventOf<'message.inbound_received'>[],
+): Promise<InboundOutcome[]> {
+  const { db } = deps;
+  const accountId = facts[0]?.account_id;
+  if (accountId === undefined) return [];
+  if (facts.some((fact) => fact.account_id !== accountId))
+    throw new Error('decideInboundBatch: the facts of one account only');
+  const owners = await claimReceipts(
+    db,
+    facts.map((fact) => ({
+      sid: fact.data.provider_message_id,
+      accountId,
+      at: new Date(fact.occurred_at),
+    })),
+  );
+  const outcomes = new Map<EventOf<'message.inbound_received'>, InboundOutcome>();
+  const mine = facts.filter((fact) => {
+    if (owners.get(fact.data.provider_message_id) === accountId) return true;
+    outcomes.set(fact, 'other_account');
+    return false;
+  });
+  for (let start = 0; start < mine.length; start += INBOUND_BATCH_MAX) {
+    const chunk = mine.slice(start, start + INBOUND_BATCH_MAX);
+    const decided = await decideChunk(deps, accountId, chunk);
+    chunk.forEach((fact, i) => outcomes.set(fact, decided[i]!));
+  }
+  return facts.map((fact) => outcomes.get(fact)!);
+}
+
+/** What deciding about one sender's messages reads, kept up to date with the batch's own decisions. */
+interface SenderState {
+  conversation: ConversationState;
+  enrollments: Enrollment[];
+}
+
+async function decideChunk(
+  deps: InboundDeps,
+  accountId: string,
+  facts: readonly EventOf<'message.inbound_received'>[],
+): Promise<InboundOutcome[]> {
+  const { commands, clock, newId } = deps;
+  const first = facts[0]!;
+  const { result } = await commands.execute<InboundOutcome[]>({
+    stream: { topic: 'account', accountId },
+    // Each message's events name their own fact below (correlation and causation), as a single
+    // message's did; the context is the first's.
+    context: {
+      partnerId: first.partner_id,
+      actor: { kind: 'system', service: 'twilio-inbound' },
+      correlationId: first.correlation_id,
+      causationId: first.id,
+    },
+    lockKeys: [`account:${accountId}`],
+    consistency: 'partition',
+    readYourWrites: false,
+    async decide(trx) {
+      const sids = [...new Set(facts.map((fact) => fact.data.provider_message_id))];
+      const stored = await trx
+        .selectFrom('messages')
+        .select('provider_message_id')
+        .where('provider_message_id', 'in', sids)
+        .execute();
+      const seen = new Set(stored.map((row) => row.provider_message_id));
+      const account = await trx
+        .selectFrom('accounts')
+        .select(['id', 'status', 'company_name', 'ai_pause_minutes'])
+        .where('id', '=', accountId)
+        .executeTakeFirstOrThrow();
+      const senders = new Map<string, SenderState>();
+      const events: EventToAppend[] = [];
+      const outcomes: InboundOutcome[] = [];
+      const now = clock.now();
+      // Messages are listed by time, then id: the batch's events may share a millisecond, so their
+      // message ids ascend in log order and a burst still lists in the order it arrived.
+      const messageIds = facts.map(() => newId()).sort();
+      for (const [k, fact] of facts.entries()) {
+        const input = fact.data;
+        if (seen.has(input.provider_message_id)) {
+          outcomes.push('redelivered');
+          continue;
+        }
+        seen.add(input.provider_message_id);
+        let sender = senders.get(input.phone);
+        if (!sender) {
+          sender = await senderState(trx, account, input.phone);
+          senders.set(input.phone, sender);
+        }
+        const command: ReceiveMessage = { type: 'ReceiveMessage', message_id: messageIds[k]!, ...input };
+        const decided = decideReceiveMessage(command, sender.conversation, { newId, now });
+        const replies = decideSequenceReplies(sender.enrollments, {
+          message_id: command.message_id,
+          body: input.body,
+          lead_name: leadName(sender.conversation.lead),
+        });
+        const traced = { correlationId: fact.correlation_id, causationId: fact.id };
+        events.push(...[...decided, ...replies].map((event) => ({ ...event, ...traced })));
+        applyInbound(sender, [...decided, ...replies], now);
+        outcomes.push('decided');
+      }
+      return { events, result: outcomes };
+    },
+  });
+  return result;
+}
+
+async function senderState(
+  trx: Transaction<Database>,
+  account: Parameters<typeof conversationState>[1],
+  phone: string,
+): Promise<SenderState> {
+  const [conversation, enrollments] = await Promise.all([
+    conversationState(trx, account, phone),
+    activeEnrollments(trx, account.id, phone),
+  ]);
+  return { conversation, enrollments };
+}
+
+/**
+ * What the projector will make of an inbound decision's events, as far as deciding the sender's next
+ * message reads it: a lead created, the conversation started, an opt-out (which also stops the
+ * sender's active enrollments) or an opt-in.
+ */
+function applyInbound(sender: SenderState, events: readonly NewEvent[], now: Date) {
+  const state = sender.conversation;
+  const conversation = () =>
+    (state.conversation ??= {
+      started: false,
+      opted_out: false,
+      needs_handoff: false,
+      ai_paused_until: null,
+    });
+  for (const event of events) {
+    switch (event.type) {
+      case 'lead.created': {
+        const { origin: _origin, ...lead } = event.data;
+        state.lead = { ...lead, created_at: now.toISOString() };
+        break;
+      }
+      case 'conversation.started':
+        conversation().started = true;
+        break;
+      case 'lead.opted_out':
+        conversation().opted_out = true;
+        sender.enrollments = [];
+        break;
+      case 'lead.opted_in':
+        conversation().opted_out = false;
+        break;
+      default:
+        break;
+    }
+  }
+}
