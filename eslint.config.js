@@ -13,6 +13,11 @@ export default tseslint.config(
     },
   },
   {
+    // Tool configuration in CommonJS (dependency-cruiser reads a .cjs module).
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },
+  },
+  {
     files: ['**/*-cli.ts', 'bench/**', 'scripts/**'],
     rules: { 'no-console': 'off' },
   },

@@ -1,6 +1,8 @@
 import {
   decideReceiveMessage,
   decideSequenceReplies,
+  evolveConversationState,
+  evolveEnrollment,
   type ConversationState,
   type Enrollment,
   type ReceiveMessage,
@@ -51,9 +53,9 @@ export async function decideInboundSms(
  * (the same SID posted to two accounts) is not decided here at all.
  *
  * Message k of a batch is decided against the read models as they will be once messages 1..k-1 are
- * projected: their events are applied to the state the decision reads (`applyInbound`), so a STOP
- * then a text, a START after a STOP, or three texts from one new sender decide as they would one by
- * one.
+ * projected: their events evolve the state the decision reads (`evolveSender`, by the domain's
+ * evolve functions, whose changes the projector writes too), so a STOP then a text, a START after a
+ * STOP, or three texts from one new sender decide as they would one by one.
  *
  * The decider is a background service: it does not wait for its own writes to be projected (nothing
  * reads them through it), and its next decision for the account waits for the read models to reach
@@ -157,7 +159,7 @@ async function decideChunk(
         });
         const traced = { correlationId: fact.correlation_id, causationId: fact.id };
         events.push(...[...decided, ...replies].map((event) => ({ ...event, ...traced })));
-        applyInbound(sender, [...decided, ...replies], now);
+        senders.set(input.phone, evolveSender(sender, [...decided, ...replies], now));
         outcomes.push('decided');
       }
       return { events, result: outcomes };
@@ -178,39 +180,13 @@ async function senderState(
   return { conversation, enrollments };
 }
 
-/**
- * What the projector will make of an inbound decision's events, as far as deciding the sender's next
- * message reads it: a lead created, the conversation started, an opt-out (which also stops the
- * sender's active enrollments) or an opt-in.
- */
-function applyInbound(sender: SenderState, events: readonly NewEvent[], now: Date) {
-  const state = sender.conversation;
-  const conversation = () =>
-    (state.conversation ??= {
-      started: false,
-      opted_out: false,
-      needs_handoff: false,
-      ai_paused_until: null,
-    });
-  for (const event of events) {
-    switch (event.type) {
-      case 'lead.created': {
-        const { origin: _origin, ...lead } = event.data;
-        state.lead = { ...lead, created_at: now.toISOString() };
-        break;
-      }
-      case 'conversation.started':
-        conversation().started = true;
-        break;
-      case 'lead.opted_out':
-        conversation().opted_out = true;
-        sender.enrollments = [];
-        break;
-      case 'lead.opted_in':
-        conversation().opted_out = false;
-        break;
-      default:
-        break;
-    }
-  }
+/** The sender's state after `events`, as the projector will leave it: lead, conversation, enrollments. */
+function evolveSender(sender: SenderState, events: readonly NewEvent[], at: Date): SenderState {
+  return events.reduce(
+    (state, event) => ({
+      conversation: evolveConversationState(state.conversation, event, at),
+      enrollments: state.enrollments.map((enrollment) => evolveEnrollment(enrollment, event)),
+    }),
+    sender,
+  );
 }

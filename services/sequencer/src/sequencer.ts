@@ -1,5 +1,5 @@
 import { accountStepStates, stepState } from '@leadline/decision-state';
-import { decideAiStepOutcome, decideDueStep, inAppendOrder } from '@leadline/domain';
+import { decideAiStepOutcome, decideDueStep, evolveStepState, inAppendOrder } from '@leadline/domain';
 import {
   UnknownEventTypeError,
   type DomainEvent,
@@ -113,10 +113,9 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
           steps.map((step) => step.enrollment_id),
           now,
         );
-        // Read models do not see this batch's own events: a lead messaged by one of its enrollments
-        // is started and contacted for the next.
-        const contacted = new Set<string>();
-        const sentInBatch = new Map<string, Date[]>();
+        // The read models do not see this command's own events: a step decided after another of its
+        // number (a lead in two sequences) reads the state as the projector will leave it.
+        const enrollmentsOf = Map.groupBy(states.keys(), (id) => states.get(id)!.enrollment!.phone);
         for (const [index, step] of steps.entries()) {
           if (bytes > APPEND_BUDGET_BYTES) {
             // The rest go in the next command on the account, once this one's events are projected.
@@ -124,32 +123,15 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
             break;
           }
           const state = states.get(step.enrollment_id);
-          if (state && contacted.has(state.enrollment!.phone)) {
-            state.conversation = {
-              opted_out: false,
-              needs_handoff: false,
-              ai_paused_until: null,
-              ...state.conversation,
-              started: true,
-            };
-            if (state.lead)
-              state.lead = {
-                ...state.lead,
-                status: state.lead.status === 'new' ? 'contacted' : state.lead.status,
-              };
-          }
-          if (state)
-            state.sent = [...(state.sent ?? []), ...(sentInBatch.get(state.enrollment!.phone) ?? [])];
           const decided = state
             ? decideDueStep(state, step.step_order, { now, hourSeconds, messageId: newId() })
             : [];
-          if (decided.some((event) => event.type === 'message.outbound_requested')) {
-            const phone = state!.enrollment!.phone;
-            contacted.add(phone);
-            // A lead in two sequences gets both steps in one batch: the second counts the first.
-            const sentToPhone = sentInBatch.get(phone);
-            if (sentToPhone) sentToPhone.push(now);
-            else sentInBatch.set(phone, [now]);
+          for (const id of state && decided.length > 0 ? enrollmentsOf.get(state.enrollment!.phone)! : []) {
+            const evolved = decided.reduce(
+              (next, event) => evolveStepState(next, event, now),
+              states.get(id)!,
+            );
+            states.set(id, evolved);
           }
           const held = (event: NewEvent) =>
             event.type === 'sequence.step_held' && event.data.step_order === step.step_order;

@@ -1,6 +1,7 @@
 import { leadName, type EventData, type NewEvent } from '@leadline/events';
 import { conflict, notFound } from '../errors';
-import { decideLeadImports, type Lead } from '../lead/decide';
+import { decideLeadImports } from '../lead/decide';
+import type { Lead } from '../lead/state';
 
 /**
  * Carrier (CTIA) keywords and the words the FCC's 2024 order names as a reasonable revocation in reply

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Lead } from '../lead/decide';
+import type { Lead } from '../lead/state';
 import {
   aiPaused,
   decideReceiveMessage,

@@ -1,32 +1,15 @@
 import type { EventData, NewEvent } from '@leadline/events';
 import { conflict } from '../errors';
 import { metadataChanges } from '../metadata';
-
-export const leadFieldNames = [
-  'name',
-  'first_name',
-  'last_name',
-  'email',
-  'company',
-  'notes',
-  'source',
-  'external_id',
-  'property_address',
-] as const;
-type LeadFieldName = (typeof leadFieldNames)[number];
-type LeadFields = Record<LeadFieldName, string | null>;
-type Metadata = Record<string, unknown>;
-type LeadStatus = EventData<'lead.created'>['status'];
-
-/** A lead as decisions see it. */
-export interface Lead extends LeadFields {
-  lead_id: string;
-  phone: string;
-  status: LeadStatus;
-  auto_sequence: boolean;
-  metadata: Metadata;
-  created_at: string;
-}
+import { foldLeadChanges } from './evolve';
+import {
+  leadFieldNames,
+  type Lead,
+  type LeadFieldName,
+  type LeadFields,
+  type LeadStatus,
+  type Metadata,
+} from './state';
 
 /** One validated, normalized lead of an import. */
 export type LeadImport = Partial<Record<LeadFieldName, string>> & {
@@ -109,13 +92,7 @@ export function decideLeadImports(
     if (!created.has(match.lead_id)) {
       const previous = changes.get(match.lead_id);
       if (!previous) touched.push(match);
-      changes.set(match.lead_id, {
-        ...previous,
-        ...fill,
-        ...((previous?.metadata || fill.metadata) && {
-          metadata: { ...previous?.metadata, ...fill.metadata },
-        }),
-      });
+      changes.set(match.lead_id, foldLeadChanges(previous, fill));
     }
     outcomes.push({ action: 'updated', lead: match });
   }

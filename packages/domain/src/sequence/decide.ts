@@ -2,7 +2,7 @@ import { leadName, type EventData, type NewEvent } from '@leadline/events';
 import { conflict, DomainError, notFound } from '../errors';
 import type { ConversationState } from '../conversation/decide';
 import { decideSendMessage } from '../conversation/decide';
-import type { Lead } from '../lead/decide';
+import type { Lead } from '../lead/state';
 import { leadLocation, proactiveHold, type Hold, type SendingWindow } from './sending-window';
 import { renderTemplate, valuesOf } from './templates';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { SequenceStep } from './decide';
-import type { Lead } from '../lead/decide';
+import type { Lead } from '../lead/state';
 import {
   decideAiStepOutcome,
   decideDueStep,

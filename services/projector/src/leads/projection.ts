@@ -1,3 +1,4 @@
+import { foldLeadChanges, type LeadChanges } from '@leadline/domain';
 import { leads, type DomainEvent, type EventOf } from '@leadline/events';
 import type { Database } from '@leadline/runtime';
 import { sql, type Transaction } from 'kysely';
@@ -66,8 +67,6 @@ async function created(trx: Transaction<Database>, events: readonly EventOf<'lea
   );
 }
 
-type LeadChanges = EventOf<'lead.updated'>['data']['changes'];
-
 /** The text columns a `lead.updated` may set, from the catalog (everything but `metadata`). */
 const textFields = leads.leadFieldsSchema.keyof().options.filter((field) => field !== 'metadata');
 
@@ -80,14 +79,7 @@ async function updated(trx: Transaction<Database>, events: readonly EventOf<'lea
   const folded = new Map<string, { changes: LeadChanges; at: string }>();
   for (const { data, occurred_at } of events) {
     const previous = folded.get(data.lead_id)?.changes;
-    const metadata =
-      previous?.metadata || data.changes.metadata
-        ? { ...previous?.metadata, ...data.changes.metadata }
-        : undefined;
-    folded.set(data.lead_id, {
-      changes: { ...previous, ...data.changes, ...(metadata && { metadata }) },
-      at: occurred_at,
-    });
+    folded.set(data.lead_id, { changes: foldLeadChanges(previous, data.changes), at: occurred_at });
   }
   const rows = [...folded].map(([id, { changes, at }]) => {
     const patch = Object.entries(changes.metadata ?? {});

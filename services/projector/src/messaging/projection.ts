@@ -1,3 +1,4 @@
+import { conversationChange } from '@leadline/domain';
 import type { DomainEvent, EventOf } from '@leadline/events';
 import type { Database } from '@leadline/runtime';
 import { sql, type RawBuilder, type Transaction } from 'kysely';
@@ -222,17 +223,23 @@ async function started(trx: Trx, events: readonly EventOf<'conversation.started'
   await addUsage(trx, 'conversations', fresh);
 }
 
-/** Conversation flags are rare, one row each: an upsert, so their order against messages is free. */
-async function setFlags(
-  trx: Trx,
-  event: MessagingEvent,
-  flags: {
-    needs_handoff?: boolean;
-    ai_paused_until?: string | null;
-    opted_out?: boolean;
-    opted_out_at?: string | null;
-  },
-) {
+/**
+ * What a flag event changes on its conversation: the domain's `conversationChange`, the same rule a
+ * decision evolves its state by, as columns. Flags are rare, one row each: an upsert, so their order
+ * against messages is free.
+ */
+async function setFlags(trx: Trx, event: MessagingEvent) {
+  const change = conversationChange(event) ?? {};
+  const flags = {
+    ...(change.needs_handoff !== undefined && { needs_handoff: change.needs_handoff }),
+    ...(change.ai_paused_until !== undefined && {
+      ai_paused_until: change.ai_paused_until?.toISOString() ?? null,
+    }),
+    ...(change.opted_out !== undefined && {
+      opted_out: change.opted_out,
+      opted_out_at: change.opted_out ? event.occurred_at : null,
+    }),
+  };
   await trx
     .insertInto('conversations')
     .values({
@@ -273,26 +280,12 @@ async function applyRun(trx: Trx, run: MessagingEvent[]) {
     case 'conversation.started':
       return started(trx, run as EventOf<'conversation.started'>[]);
     case 'conversation.ai_paused':
-      for (const event of run as EventOf<'conversation.ai_paused'>[]) {
-        await setFlags(trx, event, { ai_paused_until: event.data.paused_until });
-      }
-      return;
     case 'conversation.ai_resumed':
-      for (const event of run) await setFlags(trx, event, { ai_paused_until: null });
-      return;
     case 'conversation.handoff_requested':
-      for (const event of run) await setFlags(trx, event, { needs_handoff: true });
-      return;
     case 'conversation.handoff_cleared':
-      for (const event of run) await setFlags(trx, event, { needs_handoff: false });
-      return;
     case 'lead.opted_out':
-      for (const event of run) {
-        await setFlags(trx, event, { opted_out: true, opted_out_at: event.occurred_at });
-      }
-      return;
     case 'lead.opted_in':
-      for (const event of run) await setFlags(trx, event, { opted_out: false, opted_out_at: null });
+      for (const event of run) await setFlags(trx, event);
       return;
     default: {
       const unhandled: never = first;

@@ -1,3 +1,4 @@
+import { enrollmentChange, type EnrollmentChange, type EnrollmentFields } from '@leadline/domain';
 import type { DomainEvent, EventOf } from '@leadline/events';
 import type { Database } from '@leadline/runtime';
 import { sql, type Transaction } from 'kysely';
@@ -21,58 +22,140 @@ async function recountActiveSequences(trx: Trx, accountIds: ReadonlySet<string>)
   }
 }
 
-/** A run of step events as the rows their one statement updates. */
-const stepRows = (
-  run: readonly EventOf<'sequence.step_sent' | 'sequence.step_skipped' | 'sequence.step_held'>[],
-) =>
-  run.map((event) => ({
-    id: event.data.enrollment_id,
-    step: event.data.step_order,
-    next: event.data.next_step_at,
-    at: event.occurred_at,
-  }));
+/** The enrollment columns a change may set, with their SQL types (for a batch's recordset). */
+const columnTypes: Record<keyof EnrollmentFields, string> = {
+  status: 'text',
+  current_step: 'int',
+  next_step_at: 'timestamptz',
+  awaiting_ai: 'boolean',
+  replied: 'boolean',
+};
+type WhenField = Exclude<keyof EnrollmentChange['when'], 'notRemoved'>;
+
+/** A change's value as its column stores it (JSON for a recordset: dates as ISO strings). */
+const stored = (value: unknown) => (value instanceof Date ? value.toISOString() : value);
 
 /**
- * Moves enrollments past their steps with one statement; a step done twice (a redelivery) matches no
- * row the second time. A run naming one enrollment twice (two steps in one batch) goes step by step.
+ * What one event does to the enrollments it is about (the domain's `enrollmentChange`, the same rule a
+ * decision evolves its state by), as one statement; returns the enrollments it changed.
  */
-async function stepsDone(trx: Trx, run: readonly EventOf<'sequence.step_sent' | 'sequence.step_skipped'>[]) {
-  if (new Set(run.map((event) => event.data.enrollment_id)).size < run.length) {
-    for (const event of run) await stepDone(trx, event);
-    return;
+async function applyChange(trx: Trx, change: EnrollmentChange, event: DomainEvent): Promise<string[]> {
+  const at = event.occurred_at;
+  const set = Object.fromEntries(Object.entries(change.set).map(([key, value]) => [key, stored(value)]));
+  let query = trx
+    .updateTable('sequence_enrollments')
+    .set({ ...set, ...(change.ends && { ended_at: at }), updated_at: at });
+  const { target, when } = change;
+  switch (target.by) {
+    case 'id':
+      query = query.where('id', '=', target.enrollment_id);
+      break;
+    case 'phone':
+      // Only enrollments that began by the event: on a replay the row already holds its final state,
+      // and an enrollment begun later (after a START, say) is not touched by an earlier event.
+      query = query
+        .where('account_id', '=', event.account_id!)
+        .where('phone', '=', target.phone)
+        .where('started_at', '<=', new Date(at));
+      break;
+    case 'lead':
+      query = query.where('lead_id', '=', target.lead_id);
+      break;
+    case 'sequence':
+      query = query.where('sequence_id', '=', target.sequence_id);
+      break;
+    default: {
+      const unknown: never = target;
+      throw new Error(`Unknown target ${String(unknown)}`);
+    }
   }
-  const rows = stepRows(run);
-  await sql`
-    update sequence_enrollments e set current_step = u.step + 1, next_step_at = u.next,
-      awaiting_ai = false, updated_at = u.at
-    from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as u(id text, step int, next timestamptz, at timestamptz)
-    where e.id = u.id and e.current_step = u.step`.execute(trx);
+  for (const field of Object.keys(when) as (keyof EnrollmentChange['when'])[]) {
+    query =
+      field === 'notRemoved'
+        ? query.where('status', '<>', 'removed')
+        : query.where(field, '=', when[field] as never);
+  }
+  const changed = await query.returning('id').execute();
+  return changed.map((row) => row.id);
+}
+
+/** Changes by id with the same fields: one statement can apply them all. */
+const shapeOf = (change: EnrollmentChange) =>
+  change.target.by === 'id'
+    ? `${Object.keys(change.when).sort().join()}|${Object.keys(change.set).sort().join()}|${change.ends ?? ''}`
+    : undefined;
+
+/**
+ * A run of changes to enrollments by id, all of one shape, as one statement (1,000 steps a sequencer
+ * decided at once are one UPDATE, not 1,000).
+ */
+async function applyChangesTogether(
+  trx: Trx,
+  changes: readonly { change: EnrollmentChange; event: DomainEvent }[],
+): Promise<string[]> {
+  const { change: first } = changes[0]!;
+  const whenFields = Object.keys(first.when).filter((field) => field !== 'notRemoved') as WhenField[];
+  const setFields = Object.keys(first.set) as (keyof EnrollmentFields)[];
+  const rows = changes.map(({ change, event }) => ({
+    id: (change.target as { enrollment_id: string }).enrollment_id,
+    at: event.occurred_at,
+    ...Object.fromEntries(whenFields.map((field) => [`w_${field}`, change.when[field]])),
+    ...Object.fromEntries(setFields.map((field) => [`s_${field}`, stored(change.set[field])])),
+  }));
+  const columns = [
+    sql`id text`,
+    sql`at timestamptz`,
+    ...whenFields.map((field) => sql`${sql.id(`w_${field}`)} ${sql.raw(columnTypes[field])}`),
+    ...setFields.map((field) => sql`${sql.id(`s_${field}`)} ${sql.raw(columnTypes[field])}`),
+  ];
+  const assignments = [
+    ...setFields.map((field) => sql`${sql.id(field)} = ${sql.ref(`u.s_${field}`)}`),
+    ...(first.ends ? [sql`ended_at = u.at`] : []),
+    sql`updated_at = u.at`,
+  ];
+  const conditions = [
+    sql`e.id = u.id`,
+    ...whenFields.map((field) => sql`${sql.ref(`e.${field}`)} = ${sql.ref(`u.w_${field}`)}`),
+    ...(first.when.notRemoved ? [sql`e.status <> 'removed'`] : []),
+  ];
+  const changed = await sql<{ id: string }>`
+    update sequence_enrollments e set ${sql.join(assignments)}
+    from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as u(${sql.join(columns)})
+    where ${sql.join(conditions, sql` and `)}
+    returning e.id`.execute(trx);
+  return changed.rows.map((row) => row.id);
 }
 
 /**
- * Holds with one statement (an import's step 0 held for 1,000 leads at night), as `applyOne` does
- * each: the enrollment still at the held step shows its new time. A run that holds one enrollment
- * twice is applied one by one, so the last hold wins.
+ * Applies what a run of events does to enrollments; returns the enrollments changed. A run of one shape
+ * naming each enrollment once is one statement; otherwise (one enrollment twice, such as two holds of
+ * it, where the last must win) the events go one by one, in log order.
  */
-async function stepsHeld(trx: Trx, run: readonly EventOf<'sequence.step_held'>[]) {
-  if (new Set(run.map((event) => event.data.enrollment_id)).size < run.length) return false;
-  const rows = stepRows(run);
-  await sql`
-    update sequence_enrollments e set next_step_at = u.next, updated_at = u.at
-    from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as u(id text, step int, next timestamptz, at timestamptz)
-    where e.id = u.id and e.current_step = u.step and e.status = 'active'`.execute(trx);
-  return true;
+async function applyEnrollmentChanges(trx: Trx, run: readonly DomainEvent[]): Promise<Set<string>> {
+  const changes = run.flatMap((event) => {
+    const change = enrollmentChange(event);
+    return change ? [{ change, event }] : [];
+  });
+  const shape = changes[0] && shapeOf(changes[0].change);
+  const ids = changes.map(({ change }) => (change.target as { enrollment_id?: string }).enrollment_id);
+  const together =
+    changes.length > 1 &&
+    shape !== undefined &&
+    changes.every(({ change }) => shapeOf(change) === shape) &&
+    new Set(ids).size === ids.length;
+  if (together) return new Set(await applyChangesTogether(trx, changes));
+  const changed = new Set<string>();
+  for (const { change, event } of changes)
+    for (const id of await applyChange(trx, change, event)) changed.add(id);
+  return changed;
 }
 
-/** Completions with a few statements; a completion seen twice matches no active row the second time. */
-async function completed(trx: Trx, run: readonly EventOf<'sequence.completed'>[]) {
-  const ended = await sql<{ id: string }>`
-    update sequence_enrollments e set status = 'completed', next_step_at = null, ended_at = u.at, updated_at = u.at
-    from jsonb_to_recordset(${JSON.stringify(run.map((event) => ({ id: event.data.enrollment_id, at: event.occurred_at })))}::jsonb)
-      as u(id text, at timestamptz)
-    where e.id = u.id and e.status = 'active'
-    returning e.id`.execute(trx);
-  const done = new Set(ended.rows.map((row) => row.id));
+/** Completions count once each: an enrollment the run actually completed now. */
+async function countCompletions(
+  trx: Trx,
+  run: readonly EventOf<'sequence.completed'>[],
+  done: ReadonlySet<string>,
+) {
   const counted = run.filter((event) => done.has(event.data.enrollment_id));
   const bySequence = new Map<string, number>();
   for (const event of counted)
@@ -85,21 +168,6 @@ async function completed(trx: Trx, run: readonly EventOf<'sequence.completed'>[]
       .execute();
   }
   await addUsage(trx, 'sequences_completed', counted);
-}
-
-/** Moves an enrollment past `step_order`; a step done twice (a redelivery) matches no row the second time. */
-async function stepDone(trx: Trx, event: EventOf<'sequence.step_sent' | 'sequence.step_skipped'>) {
-  await trx
-    .updateTable('sequence_enrollments')
-    .set({
-      current_step: event.data.step_order + 1,
-      next_step_at: event.data.next_step_at,
-      awaiting_ai: false,
-      updated_at: event.occurred_at,
-    })
-    .where('id', '=', event.data.enrollment_id)
-    .where('current_step', '=', event.data.step_order)
-    .execute();
 }
 
 /**
@@ -170,7 +238,8 @@ async function enroll(
   }
 }
 
-async function applyOne(trx: Trx, event: SequenceEvent, touchedAccounts: Set<string>) {
+/** The events that write sequences and create enrollments, one at a time. */
+async function applyOne(trx: Trx, event: SequenceRowEvent, touchedAccounts: Set<string>) {
   switch (event.type) {
     case 'sequence.created': {
       const { data } = event;
@@ -232,32 +301,7 @@ async function applyOne(trx: Trx, event: SequenceEvent, touchedAccounts: Set<str
     }
     case 'sequence.deleted':
       await trx.deleteFrom('sequences').where('id', '=', event.data.sequence_id).execute();
-      await trx
-        .updateTable('sequence_enrollments')
-        .set({
-          status: 'cancelled',
-          next_step_at: null,
-          ended_at: event.occurred_at,
-          updated_at: event.occurred_at,
-        })
-        .where('sequence_id', '=', event.data.sequence_id)
-        .where('status', '=', 'active')
-        .execute();
       touchedAccounts.add(event.account_id);
-      return;
-    case 'sequence.unenrolled':
-      await trx
-        .updateTable('sequence_enrollments')
-        .set({
-          status: 'cancelled',
-          next_step_at: null,
-          awaiting_ai: false,
-          ended_at: event.occurred_at,
-          updated_at: event.occurred_at,
-        })
-        .where('id', '=', event.data.enrollment_id)
-        .where('status', '=', 'active')
-        .execute();
       return;
     case 'sequence.enrolled': {
       const { data } = event;
@@ -266,79 +310,6 @@ async function applyOne(trx: Trx, event: SequenceEvent, touchedAccounts: Set<str
     }
     case 'sequence.leads_enrolled':
       await enroll(trx, event, event.data, event.data.enrollments);
-      return;
-    case 'sequence.step_sent':
-    case 'sequence.step_skipped':
-      await stepDone(trx, event);
-      return;
-    case 'sequence.step_deferred':
-    case 'sequence.step_held':
-      // `next_step_at` shows when the held step goes out (an AI-written one stays awaited meanwhile).
-      await trx
-        .updateTable('sequence_enrollments')
-        .set({ next_step_at: event.data.next_step_at, updated_at: event.occurred_at })
-        .where('id', '=', event.data.enrollment_id)
-        .where('current_step', '=', event.data.step_order)
-        .where('status', '=', 'active')
-        .execute();
-      return;
-    case 'sequence.ai_step_requested':
-      await trx
-        .updateTable('sequence_enrollments')
-        .set({ awaiting_ai: true, next_step_at: null, updated_at: event.occurred_at })
-        .where('id', '=', event.data.enrollment_id)
-        .where('current_step', '=', event.data.step_order)
-        .where('status', '=', 'active')
-        .where('awaiting_ai', '=', false)
-        .execute();
-      return;
-    case 'sequence.completed':
-      await completed(trx, [event]);
-      return;
-    case 'message.received':
-      // skip_if_replied looks at any inbound message since the enrollment began. Only enrollments that
-      // began before the message: on a replay the row already holds its final state, and a later
-      // enrollment must not see an earlier reply.
-      await trx
-        .updateTable('sequence_enrollments')
-        .set({ replied: true })
-        .where('account_id', '=', event.account_id)
-        .where('phone', '=', event.data.phone)
-        .where('status', '=', 'active')
-        .where('started_at', '<=', new Date(event.occurred_at))
-        .execute();
-      return;
-    case 'lead.opted_out':
-      // An opted-out number gets nothing from a sequence: its enrollments stop for good; enrolling it
-      // again after it opts back in starts over.
-      await trx
-        .updateTable('sequence_enrollments')
-        .set({
-          status: 'opted_out',
-          next_step_at: null,
-          ended_at: event.occurred_at,
-          updated_at: event.occurred_at,
-        })
-        .where('account_id', '=', event.account_id)
-        .where('phone', '=', event.data.phone)
-        .where('status', '=', 'active')
-        // As for replies: an enrollment begun after the opt-out (and a START) is not stopped by it.
-        .where('started_at', '<=', new Date(event.occurred_at))
-        .execute();
-      return;
-    case 'lead.deleted':
-      // Kept as `removed` rather than deleted, so an enrollment seen again on a replay is not counted again.
-      await trx
-        .updateTable('sequence_enrollments')
-        .set({
-          status: 'removed',
-          next_step_at: null,
-          ended_at: event.occurred_at,
-          updated_at: event.occurred_at,
-        })
-        .where('lead_id', '=', event.data.lead_id)
-        .where('status', '<>', 'removed')
-        .execute();
       return;
     default: {
       const unhandled: never = event;
@@ -364,31 +335,39 @@ const handled = [
   'lead.opted_out',
   'lead.deleted',
 ] as const;
-type SequenceEvent = EventOf<(typeof handled)[number]>;
+
+/** Events applied one by one by `applyOne`; every other handled event only changes enrollments. */
+const sequenceRowEvents = new Set([
+  'sequence.created',
+  'sequence.updated',
+  'sequence.deleted',
+  'sequence.enrolled',
+  'sequence.leads_enrolled',
+]);
+type SequenceRowEvent = EventOf<
+  | 'sequence.created'
+  | 'sequence.updated'
+  | 'sequence.deleted'
+  | 'sequence.enrolled'
+  | 'sequence.leads_enrolled'
+>;
 
 /**
  * Sequences (sequenceList / sequenceDetails, with their step versions and counters) and enrollments
  * (the lead's `sequence` block, conversations' `in_sequence`, and the due times the sequencer claims).
+ * What an event does to enrollments is the domain's rule (`enrollmentChange`).
  */
 export const sequencesProjection = defineProjection('sequences', handled, async (trx, events) => {
   const touchedAccounts = new Set<string>();
   for (const run of runsByType(events)) {
     const type = run[0]!.type;
-    if (run.length > 1 && (type === 'sequence.step_sent' || type === 'sequence.step_skipped')) {
-      await stepsDone(trx, run as EventOf<'sequence.step_sent' | 'sequence.step_skipped'>[]);
-      continue;
+    if (sequenceRowEvents.has(type)) {
+      for (const event of run) await applyOne(trx, event as SequenceRowEvent, touchedAccounts);
     }
-    if (type === 'sequence.completed') {
-      await completed(trx, run as EventOf<'sequence.completed'>[]);
-      continue;
-    }
-    if (
-      run.length > 1 &&
-      type === 'sequence.step_held' &&
-      (await stepsHeld(trx, run as EventOf<'sequence.step_held'>[]))
-    )
-      continue;
-    for (const event of run) await applyOne(trx, event, touchedAccounts);
+    // A deleted sequence's active enrollments are cancelled, after its row is gone.
+    const changed = await applyEnrollmentChanges(trx, run);
+    if (type === 'sequence.completed')
+      await countCompletions(trx, run as EventOf<'sequence.completed'>[], changed);
   }
   await recountActiveSequences(trx, touchedAccounts);
 });
