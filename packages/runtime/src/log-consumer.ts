@@ -2,6 +2,7 @@ import { UnknownEventTypeError, type DomainEvent, type EventCodec } from '@leadl
 import type { Kafka } from 'kafkajs';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './db/schema';
+import { checkpointConsumers, type CheckpointTable, type PositionedEvent } from './log-records';
 import { watchConsumerLag } from './metrics';
 import { PROGRESS_CHANNEL } from './projection-progress';
 import {
@@ -14,36 +15,6 @@ import {
   type ParkedRecordNotice,
   type ParkingPlace,
 } from './parking';
-
-export interface PositionedEvent {
-  offset: string;
-  /**
-   * Undefined for a record that is not applied: a type this version does not know (written by a
-   * newer producer), or a record parked or held back (see parking.ts).
-   */
-  event: DomainEvent | undefined;
-  /** The record's key (the account id; the partner id on the partner topic), when known. */
-  key?: string | null;
-  /** The record as read from the log, kept with it if it has to be parked. */
-  value?: Buffer | null;
-  /** Why the record cannot be applied: it is parked instead (in the handler's transaction). */
-  failure?: string;
-  /** A parked or held record applied again by a retry, below the checkpoint. */
-  replayed?: boolean;
-  /**
-   * On a fetched batch's first record: the offset the fetch started at. Kafka answers a fetch from that
-   * offset, so the offsets between it and this record hold no record to apply (transaction markers,
-   * records compacted away): their absence is not a gap.
-   */
-  fetchedFrom?: string;
-}
-
-/** Tables of per-partition checkpoints, one per consumer that keeps its own (same shape). */
-export type CheckpointTable =
-  | 'projection_checkpoints'
-  | 'webhook_relay_checkpoints'
-  | 'ai_agent_checkpoints'
-  | 'inbound_decider_checkpoints';
 
 export async function decodeRecord(
   codec: EventCodec,
@@ -221,13 +192,6 @@ export interface LogConsumerDeps {
   actsOn?: (event: DomainEvent) => boolean;
 }
 
-const consumerNames: Record<CheckpointTable, string> = {
-  projection_checkpoints: 'projector',
-  webhook_relay_checkpoints: 'webhook_relay',
-  ai_agent_checkpoints: 'ai_agent',
-  inbound_decider_checkpoints: 'inbound_decider',
-};
-
 export interface RunningConsumer {
   stop(): Promise<void>;
 }
@@ -343,7 +307,7 @@ export async function startLogConsumer(deps: LogConsumerDeps): Promise<RunningCo
     db,
     admin,
     topics: deps.topics,
-    consumer: consumerNames[deps.checkpoints],
+    consumer: checkpointConsumers[deps.checkpoints],
     checkpoints: deps.checkpoints,
   });
 
