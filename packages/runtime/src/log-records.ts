@@ -33,7 +33,8 @@ export type CheckpointTable =
   | 'projection_checkpoints'
   | 'webhook_relay_checkpoints'
   | 'ai_agent_checkpoints'
-  | 'inbound_decider_checkpoints';
+  | 'inbound_decider_checkpoints'
+  | 'sequencer_checkpoints';
 
 /**
  * Each consumer's name, by its checkpoint table: the `consumer` of its parked records (so holds,
@@ -44,4 +45,5 @@ export const checkpointConsumers: Record<CheckpointTable, string> = {
   webhook_relay_checkpoints: 'webhook_relay',
   ai_agent_checkpoints: 'ai_agent',
   inbound_decider_checkpoints: 'inbound_decider',
+  sequencer_checkpoints: 'sequencer',
 };
