@@ -13,6 +13,7 @@ export * from './projection-progress';
 export * from './infrastructure';
 export * from './secret-box';
 export * from './unsafe-settings';
+export * from './log-records';
 export * from './log-consumer';
 export * from './parking';
 export * from './net/ssrf';

@@ -1,7 +1,8 @@
 import { UnknownEventTypeError, type DomainEvent, type EventCodec } from '@leadline/events';
-import type { Kafka } from 'kafkajs';
+import type { Admin, Kafka } from 'kafkajs';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './db/schema';
+import { checkpointConsumers, type CheckpointTable, type PositionedEvent } from './log-records';
 import { watchConsumerLag } from './metrics';
 import { PROGRESS_CHANNEL } from './projection-progress';
 import {
@@ -14,36 +15,6 @@ import {
   type ParkedRecordNotice,
   type ParkingPlace,
 } from './parking';
-
-export interface PositionedEvent {
-  offset: string;
-  /**
-   * Undefined for a record that is not applied: a type this version does not know (written by a
-   * newer producer), or a record parked or held back (see parking.ts).
-   */
-  event: DomainEvent | undefined;
-  /** The record's key (the account id; the partner id on the partner topic), when known. */
-  key?: string | null;
-  /** The record as read from the log, kept with it if it has to be parked. */
-  value?: Buffer | null;
-  /** Why the record cannot be applied: it is parked instead (in the handler's transaction). */
-  failure?: string;
-  /** A parked or held record applied again by a retry, below the checkpoint. */
-  replayed?: boolean;
-  /**
-   * On a fetched batch's first record: the offset the fetch started at. Kafka answers a fetch from that
-   * offset, so the offsets between it and this record hold no record to apply (transaction markers,
-   * records compacted away): their absence is not a gap.
-   */
-  fetchedFrom?: string;
-}
-
-/** Tables of per-partition checkpoints, one per consumer that keeps its own (same shape). */
-export type CheckpointTable =
-  | 'projection_checkpoints'
-  | 'webhook_relay_checkpoints'
-  | 'ai_agent_checkpoints'
-  | 'inbound_decider_checkpoints';
 
 export async function decodeRecord(
   codec: EventCodec,
@@ -219,14 +190,40 @@ export interface LogConsumerDeps {
    * `handleBatch` (its transactions and the parking lookups, for every batch the topic carries).
    */
   actsOn?: (event: DomainEvent) => boolean;
+  /**
+   * A partition the checkpoint table has no row for starts where the consumer group's committed
+   * offset says, when it has one, rather than at offset 0: for a consumer that kept its position in
+   * Kafka before it kept it in Postgres, and whose effects are on the log rather than beside the
+   * checkpoint (what Kafka says it handled was handled), so an upgrade continues where it stopped.
+   */
+  startAtGroupOffsets?: boolean;
 }
 
-const consumerNames: Record<CheckpointTable, string> = {
-  projection_checkpoints: 'projector',
-  webhook_relay_checkpoints: 'webhook_relay',
-  ai_agent_checkpoints: 'ai_agent',
-  inbound_decider_checkpoints: 'inbound_decider',
-};
+/**
+ * Gives each partition without a checkpoint the group's committed offset (see `startAtGroupOffsets`).
+ * Partitions that have one keep it, so instances starting together, or a later start, change nothing.
+ */
+async function checkpointsFromGroup(
+  db: Kysely<Database>,
+  admin: Admin,
+  table: CheckpointTable,
+  groupId: string,
+  topics: string[],
+) {
+  const committed = await admin.fetchOffsets({ groupId, topics });
+  const rows = committed.flatMap(({ topic, partitions }) =>
+    partitions
+      // -1: the group never committed an offset for the partition.
+      .filter(({ offset }) => BigInt(offset) >= 0n)
+      .map(({ partition, offset }) => ({ topic, partition, next_offset: offset, updated_at: new Date() })),
+  );
+  if (rows.length === 0) return;
+  await db
+    .insertInto(table)
+    .values(rows)
+    .onConflict((oc) => oc.columns(['topic', 'partition']).doNothing())
+    .execute();
+}
 
 export interface RunningConsumer {
   stop(): Promise<void>;
@@ -235,10 +232,15 @@ export interface RunningConsumer {
 /**
  * A consumer of the log whose progress lives in Postgres, committed with what it wrote, rather than
  * in Kafka: Kafka's committed offsets are only a hint, so on every assignment the consumer seeks to
- * its checkpoints. Used by the projector and by the webhook relay.
+ * its checkpoints. Used by the projector, the webhook relay, the AI agent, the inbound decider and the
+ * sequencer.
  */
 export async function startLogConsumer(deps: LogConsumerDeps): Promise<RunningConsumer> {
   const { kafka, db, codec, groupId } = deps;
+  // For the group's committed offsets (at start) and the partitions' ends (lag, at scrape time).
+  const admin = kafka.admin();
+  await admin.connect();
+  if (deps.startAtGroupOffsets) await checkpointsFromGroup(db, admin, deps.checkpoints, groupId, deps.topics);
   const consumer = kafka.consumer({
     groupId,
     allowAutoTopicCreation: false,
@@ -337,13 +339,11 @@ export async function startLogConsumer(deps: LogConsumerDeps): Promise<RunningCo
   const releasing = parking.startReleasing();
 
   // Lag is read at scrape time: the partitions' ends from the broker, the checkpoints from Postgres.
-  const admin = kafka.admin();
-  await admin.connect();
   const unwatchLag = watchConsumerLag({
     db,
     admin,
     topics: deps.topics,
-    consumer: consumerNames[deps.checkpoints],
+    consumer: checkpointConsumers[deps.checkpoints],
     checkpoints: deps.checkpoints,
   });
 

@@ -3,7 +3,7 @@ import type { Admin } from 'kafkajs';
 import { sql, type Kysely } from 'kysely';
 import { collectDefaultMetrics, Gauge, Histogram, register } from 'prom-client';
 import type { Database } from './db/schema';
-import type { CheckpointTable } from './log-consumer';
+import type { CheckpointTable } from './log-records';
 import { parkedCounts } from './parking';
 
 /**

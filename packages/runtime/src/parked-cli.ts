@@ -1,13 +1,22 @@
 import { parseArgs } from 'node:util';
 import { infrastructureConfig, loadConfig } from './config';
 import { createDb } from './db/database';
-import { listParked, requestRetry, skipParked, type ParkedRecordAddress } from './parking';
+import { checkpointConsumers } from './log-records';
+import {
+  listParked,
+  requestRetry,
+  skipParked,
+  SMS_GATEWAY_PARKING,
+  type ParkedRecordAddress,
+} from './parking';
+
+const consumers = new Set([...Object.values(checkpointConsumers), SMS_GATEWAY_PARKING.consumer]);
 
 const usage = `usage:
   npm run parked -- list [--all]
   npm run parked -- retry <consumer> <topic> <partition> <offset>
   npm run parked -- skip <consumer> <topic> <partition> <offset> --reason "<why>"
-consumers: projector, webhook_relay, sms_gateway`;
+consumers: ${[...consumers].join(', ')}`;
 
 /** `npm run parked`: operators list, retry (after a fix) or skip the records consumers parked. */
 const { positionals, values } = parseArgs({

@@ -3,7 +3,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Insertable } from 'kysely';
 import { DomainError } from '@leadline/domain';
 import type { Database } from './db/schema';
-import type { CheckpointTable, PositionedEvent } from './log-consumer';
+import { checkpointConsumers, type CheckpointTable, type PositionedEvent } from './log-records';
 
 /**
  * Parking: a record a consumer cannot apply (it does not decode, or applying it fails for a reason
@@ -25,15 +25,10 @@ export interface ParkingPlace {
  * its own schema and the swap carries the result); the others park in `public`.
  */
 export function parkedTableOf(checkpoints: CheckpointTable): ParkingPlace {
-  if (checkpoints === 'projection_checkpoints')
-    return { table: 'projection_parked_records', consumer: 'projector' };
-  // Each consumer parks under its own name: holds, retries and skips of one never touch another's.
-  const consumers: Record<Exclude<CheckpointTable, 'projection_checkpoints'>, string> = {
-    webhook_relay_checkpoints: 'webhook_relay',
-    ai_agent_checkpoints: 'ai_agent',
-    inbound_decider_checkpoints: 'inbound_decider',
+  return {
+    table: checkpoints === 'projection_checkpoints' ? 'projection_parked_records' : 'parked_records',
+    consumer: checkpointConsumers[checkpoints],
   };
-  return { table: 'parked_records', consumer: consumers[checkpoints] };
 }
 
 export const SMS_GATEWAY_PARKING: ParkingPlace = { table: 'parked_records', consumer: 'sms_gateway' };

@@ -1,13 +1,18 @@
 import { accountStepStates, stepState } from '@leadline/decision-state';
 import { decideAiStepOutcome, decideDueStep, evolveStepState, inAppendOrder } from '@leadline/domain';
+import type { DomainEvent, EventCodec, NewEvent, TopicNames } from '@leadline/events';
 import {
-  UnknownEventTypeError,
-  type DomainEvent,
-  type EventCodec,
-  type NewEvent,
-  type TopicNames,
-} from '@leadline/events';
-import type { Clock, CommandBus, CommandContext, Database, EventToAppend, NewId } from '@leadline/runtime';
+  advanceCheckpoint,
+  freshRecords,
+  startLogConsumer,
+  type Clock,
+  type CommandBus,
+  type CommandContext,
+  type Database,
+  type EventToAppend,
+  type NewId,
+  type PositionedEvent,
+} from '@leadline/runtime';
 import type { Kafka } from 'kafkajs';
 import type { Kysely } from 'kysely';
 import { claimDueSteps, expireLeases, releaseLeases, type DueStep } from './claims';
@@ -43,6 +48,7 @@ export interface RunningSequencer {
 }
 
 const SERVICE = 'sequencer';
+const CHECKPOINTS = 'sequencer_checkpoints';
 /**
  * What one append of decided steps may hold, well under what one command may append
  * (`APPEND_MAX_BYTES`): steps are decided until their events pass this, so a claim of 1,000 short
@@ -308,44 +314,59 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
     'sequence.step_sent',
     ...movers,
   ]);
-  const consumer = kafka.consumer({
+  /** Steps may be due now: tick as soon as the projector shows them, rather than at the next poll. */
+  function stepsMayBeDue(events: readonly DomainEvent[]) {
+    const moved = new Map(
+      events.flatMap((event) =>
+        movers.has(event.type) && event.account_id ? [[event.account_id, event.partner_id] as const] : [],
+      ),
+    );
+    // An AI step answered may leave the next step due at once; its decision waited for the projector.
+    if (moved.size === 0 && events.some((event) => !movers.has(event.type))) void tick().catch(onError);
+    if (moved.size > 0) {
+      void (async () => {
+        for (const [accountId, partnerId] of moved) await projected(accountId, partnerId);
+        await tick();
+      })().catch(onError);
+    }
+  }
+
+  /**
+   * One partition's batch, in log order. The checkpoint moves once the AI agent's answers in it are
+   * decided, in a transaction of its own: the decisions are appended to Kafka through the command bus
+   * and cannot share it. A crash in between hands the batch over again, which is safe: each answer's
+   * command waits until its partition is projected (the first decision included) and
+   * `decideAiStepOutcome` decides only for an enrollment still waiting on the AI at that step, so an
+   * answer decided once decides nothing the second time.
+   */
+  async function handleBatch(topic: string, partition: number, records: PositionedEvent[]) {
+    const last = records.at(-1);
+    if (!last) return;
+    // Parks what cannot be read and holds back its account's later records; the checkpoint's lock ends
+    // with this transaction (two instances during a rebalance decide nothing twice, as above).
+    const fresh = await db
+      .transaction()
+      .execute((trx) => freshRecords(trx, CHECKPOINTS, topic, partition, records, clock.now()));
+    const events = fresh.flatMap(({ event }) => (event && watched.has(event.type) ? [event] : []));
+    await aiOutcomes(events);
+    await db
+      .transaction()
+      .execute((trx) => advanceCheckpoint(trx, CHECKPOINTS, topic, partition, last.offset, clock.now()));
+    stepsMayBeDue(events);
+  }
+
+  const consumer = await startLogConsumer({
+    kafka,
+    db,
+    codec,
     groupId: deps.groupId,
-    allowAutoTopicCreation: false,
-    sessionTimeout: 10_000,
-  });
-  await consumer.connect();
-  await consumer.subscribe({ topic: topics.account, fromBeginning: true });
-  await consumer.run({
-    eachBatch: async ({ batch, heartbeat, isRunning, isStale }) => {
-      if (!isRunning() || isStale()) return;
-      const events: DomainEvent[] = [];
-      for (const message of batch.messages) {
-        const type = message.headers?.['event-type']?.toString();
-        if (!message.value || !type || !watched.has(type)) continue;
-        try {
-          events.push(await codec.decode(message.value));
-        } catch (error) {
-          if (!(error instanceof UnknownEventTypeError)) throw error;
-        }
-      }
-      // Offsets are committed after this returns; a redelivered batch decides nothing twice.
-      await aiOutcomes(events);
-      await heartbeat();
-      // Steps may be due now: tick as soon as the projector shows them, rather than at the next poll.
-      const moved = new Map(
-        events.flatMap((event) =>
-          movers.has(event.type) && event.account_id ? [[event.account_id, event.partner_id] as const] : [],
-        ),
-      );
-      // An AI step answered may leave the next step due at once; its decision waited for the projector.
-      if (moved.size === 0 && events.some((event) => !movers.has(event.type))) void tick().catch(onError);
-      if (moved.size > 0) {
-        void (async () => {
-          for (const [accountId, partnerId] of moved) await projected(accountId, partnerId);
-          await tick();
-        })().catch(onError);
-      }
-    },
+    topics: [topics.account],
+    checkpoints: CHECKPOINTS,
+    handleBatch,
+    actsOn: (event) => watched.has(event.type),
+    // Kafka kept this consumer's position before Postgres did: an upgrade continues from there.
+    startAtGroupOffsets: true,
+    onCrash: (error) => onError(error),
   });
 
   const poll = setInterval(() => void tick().catch(onError), deps.pollIntervalMs ?? 500);
@@ -354,7 +375,7 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
     tick,
     async stop() {
       clearInterval(poll);
-      await consumer.disconnect();
+      await consumer.stop();
       await running?.catch(() => undefined);
     },
   };

@@ -327,6 +327,8 @@ export interface OperationalTables {
     next_offset: Int64;
     updated_at: Timestamp;
   };
+  /** Where the sequencer is on the account topic (see the 0013_sequencer_checkpoints migration). */
+  sequencer_checkpoints: { topic: string; partition: number; next_offset: Int64; updated_at: Timestamp };
   /** Opt-outs answered but not yet decided (see the 0011_inbound_receipts migration). */
   opt_out_guards: { account_id: string; phone: string; message_sid: string; created_at: Timestamp };
   /** The AI agent's work queue (see the 0008_ai_agent migration). */

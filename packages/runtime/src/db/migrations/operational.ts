@@ -468,4 +468,20 @@ export const operationalMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0013_sequencer_checkpoints': {
+    async up(db: Kysely<unknown>) {
+      await sql`
+        -- Where the sequencer is on the log (it follows the AI agent's answers), as the other
+        -- consumers keep theirs. Empty at first: the sequencer fills it from its consumer group's
+        -- committed offsets on start (see startLogConsumer's startAtGroupOffsets).
+        create table sequencer_checkpoints (
+          topic text not null,
+          partition integer not null,
+          next_offset bigint not null,
+          updated_at timestamptz not null,
+          primary key (topic, partition)
+        );
+      `.execute(db);
+    },
+  },
 };
