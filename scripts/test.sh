@@ -9,6 +9,8 @@ bash scripts/install-deps.sh
 npx tsc -p tsconfig.json --noEmit
 npx tsc -p apps/dashboard/tsconfig.json --noEmit
 npx eslint .
+# The shape: no service imports another, packages import no service, the domain does no I/O, no circles.
+npx depcruise packages services apps bench examples --config .dependency-cruiser.cjs
 npx prettier --check . >/dev/null || { npx prettier --check .; exit 1; }
 bash scripts/lint-openapi.sh
 
