@@ -1,55 +1,18 @@
 import { useCallback, useEffect, useState } from 'react';
 import { useCan, useDashboard } from '../context';
-import { phonePath, query } from '../lib/api';
+import { dataOf, type Schemas } from '../lib/api';
 import { leadsFromCsv } from '../lib/csv';
 import { formatDateTime, formatPhone, formatTime, percent } from '../lib/format';
 import { useLiveChanges } from '../lib/live-context';
 import { enrollmentLabel } from './Sequences';
 import { DeleteButton } from './DeleteButton';
 
-export const leadStatuses = ['new', 'contacted', 'qualified', 'converted', 'lost'] as const;
+type LeadStatus = Schemas['Lead']['status'];
+type LeadDetail = Schemas['LeadDetails'];
+type LeadEnrollment = Schemas['LeadEnrollment'];
+
+export const leadStatuses: readonly LeadStatus[] = ['new', 'contacted', 'qualified', 'converted', 'lost'];
 const PAGE_SIZE = 25;
-
-interface LeadRow {
-  phone: string;
-  name: string | null;
-  email: string | null;
-  status: string;
-  source: string | null;
-  checklist_progress: number;
-  last_message_at: string | null;
-}
-
-interface ChecklistItem {
-  requirement_id: string;
-  name: string;
-  type: string;
-  required: boolean;
-  status: 'completed' | 'pending';
-  value?: string;
-  file_url?: string;
-}
-
-interface LeadDetail {
-  phone: string;
-  name: string | null;
-  email: string | null;
-  company: string | null;
-  source: string | null;
-  status: string;
-  notes: string | null;
-  opted_out: boolean;
-  created_at: string;
-  conversation: { message_count: number; needs_handoff: boolean };
-  sequence: {
-    sequence_id: string;
-    name: string;
-    status: 'active' | 'paused' | 'completed' | 'cancelled' | 'opted_out';
-    current_step: number;
-    total_steps: number;
-    next_step_at: string | null;
-  } | null;
-}
 
 const editableFields = [
   ['name', 'Name', 'text'],
@@ -73,7 +36,7 @@ export function leadChanges(
   return changes;
 }
 
-const enrollmentStatus: Record<NonNullable<LeadDetail['sequence']>['status'], string> = {
+const enrollmentStatus: Record<LeadEnrollment['status'], string> = {
   active: 'Active',
   paused: 'Paused',
   completed: 'Completed',
@@ -105,9 +68,11 @@ function LeadEditor({
     if (Object.keys(changes).length === 0) return onCancel();
     try {
       onSaved(
-        await api.patch<LeadDetail>(
-          `/accounts/${session.account.id}/leads/${phonePath(lead.phone)}`,
-          changes,
+        dataOf(
+          await api.PATCH('/accounts/{id}/leads/{phone}', {
+            params: { path: { id: session.account.id, phone: lead.phone } },
+            body: changes,
+          }),
         ),
       );
     } catch (failure) {
@@ -160,44 +125,33 @@ function LeadEditor({
   );
 }
 
-/** The lead's sequence, and enrolling it in one. */
-interface LeadEnrollment {
-  sequence_id: string;
-  name: string;
-  status: 'active' | 'paused' | 'completed' | 'cancelled' | 'opted_out';
-  current_step: number;
-  total_steps: number;
-  next_step_at: string | null;
-}
-
 /** Every sequence the lead is or was in, with its state; enrolling it in another, taking it out. */
 function LeadSequences({ lead, onEnrolled }: { lead: LeadDetail; onEnrolled: () => void }) {
   const { api, session } = useDashboard();
   const canEnroll = useCan('manage_sequences');
-  const [sequences, setSequences] = useState<{ id: string; name: string }[]>([]);
+  const [sequences, setSequences] = useState<Schemas['Sequence'][]>([]);
   const [enrollments, setEnrollments] = useState<LeadEnrollment[] | null>(null);
   const [choice, setChoice] = useState('');
   const [outcome, setOutcome] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const id = session.account.id;
 
   useEffect(() => {
     if (!canEnroll) return;
     api
-      .get<{ sequences: { id: string; name: string; is_active: boolean }[] }>(
-        `/accounts/${session.account.id}/sequences?limit=100`,
-      )
+      .GET('/accounts/{id}/sequences', { params: { path: { id }, query: { limit: 100 } } })
+      .then(dataOf)
       .then((page) => setSequences(page.sequences.filter((sequence) => sequence.is_active)))
       .catch(() => undefined);
-  }, [api, canEnroll, session.account.id]);
+  }, [api, canEnroll, id]);
   // Read again whenever the lead is (after an enrollment change, or live).
   useEffect(() => {
     api
-      .get<{ enrollments: LeadEnrollment[] }>(
-        `/accounts/${session.account.id}/leads/${phonePath(lead.phone)}/sequences`,
-      )
+      .GET('/accounts/{id}/leads/{phone}/sequences', { params: { path: { id, phone: lead.phone } } })
+      .then(dataOf)
       .then((page) => setEnrollments(page.enrollments))
       .catch((failure: Error) => setError(failure.message));
-  }, [api, lead, session.account.id]);
+  }, [api, lead, id]);
 
   const act = async (action: () => Promise<string>) => {
     setError(null);
@@ -211,18 +165,22 @@ function LeadSequences({ lead, onEnrolled }: { lead: LeadDetail; onEnrolled: () 
   };
   const enroll = () =>
     act(async () => {
-      const result = await api.post<Parameters<typeof enrollmentLabel>[0]>(
-        `/accounts/${session.account.id}/sequences/${choice}/enroll`,
-        { phone: lead.phone },
+      const result = dataOf(
+        await api.POST('/accounts/{id}/sequences/{sequence_id}/enroll', {
+          params: { path: { id, sequence_id: choice } },
+          body: { phone: lead.phone },
+        }),
       );
       setChoice('');
       return enrollmentLabel(result);
     });
   const unenroll = (sequenceId: string) =>
     act(async () => {
-      const { action } = await api.post<{ action: 'unenrolled' | 'not_enrolled' }>(
-        `/accounts/${session.account.id}/sequences/${sequenceId}/unenroll`,
-        { phone: lead.phone },
+      const { action } = dataOf(
+        await api.POST('/accounts/{id}/sequences/{sequence_id}/unenroll', {
+          params: { path: { id, sequence_id: sequenceId } },
+          body: { phone: lead.phone },
+        }),
       );
       return action === 'unenrolled' ? 'Removed from the sequence.' : 'Not in the sequence any more.';
     });
@@ -296,12 +254,7 @@ function LeadSequences({ lead, onEnrolled }: { lead: LeadDetail; onEnrolled: () 
   );
 }
 
-export interface ImportReport {
-  imported: number;
-  updated: number;
-  skipped: number;
-  errors: { index: number; phone: string | null; code: string; message: string }[];
-}
+export type ImportReport = Omit<Schemas['BulkImportResult'], 'success'>;
 
 /** The bulk import's outcome, with each refused row by its line in the file (the header is line 1). */
 export function ImportResult({ report }: { report: ImportReport }) {
@@ -348,9 +301,13 @@ function Importer({ onReport }: { onReport: (report: ImportReport | null) => voi
     if (parsed.leads.length === 0) return setError('The file has no rows to import.');
     setBusy(true);
     try {
-      onReport(
-        await api.post<ImportReport>(`/accounts/${session.account.id}/leads/bulk`, { leads: parsed.leads }),
-      );
+      const report = await api.POST('/accounts/{id}/leads/bulk', {
+        params: { path: { id: session.account.id } },
+        // Rows go as the file has them, one without a phone too: the import refuses each bad row on
+        // its own, by its index, which the result shows as the row's line.
+        body: { leads: parsed.leads as Schemas['LeadImport'][] },
+      });
+      onReport(dataOf(report));
     } catch (failure) {
       setError((failure as Error).message);
     } finally {
@@ -399,18 +356,19 @@ function LeadPanel({
   const [editing, setEditing] = useState(false);
   const [confirming, setConfirming] = useState(false);
   const [lead, setLead] = useState<LeadDetail | null>(null);
-  const [checklist, setChecklist] = useState<{ checklist: ChecklistItem[]; progress: number } | null>(null);
+  const [checklist, setChecklist] = useState<Schemas['Checklist'] | null>(null);
   const [error, setError] = useState<string | null>(null);
-  const base = `/accounts/${session.account.id}/leads/${phonePath(phone)}`;
+  const id = session.account.id;
 
   const load = useCallback(async () => {
+    const path = { id, phone };
     const [detail, items] = await Promise.all([
-      api.get<LeadDetail>(base),
-      api.get<{ checklist: ChecklistItem[]; progress: number }>(`${base}/checklist`),
+      api.GET('/accounts/{id}/leads/{phone}', { params: { path } }).then(dataOf),
+      api.GET('/accounts/{id}/leads/{phone}/checklist', { params: { path } }).then(dataOf),
     ]);
     setLead(detail);
     setChecklist(items);
-  }, [api, base]);
+  }, [api, id, phone]);
 
   useEffect(() => {
     void load().catch((failure: Error) => setError(failure.message));
@@ -419,10 +377,15 @@ function LeadPanel({
     if (changes.resync || changes.leads.includes(phone)) void load().catch(() => undefined);
   });
 
-  const changeStatus = async (status: string) => {
+  const changeStatus = async (status: LeadStatus) => {
     setError(null);
     try {
-      const updated = await api.patch<LeadDetail>(base, { status });
+      const updated = dataOf(
+        await api.PATCH('/accounts/{id}/leads/{phone}', {
+          params: { path: { id, phone } },
+          body: { status },
+        }),
+      );
       setLead(updated);
       parent.post({ type: 'service:lead_status_changed', data: { phone, status } });
       onChanged();
@@ -434,7 +397,7 @@ function LeadPanel({
   const remove = async () => {
     setError(null);
     try {
-      await api.delete(base);
+      await api.DELETE('/accounts/{id}/leads/{phone}', { params: { path: { id, phone } } });
       onDeleted();
     } catch (failure) {
       setError((failure as Error).message);
@@ -493,7 +456,7 @@ function LeadPanel({
             <select
               aria-label="Status"
               value={lead.status}
-              onChange={(event) => void changeStatus(event.target.value)}
+              onChange={(event) => void changeStatus(event.target.value as LeadStatus)}
             >
               {leadStatuses.map((status) => (
                 <option key={status} value={status}>
@@ -572,18 +535,32 @@ function LeadPanel({
 export function Leads() {
   const { api, session } = useDashboard();
   const canImport = useCan('manage_leads');
-  const [filters, setFilters] = useState({ status: '', source: '', search: '' });
+  const [filters, setFilters] = useState<{ status: LeadStatus | ''; source: string; search: string }>({
+    status: '',
+    source: '',
+    search: '',
+  });
   const [offset, setOffset] = useState(0);
-  const [page, setPage] = useState<{ leads: LeadRow[]; total: number }>({ leads: [], total: 0 });
+  const [page, setPage] = useState<{ leads: Schemas['Lead'][]; total: number }>({ leads: [], total: 0 });
   const [selected, setSelected] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [report, setReport] = useState<ImportReport | null>(null);
 
   const load = useCallback(async () => {
-    const result = await api.get<{ leads: LeadRow[]; total: number }>(
-      `/accounts/${session.account.id}/leads${query({ ...filters, limit: PAGE_SIZE, offset })}`,
-    );
-    setPage(result);
+    const result = await api.GET('/accounts/{id}/leads', {
+      params: {
+        path: { id: session.account.id },
+        // An empty filter is no filter.
+        query: {
+          status: filters.status || undefined,
+          source: filters.source || undefined,
+          search: filters.search || undefined,
+          limit: PAGE_SIZE,
+          offset,
+        },
+      },
+    });
+    setPage(dataOf(result));
     setError(null);
   }, [api, filters, offset, session.account.id]);
 

@@ -1,35 +1,12 @@
 import { useCallback, useEffect, useState } from 'react';
 import { useCan, useDashboard } from '../context';
+import { dataOf, type Schemas } from '../lib/api';
 import { formatDateTime } from '../lib/format';
 import { useLiveChanges } from '../lib/live-context';
 import { DeleteButton } from './DeleteButton';
 
-export interface Step {
-  order: number;
-  type: 'fixed' | 'ai';
-  message: string | null;
-  instructions: string | null;
-  delay_hours: number;
-  skip_if_replied: boolean;
-}
-
-export interface Sequence {
-  id: string;
-  name: string;
-  description: string | null;
-  is_active: boolean;
-  is_default: boolean;
-  steps: Step[];
-  enrolled_count: number;
-  completed_count: number;
-  created_at: string;
-}
-
-interface Enrollment {
-  action: 'enrolled' | 'already_enrolled' | 'reactivated';
-  message_sent: boolean;
-  next_step_at: string | null;
-}
+type Sequence = Schemas['Sequence'];
+type Step = Sequence['steps'][number];
 
 /** A step as the builder edits it: both texts kept, so switching the type back loses nothing. */
 interface DraftStep {
@@ -62,7 +39,9 @@ export const delayLabel = (hours: number, first: boolean) => {
   return `${hours} ${hours === 1 ? 'hour' : 'hours'} ${when}`;
 };
 
-export const enrollmentLabel = (enrollment: Enrollment) => {
+export const enrollmentLabel = (
+  enrollment: Pick<Schemas['Enrollment'], 'action' | 'message_sent' | 'next_step_at'>,
+) => {
   const what =
     enrollment.action === 'already_enrolled'
       ? 'Already enrolled'
@@ -122,7 +101,7 @@ const toDraft = (sequence?: Sequence): Draft =>
     : { name: '', description: '', steps: [blankStep()] };
 
 /** What the API takes: only the text the step's type uses. */
-export const stepsBody = (steps: DraftStep[]) =>
+export const stepsBody = (steps: DraftStep[]): Schemas['SequenceStepInput'][] =>
   steps.map((step) => ({
     type: step.type,
     ...(step.type === 'fixed'
@@ -145,7 +124,6 @@ function Builder({
   const [draft, setDraft] = useState<Draft>(() => toDraft(sequence));
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
-  const base = `/accounts/${session.account.id}/sequences`;
 
   const setStep = (index: number, change: Partial<DraftStep>) =>
     setDraft((current) => ({
@@ -163,16 +141,23 @@ function Builder({
   const save = async () => {
     setBusy(true);
     setError(null);
-    const body = {
-      name: draft.name.trim(),
-      description: draft.description.trim() || (sequence ? null : undefined),
-      steps: stepsBody(draft.steps),
-    };
+    const name = draft.name.trim();
+    const description = draft.description.trim();
+    const steps = stepsBody(draft.steps);
+    const id = session.account.id;
     try {
       onSaved(
-        sequence
-          ? await api.patch<Sequence>(`${base}/${sequence.id}`, body)
-          : await api.post<Sequence>(base, body),
+        dataOf(
+          sequence
+            ? await api.PATCH('/accounts/{id}/sequences/{sequence_id}', {
+                params: { path: { id, sequence_id: sequence.id } },
+                body: { name, description: description || null, steps },
+              })
+            : await api.POST('/accounts/{id}/sequences', {
+                params: { path: { id } },
+                body: { name, description: description || undefined, steps },
+              }),
+        ),
       );
     } catch (failure) {
       setError((failure as Error).message);
@@ -343,9 +328,11 @@ function Enroll({ sequence }: { sequence: Sequence }) {
         setError(null);
         setOutcome(null);
         api
-          .post<Enrollment>(`/accounts/${session.account.id}/sequences/${sequence.id}/enroll`, {
-            phone: phone.trim(),
+          .POST('/accounts/{id}/sequences/{sequence_id}/enroll', {
+            params: { path: { id: session.account.id, sequence_id: sequence.id } },
+            body: { phone: phone.trim() },
           })
+          .then(dataOf)
           .then((enrollment) => {
             setOutcome(enrollmentLabel(enrollment));
             setPhone('');
@@ -394,12 +381,16 @@ function Detail({
   const canManage = useCan('manage_sequences');
   const [error, setError] = useState<string | null>(null);
   const [confirming, setConfirming] = useState(false);
-  const path = `/accounts/${session.account.id}/sequences/${sequence.id}`;
+  const path = { id: session.account.id, sequence_id: sequence.id };
 
-  const update = async (changes: Record<string, unknown>) => {
+  const update = async (changes: Schemas['UpdateSequence']) => {
     setError(null);
     try {
-      onChanged(await api.patch<Sequence>(path, changes));
+      onChanged(
+        dataOf(
+          await api.PATCH('/accounts/{id}/sequences/{sequence_id}', { params: { path }, body: changes }),
+        ),
+      );
     } catch (failure) {
       setError((failure as Error).message);
     }
@@ -407,7 +398,7 @@ function Detail({
   const remove = async () => {
     setError(null);
     try {
-      await api.delete(path);
+      await api.DELETE('/accounts/{id}/sequences/{sequence_id}', { params: { path } });
       onChanged(null);
     } catch (failure) {
       setError((failure as Error).message);
@@ -475,8 +466,10 @@ export function Sequences() {
   const [error, setError] = useState<string | null>(null);
 
   const load = useCallback(async () => {
-    const page = await api.get<{ sequences: Sequence[] }>(
-      `/accounts/${session.account.id}/sequences?limit=100`,
+    const page = dataOf(
+      await api.GET('/accounts/{id}/sequences', {
+        params: { path: { id: session.account.id }, query: { limit: 100 } },
+      }),
     );
     setSequences(page.sequences);
     setLoaded(true);

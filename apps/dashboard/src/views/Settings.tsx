@@ -1,30 +1,35 @@
 import { useCallback, useEffect, useState } from 'react';
 import { useCan, useDashboard } from '../context';
+import { dataOf, fileUpload, type Schemas } from '../lib/api';
 import { formatTime } from '../lib/format';
 import { useLiveChanges } from '../lib/live-context';
 
-const requirementTypes = ['document', 'text', 'email', 'phone', 'number', 'date'] as const;
+type Requirement = Schemas['Requirement'];
+type RequirementType = Requirement['type'];
 
-interface Requirement {
-  id: string;
+const requirementTypes: readonly RequirementType[] = ['document', 'text', 'email', 'phone', 'number', 'date'];
+
+interface RequirementDraft {
   name: string;
-  type: string;
+  type: RequirementType;
+  description: string;
   required: boolean;
-  description: string | null;
 }
+const blankRequirement: RequirementDraft = { name: '', type: 'document', description: '', required: true };
 
 /** The checklist the AI collects from every lead; `onChanged` after every change made here. */
 function Requirements({ onChanged }: { onChanged: () => void }) {
   const { api, session } = useDashboard();
   const canManage = useCan('manage_requirements');
   const [requirements, setRequirements] = useState<Requirement[]>([]);
-  const [draft, setDraft] = useState({ name: '', type: 'document', description: '', required: true });
+  const [draft, setDraft] = useState(blankRequirement);
   const [error, setError] = useState<string | null>(null);
-  const base = `/accounts/${session.account.id}/requirements`;
+  const id = session.account.id;
 
   const load = useCallback(async () => {
-    setRequirements((await api.get<{ requirements: Requirement[] }>(base)).requirements);
-  }, [api, base]);
+    const list = dataOf(await api.GET('/accounts/{id}/requirements', { params: { path: { id } } }));
+    setRequirements(list.requirements);
+  }, [api, id]);
   useEffect(() => {
     void load().catch((failure: Error) => setError(failure.message));
   }, [load]);
@@ -76,7 +81,12 @@ function Requirements({ onChanged }: { onChanged: () => void }) {
                   checked={requirement.required}
                   disabled={!canManage}
                   onChange={(event) =>
-                    void act(() => api.patch(`${base}/${requirement.id}`, { required: event.target.checked }))
+                    void act(() =>
+                      api.PATCH('/accounts/{id}/requirements/{requirement_id}', {
+                        params: { path: { id, requirement_id: requirement.id } },
+                        body: { required: event.target.checked },
+                      }),
+                    )
                   }
                 />
               </td>
@@ -84,7 +94,13 @@ function Requirements({ onChanged }: { onChanged: () => void }) {
                 <td>
                   <button
                     className="link"
-                    onClick={() => void act(() => api.delete(`${base}/${requirement.id}`))}
+                    onClick={() =>
+                      void act(() =>
+                        api.DELETE('/accounts/{id}/requirements/{requirement_id}', {
+                          params: { path: { id, requirement_id: requirement.id } },
+                        }),
+                      )
+                    }
                   >
                     Remove
                   </button>
@@ -102,13 +118,16 @@ function Requirements({ onChanged }: { onChanged: () => void }) {
             event.preventDefault();
             if (!draft.name.trim()) return;
             void act(async () => {
-              await api.post(base, {
-                name: draft.name.trim(),
-                type: draft.type,
-                required: draft.required,
-                ...(draft.description.trim() && { description: draft.description.trim() }),
+              await api.POST('/accounts/{id}/requirements', {
+                params: { path: { id } },
+                body: {
+                  name: draft.name.trim(),
+                  type: draft.type,
+                  required: draft.required,
+                  ...(draft.description.trim() && { description: draft.description.trim() }),
+                },
               });
-              setDraft({ name: '', type: 'document', description: '', required: true });
+              setDraft(blankRequirement);
             });
           }}
         >
@@ -121,7 +140,7 @@ function Requirements({ onChanged }: { onChanged: () => void }) {
           <select
             aria-label="Item type"
             value={draft.type}
-            onChange={(event) => setDraft({ ...draft, type: event.target.value })}
+            onChange={(event) => setDraft({ ...draft, type: event.target.value as RequirementType })}
           >
             {requirementTypes.map((type) => (
               <option key={type}>{type}</option>
@@ -148,17 +167,7 @@ function Requirements({ onChanged }: { onChanged: () => void }) {
   );
 }
 
-interface PromptSettings {
-  mode: 'guided' | 'advanced';
-  role_persona: string | null;
-  tone_voice: string | null;
-  response_style: string | null;
-  conversation_rules: string | null;
-  special_instructions: string | null;
-  system_prompt: string | null;
-  composed_system_prompt: string;
-  updated_at: string | null;
-}
+type PromptSettings = Schemas['PromptSettings'];
 
 const guidedFields = [
   ['role_persona', 'Role and persona', 'Who the assistant is, e.g. Maya, the loan assistant of {{company}}'],
@@ -182,11 +191,11 @@ const toPromptDraft = (settings: PromptSettings): PromptDraft => ({
 });
 
 /** What PATCH takes: guided fields left empty are cleared. */
-export const promptBody = (draft: PromptDraft) =>
+export const promptBody = (draft: PromptDraft): Schemas['PromptSettingsUpdate'] =>
   draft.mode === 'advanced'
-    ? { mode: 'advanced' as const, system_prompt: draft.system_prompt.trim() }
+    ? { mode: 'advanced', system_prompt: draft.system_prompt.trim() }
     : {
-        mode: 'guided' as const,
+        mode: 'guided',
         ...Object.fromEntries(guidedFields.map(([field]) => [field, draft[field].trim() || null])),
       };
 
@@ -203,21 +212,27 @@ function Prompt({ contextVersion }: { contextVersion: number }) {
   const [error, setError] = useState<string | null>(null);
   const [saved, setSaved] = useState(false);
   const [busy, setBusy] = useState(false);
-  const path = `/accounts/${session.account.id}/settings/prompt`;
+  const id = session.account.id;
 
   useEffect(() => {
     api
-      .get<PromptSettings>(path)
+      .GET('/accounts/{id}/settings/prompt', { params: { path: { id } } })
+      .then(dataOf)
       .then((loaded) => {
         setSettings(loaded);
         setDraft(toPromptDraft(loaded));
       })
       .catch((failure: Error) => setError(failure.message));
-  }, [api, path]);
+  }, [api, id]);
   useEffect(() => {
     // Only the composed prompt changes with the context: a draft being edited is left as it is.
-    if (contextVersion > 0) void api.get<PromptSettings>(path).then(setSettings, () => undefined);
-  }, [api, path, contextVersion]);
+    if (contextVersion > 0) {
+      void api
+        .GET('/accounts/{id}/settings/prompt', { params: { path: { id } } })
+        .then(dataOf)
+        .then(setSettings, () => undefined);
+    }
+  }, [api, id, contextVersion]);
 
   if (!draft || !settings) {
     return (
@@ -239,7 +254,12 @@ function Prompt({ contextVersion }: { contextVersion: number }) {
     setBusy(true);
     setError(null);
     try {
-      const next = await api.patch<PromptSettings>(path, promptBody(draft));
+      const next = dataOf(
+        await api.PATCH('/accounts/{id}/settings/prompt', {
+          params: { path: { id } },
+          body: promptBody(draft),
+        }),
+      );
       setSettings(next);
       setDraft(toPromptDraft(next));
       setSaved(true);
@@ -337,22 +357,8 @@ function Prompt({ contextVersion }: { contextVersion: number }) {
   );
 }
 
-interface ContextFile {
-  id: string;
-  name: string;
-  file_type: string;
-  file_size: number;
-  created_at: string;
-}
-
-interface ContextUrl {
-  id: string;
-  url: string;
-  title: string | null;
-  last_scraped_at: string | null;
-  status: 'ok' | 'failing';
-  last_error: string | null;
-}
+type ContextFile = Schemas['ContextFile'];
+type ContextUrl = Schemas['ContextUrl'];
 
 export const fileSize = (bytes: number) =>
   bytes < 1024 ? `${bytes} B` : `${(bytes / 1024).toFixed(bytes < 10 * 1024 ? 1 : 0)} KB`;
@@ -369,16 +375,16 @@ function Context({ onChanged }: { onChanged: () => void }) {
   const [url, setUrl] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState<'file' | 'url' | null>(null);
-  const base = `/accounts/${session.account.id}/context`;
+  const id = session.account.id;
 
   const load = useCallback(async () => {
     const [fileList, urlList] = await Promise.all([
-      api.get<{ files: ContextFile[] }>(`${base}/files`),
-      api.get<{ urls: ContextUrl[] }>(`${base}/urls`),
+      api.GET('/accounts/{id}/context/files', { params: { path: { id } } }).then(dataOf),
+      api.GET('/accounts/{id}/context/urls', { params: { path: { id } } }).then(dataOf),
     ]);
     setFiles(fileList.files);
     setUrls(urlList.urls);
-  }, [api, base]);
+  }, [api, id]);
   useEffect(() => {
     void load().catch((failure: Error) => setError(failure.message));
   }, [load]);
@@ -418,7 +424,13 @@ function Context({ onChanged }: { onChanged: () => void }) {
               <button
                 className="link"
                 aria-label={`Remove ${file.name}`}
-                onClick={() => void act(null, () => api.delete(`${base}/files/${file.id}`))}
+                onClick={() =>
+                  void act(null, () =>
+                    api.DELETE('/accounts/{id}/context/files/{file_id}', {
+                      params: { path: { id, file_id: file.id } },
+                    }),
+                  )
+                }
               >
                 Remove
               </button>
@@ -438,7 +450,14 @@ function Context({ onChanged }: { onChanged: () => void }) {
             onChange={(event) => {
               const file = event.target.files?.[0];
               event.target.value = '';
-              if (file) void act('file', () => api.upload(`${base}/files`, file));
+              if (file) {
+                void act('file', () =>
+                  api.POST('/accounts/{id}/context/files', {
+                    params: { path: { id } },
+                    body: fileUpload(file),
+                  }),
+                );
+              }
             }}
           />
         </label>
@@ -464,7 +483,13 @@ function Context({ onChanged }: { onChanged: () => void }) {
               <button
                 className="link"
                 aria-label={`Remove ${page.url}`}
-                onClick={() => void act(null, () => api.delete(`${base}/urls/${page.id}`))}
+                onClick={() =>
+                  void act(null, () =>
+                    api.DELETE('/accounts/{id}/context/urls/{url_id}', {
+                      params: { path: { id, url_id: page.id } },
+                    }),
+                  )
+                }
               >
                 Remove
               </button>
@@ -480,7 +505,10 @@ function Context({ onChanged }: { onChanged: () => void }) {
             event.preventDefault();
             if (!url.trim()) return;
             void act('url', async () => {
-              await api.post(`${base}/urls`, { url: url.trim() });
+              await api.POST('/accounts/{id}/context/urls', {
+                params: { path: { id } },
+                body: { url: url.trim() },
+              });
               setUrl('');
             });
           }}
