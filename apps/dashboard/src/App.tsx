@@ -8,7 +8,7 @@ import { createLiveHub, LiveContext } from './lib/live-context';
 import { parentChannel, parentOrigin, refreshTokenFrom } from './lib/parent';
 import type { UrlParameters } from './lib/url-token';
 import { chooseView } from './lib/views';
-import { Shell } from './views/Shell';
+import { Shell } from './Shell';
 
 type State = { phase: 'loading' } | { phase: 'ready'; session: Session } | { phase: 'ended' };
 

@@ -1,9 +1,9 @@
 import { useCallback, useEffect, useState } from 'react';
 import { useCan, useDashboard } from '../context';
+import { DeleteButton } from '../components/DeleteButton';
 import { dataOf, type Schemas } from '../lib/api';
-import { formatDateTime } from '../lib/format';
+import { enrollmentLabel } from '../lib/enrollment';
 import { useLiveChanges } from '../lib/live-context';
-import { DeleteButton } from './DeleteButton';
 
 type Sequence = Schemas['Sequence'];
 type Step = Sequence['steps'][number];
@@ -37,20 +37,6 @@ export const delayLabel = (hours: number, first: boolean) => {
   if (hours === 0) return first ? 'At once' : 'Right after the previous step';
   if (hours % 24 === 0) return `${hours / 24} ${hours === 24 ? 'day' : 'days'} ${when}`;
   return `${hours} ${hours === 1 ? 'hour' : 'hours'} ${when}`;
-};
-
-export const enrollmentLabel = (
-  enrollment: Pick<Schemas['Enrollment'], 'action' | 'message_sent' | 'next_step_at'>,
-) => {
-  const what =
-    enrollment.action === 'already_enrolled'
-      ? 'Already enrolled'
-      : enrollment.action === 'reactivated'
-        ? 'Enrolled again'
-        : 'Enrolled';
-  if (enrollment.message_sent) return `${what}; the first message is on its way.`;
-  if (enrollment.next_step_at) return `${what}; next message ${formatDateTime(enrollment.next_step_at)}.`;
-  return `${what}.`;
 };
 
 /** The steps, in order, as they will go out. */

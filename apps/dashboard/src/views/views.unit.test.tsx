@@ -1,9 +1,11 @@
 import { renderToStaticMarkup } from 'react-dom/server';
 import { describe, expect, it } from 'vitest';
 import type { Schemas } from '../lib/api';
+import { enrollmentLabel } from '../lib/enrollment';
 import { ConversationList, MessageThread } from './Conversations';
-import { ImportResult, leadChanges } from './Leads';
-import { delayLabel, enrollmentLabel, StepList, stepsBody } from './Sequences';
+import { ImportResult } from './leads/Importer';
+import { leadChanges } from './leads/LeadEditor';
+import { delayLabel, StepList, stepsBody } from './Sequences';
 import { fileSize, promptBody } from './Settings';
 
 type Conversation = Schemas['Conversation'];
