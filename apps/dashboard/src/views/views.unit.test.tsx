@@ -5,8 +5,10 @@ import { enrollmentLabel } from '../lib/enrollment';
 import { ConversationList, MessageThread } from './Conversations';
 import { ImportResult } from './leads/Importer';
 import { leadChanges } from './leads/LeadEditor';
-import { delayLabel, StepList, stepsBody } from './Sequences';
-import { fileSize, promptBody } from './Settings';
+import { stepsBody } from './sequences/Builder';
+import { delayLabel, StepList } from './sequences/StepList';
+import { fileSize } from './settings/Context';
+import { promptBody } from './settings/Prompt';
 
 type Conversation = Schemas['Conversation'];
 
