@@ -25,12 +25,12 @@ describe('integrating from the published contract alone', () => {
   it("keeps the partner client's generated types in step with the served document", async () => {
     const dir = await mkdtemp(join(tmpdir(), 'leadline-client-'));
     try {
-      await promisify(execFile)('bash', ['examples/generate-client.sh', join(dir, 'api.d.ts')], {
+      await promisify(execFile)('bash', ['scripts/generate-api-types.sh', join(dir, 'api.d.ts')], {
         cwd: root,
       });
       const fresh = await readFile(join(dir, 'api.d.ts'), 'utf8');
       const committed = await readFile(join(root, 'examples/partner-client/leadline-api.d.ts'), 'utf8');
-      expect(committed, 'run bash examples/generate-client.sh').toBe(fresh);
+      expect(committed, 'run bash scripts/generate-api-types.sh').toBe(fresh);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

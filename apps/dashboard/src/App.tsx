@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { DashboardContext, type Dashboard } from './context';
-import { createApi, type Session } from './lib/api';
+import { createApi, sessionOf, type Session } from './lib/api';
 import { applyBranding } from './lib/brand';
 import { scheduleExpiring } from './lib/expiry';
 import { subscribeLive } from './lib/live';
@@ -8,7 +8,7 @@ import { createLiveHub, LiveContext } from './lib/live-context';
 import { parentChannel, parentOrigin, refreshTokenFrom } from './lib/parent';
 import type { UrlParameters } from './lib/url-token';
 import { chooseView } from './lib/views';
-import { Shell } from './views/Shell';
+import { Shell } from './Shell';
 
 type State = { phase: 'loading' } | { phase: 'ready'; session: Session } | { phase: 'ended' };
 
@@ -22,8 +22,7 @@ export function App({ parameters }: { parameters: UrlParameters }) {
 
   useEffect(() => {
     if (!parameters.token) return;
-    api
-      .sessionOf(parameters.token)
+    sessionOf(api, parameters.token)
       .then((session) => {
         applyBranding(document, session.account);
         setExpiresAt(session.expires_at);
@@ -48,8 +47,7 @@ export function App({ parameters }: { parameters: UrlParameters }) {
     const onMessage = (event: MessageEvent) => {
       const candidate = refreshTokenFrom(event, window.parent !== window ? window.parent : null, origin);
       if (!candidate) return;
-      api
-        .sessionOf(candidate)
+      sessionOf(api, candidate)
         .then((next) => {
           if (next.account.id !== session.account.id) return;
           token.current = candidate;

@@ -1,3 +1,12 @@
+import createClient, { type Middleware } from 'openapi-fetch';
+import type { components, paths } from './leadline-api';
+
+/**
+ * The partner API's schemas. The embed API mounts the same route plugins with the same relative paths,
+ * so its requests and answers are typed from the partner document (`bash scripts/generate-api-types.sh`).
+ */
+export type Schemas = components['schemas'];
+
 /** A problem+json answer of the embed API. */
 export class ApiError extends Error {
   constructor(
@@ -9,6 +18,10 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * The session a token opens. `/session` is the embed API's own route, hidden from the partner
+ * document, so its answer is written here by hand (the server's `EmbedSession` schema defines it).
+ */
 export interface Session {
   account: { id: string; company_name: string; logo_url: string | null; accent_color: string | null };
   user: { name: string | null; role: 'owner' | 'admin' | 'member' };
@@ -16,6 +29,18 @@ export interface Session {
   parent_origin: string | null;
   expires_at: string;
   capabilities: Record<string, boolean>;
+}
+
+/** `/session` in the shape openapi-typescript generates, so one client and one middleware serve every call. */
+interface EmbedPaths {
+  '/session': {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: {
+      parameters: { query?: never; header?: never; path?: never; cookie?: never };
+      requestBody?: never;
+      responses: { 200: { headers: { [name: string]: unknown }; content: { 'application/json': Session } } };
+    };
+  };
 }
 
 export const API_BASE = '/embed/api';
@@ -36,63 +61,67 @@ export function problemMessage(json: Record<string, unknown>, status: number): s
   return `${detail} ${fields.join('; ')}`;
 }
 
-type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+export const bearer = (token: string) => `Bearer ${token}`;
 
 /**
- * The embed API with the token held in memory (never a cookie or web storage, which browsers block
- * in third-party frames). `onUnauthorized` hears of a token that stopped working.
+ * Sends the current token unless the call names its own, and turns every answer that is not a
+ * success into a thrown ApiError; `onUnauthorized` hears of a 401 for the token in use.
  */
-export function createApi(getToken: () => string, onUnauthorized: () => void) {
-  async function request<T>(method: Method, path: string, body?: unknown, token = getToken()): Promise<T> {
-    // Form data sets its own multipart content type, boundary included.
-    const form = body instanceof FormData;
-    const response = await fetch(`${API_BASE}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${token}`,
-        ...(body !== undefined && !form && { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : form ? body : JSON.stringify(body),
-      credentials: 'omit',
-      referrerPolicy: 'no-referrer',
-    });
-    const text = await response.text();
-    const json = text ? (JSON.parse(text) as Record<string, unknown>) : {};
-    if (!response.ok) {
-      if (response.status === 401 && token === getToken()) onUnauthorized();
+export function embedAuthentication(getToken: () => string, onUnauthorized: () => void): Middleware {
+  return {
+    onRequest({ request }) {
+      if (!request.headers.has('authorization')) request.headers.set('authorization', bearer(getToken()));
+      return request;
+    },
+    async onResponse({ request, response }) {
+      if (response.ok) return undefined;
+      const json = ((await response.json().catch(() => null)) ?? {}) as Record<string, unknown>;
+      if (response.status === 401 && request.headers.get('authorization') === bearer(getToken())) {
+        onUnauthorized();
+      }
       throw new ApiError(
         response.status,
         String(json.code ?? 'error'),
         problemMessage(json, response.status),
       );
-    }
-    return json as T;
-  }
-  return {
-    get: <T>(path: string) => request<T>('GET', path),
-    post: <T>(path: string, body: unknown = {}) => request<T>('POST', path, body),
-    patch: <T>(path: string, body: unknown) => request<T>('PATCH', path, body),
-    delete: <T>(path: string) => request<T>('DELETE', path),
-    /** Sends one file as the multipart part `file`. */
-    upload: <T>(path: string, file: File) => {
-      const form = new FormData();
-      form.append('file', file);
-      return request<T>('POST', path, form);
     },
-    /** Reads the session a token opens, without adopting the token. */
-    sessionOf: (token: string) => request<Session>('GET', '/session', undefined, token),
   };
+}
+
+/**
+ * The embed API with the token held in memory (never a cookie or web storage, which browsers block
+ * in third-party frames): requests carry no cookies and no referrer, only the Bearer token.
+ */
+export function createApi(getToken: () => string, onUnauthorized: () => void) {
+  const client = createClient<paths & EmbedPaths>({
+    baseUrl: API_BASE,
+    credentials: 'omit',
+    referrerPolicy: 'no-referrer',
+  });
+  client.use(embedAuthentication(getToken, onUnauthorized));
+  return client;
 }
 
 export type Api = ReturnType<typeof createApi>;
 
-export const phonePath = (phone: string) => encodeURIComponent(phone);
-
-export const query = (params: Record<string, string | number | boolean | undefined | null>) => {
-  const search = new URLSearchParams();
-  for (const [key, value] of Object.entries(params)) {
-    if (value !== undefined && value !== null && value !== '') search.set(key, String(value));
+/** A call's answer; failures never get here, the middleware throws them. */
+export function dataOf<T>(result: { data?: T; error?: unknown; response: Response }): T {
+  if (result.error !== undefined || result.data === undefined) {
+    throw new ApiError(result.response.status, 'error', `Request failed (${result.response.status}).`);
   }
-  const text = search.toString();
-  return text ? `?${text}` : '';
+  return result.data;
+}
+
+/** Reads the session a token opens, without adopting the token. */
+export const sessionOf = async (api: Api, token: string) =>
+  dataOf(await api.GET('/session', { headers: { authorization: bearer(token) } }));
+
+/**
+ * An upload's body: the file as the multipart part `file`. openapi-fetch sends FormData as it is (with
+ * its boundary); the document types a binary part as a string, hence the cast.
+ */
+export const fileUpload = (file: File) => {
+  const form = new FormData();
+  form.append('file', file);
+  return form as unknown as Schemas['ContextFileUpload'];
 };

@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import { problemMessage } from './api';
+import type { Middleware } from 'openapi-fetch';
+import { ApiError, embedAuthentication, problemMessage } from './api';
 import { accentOf, textOn } from './brand';
 import { leadsFromCsv, parseCsvRows } from './csv';
 import { expiringDelay, scheduleExpiring, WARNING_MS } from './expiry';
@@ -156,5 +157,53 @@ describe('problem messages', () => {
       problemMessage({ code: 'embed_role_forbidden', detail: 'The member role may not do this.' }, 403),
     ).toBe('The member role may not do this.');
     expect(problemMessage({}, 502)).toBe('Request failed (502).');
+  });
+});
+
+describe('the embed API client', () => {
+  type Hooks = Required<Extract<Middleware, { onRequest: unknown; onResponse?: unknown }>>;
+  const call = { schemaPath: '/session', params: {}, id: '1', options: {} } as Parameters<
+    Hooks['onRequest']
+  >[0];
+  const problem = (status: number) =>
+    new Response(JSON.stringify({ code: 'invalid_embed_token', detail: 'The token is not valid.' }), {
+      status,
+      headers: { 'content-type': 'application/problem+json' },
+    });
+
+  it('sends the token in use unless the call names its own', async () => {
+    const { onRequest } = embedAuthentication(() => 'lle_current', vi.fn()) as Hooks;
+    const plain = (await onRequest({ ...call, request: new Request('http://dashboard/embed/api/session') }))!;
+    expect((plain as Request).headers.get('authorization')).toBe('Bearer lle_current');
+    const own = new Request('http://dashboard/embed/api/session', {
+      headers: { authorization: 'Bearer lle_new' },
+    });
+    const named = (await onRequest({ ...call, request: own }))!;
+    expect((named as Request).headers.get('authorization')).toBe('Bearer lle_new');
+  });
+
+  it('throws a problem as an ApiError, and ends the session only on a 401 for the token in use', async () => {
+    const onUnauthorized = vi.fn();
+    const { onResponse } = embedAuthentication(() => 'lle_current', onUnauthorized) as Hooks;
+    const answer = (token: string, response: Response) =>
+      onResponse({
+        ...call,
+        request: new Request('http://dashboard/embed/api/session', {
+          headers: { authorization: `Bearer ${token}` },
+        }),
+        response,
+      });
+    await expect(answer('lle_new', problem(401))).rejects.toEqual(
+      new ApiError(401, 'invalid_embed_token', 'The token is not valid.'),
+    );
+    expect(onUnauthorized).not.toHaveBeenCalled();
+    await expect(answer('lle_current', problem(401))).rejects.toBeInstanceOf(ApiError);
+    expect(onUnauthorized).toHaveBeenCalledOnce();
+    await expect(answer('lle_current', new Response('<html>', { status: 502 }))).rejects.toMatchObject({
+      status: 502,
+      code: 'error',
+      message: 'Request failed (502).',
+    });
+    expect(await answer('lle_current', new Response('{}', { status: 200 }))).toBeUndefined();
   });
 });

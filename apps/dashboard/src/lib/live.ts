@@ -1,5 +1,9 @@
-import { API_BASE } from './api';
+import { API_BASE, bearer } from './api';
 
+/**
+ * A `change` event of the live stream. The stream is the embed API's own route, hidden from the partner
+ * document, so its payload is written here by hand (the server's `AccountChanges` defines it).
+ */
 export interface Changes {
   conversations: string[];
   leads: string[];
@@ -42,7 +46,8 @@ const RETRY_MS = 2000;
 
 /**
  * The account's live changes. EventSource cannot send an Authorization header, so the stream is read
- * with fetch; it reconnects with the current token and `Last-Event-ID`, so nothing is missed.
+ * with fetch (not the typed client: the answer is a stream, and a failure means reconnecting, not an
+ * error to show); it reconnects with the current token and `Last-Event-ID`, so nothing is missed.
  */
 export function subscribeLive(
   accountId: string,
@@ -61,7 +66,7 @@ export function subscribeLive(
     try {
       const response = await fetch(`${API_BASE}/accounts/${encodeURIComponent(accountId)}/events`, {
         headers: {
-          authorization: `Bearer ${token}`,
+          authorization: bearer(token),
           accept: 'text/event-stream',
           ...(lastEventId && { 'last-event-id': lastEventId }),
         },

@@ -1,30 +1,11 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { useDashboard } from '../context';
-import { phonePath, query } from '../lib/api';
+import { dataOf, type Schemas } from '../lib/api';
 import { formatPhone, formatTime } from '../lib/format';
 import { useLiveChanges } from '../lib/live-context';
 
-export interface ConversationItem {
-  phone: string;
-  name: string | null;
-  preview: string;
-  last_message_at: string;
-  message_count: number;
-  needs_handoff: boolean;
-  lead_status: string | null;
-  opted_out: boolean;
-  ai_paused: boolean;
-}
-
-export interface Message {
-  id: string;
-  direction: 'inbound' | 'outbound';
-  body: string;
-  sent_at: string;
-  source?: string;
-  sender_name?: string | null;
-  status: string;
-}
+type Conversation = Schemas['Conversation'];
+type Message = Schemas['Message'];
 
 const PAGE = 100;
 
@@ -42,7 +23,7 @@ export function ConversationList({
   selected,
   onSelect,
 }: {
-  conversations: ConversationItem[];
+  conversations: Conversation[];
   selected: string | null;
   onSelect: (phone: string) => void;
 }) {
@@ -100,7 +81,7 @@ export function MessageThread({ messages }: { messages: Message[] }) {
   );
 }
 
-function Thread({ conversation, onChanged }: { conversation: ConversationItem; onChanged: () => void }) {
+function Thread({ conversation, onChanged }: { conversation: Conversation; onChanged: () => void }) {
   const { api, session, parent } = useDashboard();
   const [messages, setMessages] = useState<Message[]>([]);
   const [draft, setDraft] = useState('');
@@ -110,8 +91,10 @@ function Thread({ conversation, onChanged }: { conversation: ConversationItem; o
   const { phone } = conversation;
 
   const load = useCallback(async () => {
-    const page = await api.get<{ messages: Message[] }>(
-      `/accounts/${session.account.id}/conversations/${phonePath(phone)}/messages${query({ limit: PAGE })}`,
+    const page = dataOf(
+      await api.GET('/accounts/{id}/conversations/{phone}/messages', {
+        params: { path: { id: session.account.id, phone }, query: { limit: PAGE } },
+      }),
     );
     setMessages(page.messages);
   }, [api, phone, session.account.id]);
@@ -133,8 +116,9 @@ function Thread({ conversation, onChanged }: { conversation: ConversationItem; o
     setBusy(true);
     setError(null);
     try {
-      await api.post(`/accounts/${session.account.id}/conversations/${phonePath(phone)}/messages`, {
-        body: draft,
+      await api.POST('/accounts/{id}/conversations/{phone}/messages', {
+        params: { path: { id: session.account.id, phone } },
+        body: { body: draft },
       });
       parent.post({ type: 'service:message_sent', data: { phone } });
       setDraft('');
@@ -150,7 +134,9 @@ function Thread({ conversation, onChanged }: { conversation: ConversationItem; o
   const resume = async () => {
     setError(null);
     try {
-      await api.post(`/accounts/${session.account.id}/conversations/${phonePath(phone)}/resume-ai`);
+      await api.POST('/accounts/{id}/conversations/{phone}/resume-ai', {
+        params: { path: { id: session.account.id, phone } },
+      });
       onChanged();
     } catch (failure) {
       setError((failure as Error).message);
@@ -218,15 +204,20 @@ function Thread({ conversation, onChanged }: { conversation: ConversationItem; o
 
 export function Conversations() {
   const { api, session, parent } = useDashboard();
-  const [conversations, setConversations] = useState<ConversationItem[]>([]);
+  const [conversations, setConversations] = useState<Conversation[]>([]);
   const [total, setTotal] = useState(0);
   const [handoffOnly, setHandoffOnly] = useState(false);
   const [selected, setSelected] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
 
   const load = useCallback(async () => {
-    const page = await api.get<{ conversations: ConversationItem[]; total: number }>(
-      `/accounts/${session.account.id}/conversations${query({ limit: 250, needs_handoff: handoffOnly || undefined })}`,
+    const page = dataOf(
+      await api.GET('/accounts/{id}/conversations', {
+        params: {
+          path: { id: session.account.id },
+          query: { limit: 250, needs_handoff: handoffOnly ? 'true' : undefined },
+        },
+      }),
     );
     setConversations(page.conversations);
     setTotal(page.total);

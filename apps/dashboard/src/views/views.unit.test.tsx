@@ -1,11 +1,18 @@
 import { renderToStaticMarkup } from 'react-dom/server';
 import { describe, expect, it } from 'vitest';
-import { ConversationList, MessageThread, type ConversationItem } from './Conversations';
-import { ImportResult, leadChanges } from './Leads';
-import { delayLabel, enrollmentLabel, StepList, stepsBody } from './Sequences';
-import { fileSize, promptBody } from './Settings';
+import type { Schemas } from '../lib/api';
+import { enrollmentLabel } from '../lib/enrollment';
+import { ConversationList, MessageThread } from './Conversations';
+import { ImportResult } from './leads/Importer';
+import { leadChanges } from './leads/LeadEditor';
+import { stepsBody } from './sequences/Builder';
+import { delayLabel, StepList } from './sequences/StepList';
+import { fileSize } from './settings/Context';
+import { promptBody } from './settings/Prompt';
 
-const conversation = (phone: string, fields: Partial<ConversationItem> = {}): ConversationItem => ({
+type Conversation = Schemas['Conversation'];
+
+const conversation = (phone: string, fields: Partial<Conversation> = {}): Conversation => ({
   phone,
   name: null,
   preview: 'Hello',
@@ -13,8 +20,10 @@ const conversation = (phone: string, fields: Partial<ConversationItem> = {}): Co
   message_count: 1,
   needs_handoff: false,
   lead_status: 'new',
+  in_sequence: false,
   opted_out: false,
   ai_paused: false,
+  ai_paused_until: null,
   ...fields,
 });
 

@@ -1,10 +1,10 @@
 import { useState } from 'react';
-import { useDashboard } from '../context';
-import type { View } from '../lib/views';
-import { Conversations } from './Conversations';
-import { Leads } from './Leads';
-import { Sequences } from './Sequences';
-import { Settings } from './Settings';
+import { useDashboard } from './context';
+import type { View } from './lib/views';
+import { Conversations } from './views/Conversations';
+import { Leads } from './views/Leads';
+import { Sequences } from './views/Sequences';
+import { Settings } from './views/Settings';
 
 const tabs = [
   { view: 'conversations', label: 'Conversations' },
