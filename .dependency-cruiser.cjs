@@ -40,6 +40,22 @@ module.exports = {
         path: '^packages/(?!domain/|events/)|node_modules/(pg|kysely|kafkajs|fastify|twilio|openai)/',
       },
     },
+    {
+      name: 'no-view-to-view',
+      comment:
+        'A dashboard view imports no other view (views/Leads.tsx and its parts in views/leads/ are one ' +
+        'view); what views share goes to components/ or lib/.',
+      severity: 'error',
+      from: { path: '^apps/dashboard/src/views/', pathNot: '\\.test\\.tsx?$' },
+      to: { path: '^apps/dashboard/src/views/[A-Z][^/]*$' },
+    },
+    {
+      name: 'no-view-part-to-other-view',
+      comment: 'The parts of one view (views/<view>/) import none of another view.',
+      severity: 'error',
+      from: { path: '^apps/dashboard/src/views/([a-z]+)/' },
+      to: { path: '^apps/dashboard/src/views/[a-z]+/', pathNot: '^apps/dashboard/src/views/$1/' },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
