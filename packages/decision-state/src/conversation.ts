@@ -1,5 +1,5 @@
 import { leadFieldNames, type ConversationState, type Lead } from '@leadline/domain';
-import type { Database } from '@leadline/runtime';
+import { hasPendingOptOut, pendingOptOutPhones, type Database } from '@leadline/runtime';
 import type { Kysely, Selectable } from 'kysely';
 
 type LeadRow = Selectable<Database['leads']>;
@@ -67,27 +67,33 @@ const toConversationState = (
   account: StateAccount,
   conversation: Selectable<Database['conversations']> | undefined,
   lead: Selectable<Database['leads']> | undefined,
+  optOutPending: boolean,
 ): ConversationState => ({
   account,
   conversation: conversation && { ...conversation, started: conversation.started_at !== null },
   lead: lead && toLead(lead),
+  optOutPending,
 });
 
-/** What the conversation deciders read, inside the command's transaction. */
+/**
+ * What the conversation deciders read, inside the command's transaction. Always with the opt-out
+ * answered to Twilio whose decision is still queued, so no send path can decide without it.
+ */
 export async function conversationState(
   db: Kysely<Database>,
   account: StateAccount,
   phone: string,
 ): Promise<ConversationState> {
-  const [conversation, lead] = await Promise.all([
+  const [conversation, lead, optOutPending] = await Promise.all([
     findConversationRow(db, account.id, phone),
     findLeadRow(db, account.id, phone),
+    hasPendingOptOut(db, account.id, phone),
   ]);
-  return toConversationState(account, conversation, lead);
+  return toConversationState(account, conversation, lead, optOutPending);
 }
 
 /**
- * `conversationState` for many numbers of one account, in two queries whatever their number (a command
+ * `conversationState` for many numbers of one account, in three queries whatever their number (a command
  * deciding for several conversations at once).
  */
 export async function conversationStates(
@@ -98,7 +104,7 @@ export async function conversationStates(
   const wanted = [...new Set(phones)];
   const states = new Map<string, ConversationState>();
   if (wanted.length === 0) return states;
-  const [conversations, leads] = await Promise.all([
+  const [conversations, leads, pendingOptOuts] = await Promise.all([
     db
       .selectFrom('conversations')
       .selectAll()
@@ -111,10 +117,14 @@ export async function conversationStates(
       .where('account_id', '=', account.id)
       .where('phone', 'in', wanted)
       .execute(),
+    pendingOptOutPhones(db, account.id, wanted),
   ]);
   const conversationOf = new Map(conversations.map((row) => [row.phone, row]));
   const leadOf = new Map(leads.map((row) => [row.phone, row]));
   for (const phone of wanted)
-    states.set(phone, toConversationState(account, conversationOf.get(phone), leadOf.get(phone)));
+    states.set(
+      phone,
+      toConversationState(account, conversationOf.get(phone), leadOf.get(phone), pendingOptOuts.has(phone)),
+    );
   return states;
 }

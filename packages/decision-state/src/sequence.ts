@@ -8,7 +8,7 @@ import {
   type SendingWindow,
   type StepState,
 } from '@leadline/domain';
-import { hasPendingOptOut, optedOutPhones, pendingOptOutPhones, type Database } from '@leadline/runtime';
+import { optedOutPhones, pendingOptOutPhones, type Database } from '@leadline/runtime';
 import type { Kysely, Selectable } from 'kysely';
 import { conversationState, toLead } from './conversation';
 
@@ -99,11 +99,10 @@ export async function enrollState(
   phone: string,
   now: Date,
 ): Promise<EnrollState> {
-  const [sequence, conversation, optOutPending] = await Promise.all([
+  // A STOP answered to Twilio but not yet decided refuses the enrollment as a projected one does.
+  const [sequence, conversation] = await Promise.all([
     findSequenceRow(db, account.id, sequenceId),
     conversationState(db, account, phone),
-    // A STOP answered to Twilio but not yet decided refuses the enrollment as a projected one does.
-    hasPendingOptOut(db, account.id, phone),
   ]);
   const enrollment = conversation.lead
     ? await db
@@ -122,7 +121,7 @@ export async function enrollState(
     conversation: conversation.conversation,
     enrollment: enrollment && toEnrollment(enrollment),
     sent: sent.get(phone) ?? [],
-    optOutPending,
+    optOutPending: conversation.optOutPending,
   };
 }
 
@@ -144,7 +143,7 @@ export async function stepState(
     .where('id', '=', row.account_id)
     .executeTakeFirst();
   if (!account) return undefined;
-  const [sequence, version, conversation, optOutPending] = await Promise.all([
+  const [sequence, version, conversation] = await Promise.all([
     db
       .selectFrom('sequences')
       .select(['id', 'is_active'])
@@ -156,9 +155,8 @@ export async function stepState(
       .where('sequence_id', '=', row.sequence_id)
       .where('version', '=', row.steps_version)
       .executeTakeFirst(),
+    // With the opt-out answered but not yet decided: a step waits for it as for a projected one.
     conversationState(db, account, row.phone),
-    // As in `accountStepStates`: whatever decides on this state sees a queued opt-out as a projected one.
-    hasPendingOptOut(db, account.id, row.phone),
   ]);
   const withSteps = withWindow(account);
   const sent = await proactiveSends(db, account.id, withSteps.sending_window, [row.phone], now);
@@ -170,7 +168,7 @@ export async function stepState(
     lead: conversation.lead,
     conversation: conversation.conversation,
     sent: sent.get(row.phone) ?? [],
-    optOutPending,
+    optOutPending: conversation.optOutPending,
   };
 }
 

@@ -23,7 +23,6 @@ import {
   type Database,
   type DocumentStore,
   type EventToAppend,
-  pendingOptOutPhones,
   type NewId,
   type PositionedEvent,
   type ProjectionProgress,
@@ -296,50 +295,48 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
     const stepPhones = [...new Set(requests.flatMap(({ turn }) => (turn.step ? [turn.phone] : [])))];
     const enrollmentIds = requests.flatMap(({ turn }) => (turn.step ? [turn.step.enrollment_id] : []));
     const keys = requests.flatMap((request) => request.keys);
-    const [conversations, pendingOptOuts, handled, today, requirements, sent, enrollments] =
-      await Promise.all([
-        conversationStates(reader, account, phones),
-        // A STOP answered to Twilio whose decision is still queued silences the AI as a projected one does.
-        pendingOptOutPhones(reader, account.id, phones),
-        keys.length === 0
-          ? Promise.resolve([])
-          : reader
-              .selectFrom('ai_handled_turns')
-              .select('turn_key')
-              .where('account_id', '=', account.id)
-              .where('turn_key', 'in', keys)
-              .execute(),
-        reader
-          .selectFrom('messages')
-          .select((eb) => ['phone', eb.fn.countAll<string>().as('count')])
-          .where('account_id', '=', account.id)
-          .where('phone', 'in', phones)
-          .where('direction', '=', 'outbound')
-          .where('source', '=', 'ai')
-          .where('sent_at', '>', new Date(now.getTime() - 24 * 3600_000))
-          .groupBy('phone')
-          .execute(),
-        requests.some((request) => request.withChecklist)
-          ? reader
-              .selectFrom('requirements')
-              .select(['id', 'name', 'type', 'required'])
-              .where('account_id', '=', account.id)
-              .orderBy('created_at')
-              .orderBy('id')
-              .execute()
-          : Promise.resolve([]),
-        stepPhones.length === 0
-          ? Promise.resolve(new Map<string, Date[]>())
-          : proactiveSends(reader, account.id, window, stepPhones, now),
-        enrollmentIds.length === 0
-          ? Promise.resolve([])
-          : reader
-              .selectFrom('sequence_enrollments')
-              .select(['id', 'status', 'current_step'])
-              .where('id', 'in', enrollmentIds)
-              .where('account_id', '=', account.id)
-              .execute(),
-      ]);
+    const [conversations, handled, today, requirements, sent, enrollments] = await Promise.all([
+      // With the STOPs answered to Twilio whose decision is still queued: they silence the AI too.
+      conversationStates(reader, account, phones),
+      keys.length === 0
+        ? Promise.resolve([])
+        : reader
+            .selectFrom('ai_handled_turns')
+            .select('turn_key')
+            .where('account_id', '=', account.id)
+            .where('turn_key', 'in', keys)
+            .execute(),
+      reader
+        .selectFrom('messages')
+        .select((eb) => ['phone', eb.fn.countAll<string>().as('count')])
+        .where('account_id', '=', account.id)
+        .where('phone', 'in', phones)
+        .where('direction', '=', 'outbound')
+        .where('source', '=', 'ai')
+        .where('sent_at', '>', new Date(now.getTime() - 24 * 3600_000))
+        .groupBy('phone')
+        .execute(),
+      requests.some((request) => request.withChecklist)
+        ? reader
+            .selectFrom('requirements')
+            .select(['id', 'name', 'type', 'required'])
+            .where('account_id', '=', account.id)
+            .orderBy('created_at')
+            .orderBy('id')
+            .execute()
+        : Promise.resolve([]),
+      stepPhones.length === 0
+        ? Promise.resolve(new Map<string, Date[]>())
+        : proactiveSends(reader, account.id, window, stepPhones, now),
+      enrollmentIds.length === 0
+        ? Promise.resolve([])
+        : reader
+            .selectFrom('sequence_enrollments')
+            .select(['id', 'status', 'current_step'])
+            .where('id', 'in', enrollmentIds)
+            .where('account_id', '=', account.id)
+            .execute(),
+    ]);
     const checklistLeads = requests.flatMap(({ turn, withChecklist }) => {
       const lead = conversations.get(turn.phone)?.lead;
       return withChecklist && lead ? [lead.lead_id] : [];
@@ -362,7 +359,6 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
       const enrollment = step && enrollmentOf.get(step.enrollment_id);
       return {
         ...conversation,
-        optOutPending: pendingOptOuts.has(turn.phone),
         handled: turnKeys.some((key) => handledKeys.has(key)),
         aiPaused: aiPaused(conversation.conversation, now),
         aiMessagesToday: todayOf.get(turn.phone) ?? 0,

@@ -23,6 +23,7 @@ const state = (overrides: Partial<AiTurnState> = {}): AiTurnState => ({
   account: { status: 'active', company_name: 'Sunrise', ai_pause_minutes: 1440 },
   conversation: { started: true, opted_out: false, needs_handoff: false, ai_paused_until: null },
   lead,
+  optOutPending: false,
   handled: false,
   aiPaused: false,
   aiMessagesToday: 0,

@@ -76,10 +76,11 @@ export interface ConversationState {
   lead: Lead | undefined;
   /**
    * An opt-out was answered to Twilio and its decision is still queued (the inbound decider has not
-   * applied it yet): sends are refused as if `conversation.opted_out` were set. Only the send paths
-   * read it; deciding the inbound message itself must see the projected state alone.
+   * applied it yet): sends are refused as if `conversation.opted_out` were set. Required, so no new
+   * send path can be built without it. Deciding the inbound message itself does not read it: that
+   * decision is the one the guard waits for, and must see the projected state alone.
    */
-  optOutPending?: boolean;
+  optOutPending: boolean;
 }
 
 /** The AI answers unless a manual message paused it and the pause has not ended (resume-ai or timeout). */

@@ -34,6 +34,7 @@ const given = (overrides: Partial<ConversationState> = {}): ConversationState =>
   account: { status: 'active', company_name: 'Sunrise', ai_pause_minutes: 60 },
   conversation,
   lead,
+  optOutPending: false,
   ...overrides,
 });
 const send: SendMessage = {

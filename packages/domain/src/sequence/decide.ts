@@ -184,7 +184,7 @@ export interface StepState {
    */
   sent?: readonly Date[];
   /** An opt-out answered to Twilio whose decision is still queued: the step waits as for an opt-out. */
-  optOutPending?: boolean;
+  optOutPending: boolean;
 }
 
 const refOf = (enrollment: Enrollment) => ({
@@ -306,7 +306,7 @@ export function decideDueStep(
       sender_name: null,
       sequence_step: stepRef,
     },
-    { account, conversation: state.conversation, lead },
+    { account, conversation: state.conversation, lead, optOutPending: state.optOutPending },
     now,
   );
   const { nextStepAt, following } = afterStep(state, enrollment, schedule, true);
@@ -380,7 +380,7 @@ export interface EnrollState {
   /** As `StepState.sent`. */
   sent?: readonly Date[];
   /** As `StepState.optOutPending`: the lead is refused as for an opt-out. */
-  optOutPending?: boolean;
+  optOutPending: boolean;
 }
 
 export interface EnrollResult {
@@ -477,7 +477,16 @@ export function decideEnroll(
     return { events, result: { action, message_sent: false, next_step_at: dueAt.toISOString() } };
   }
   const stepEvents = decideDueStep(
-    { account, sequence, enrollment: enrolled, steps: sequence.steps, lead, conversation, sent: state.sent },
+    {
+      account,
+      sequence,
+      enrollment: enrolled,
+      steps: sequence.steps,
+      lead,
+      conversation,
+      sent: state.sent,
+      optOutPending: state.optOutPending,
+    },
     0,
     { ...schedule, messageId: command.message_id },
   );

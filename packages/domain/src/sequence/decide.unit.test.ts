@@ -66,6 +66,7 @@ const given = (
   steps: [fixed('Hi {{first_name}}'), fixed('Again, {{first_name}}', 24)],
   lead,
   conversation: { started: true, opted_out: false, needs_handoff: false, ai_paused_until: null },
+  optOutPending: false,
   ...overrides,
 });
 const types = (events: { type: string }[]) => events.map((event) => event.type);

@@ -1,4 +1,4 @@
-import { hasPendingOptOut, notFound } from '@leadline/runtime';
+import { notFound } from '@leadline/runtime';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { decideResumeAi, decideSendMessage } from '@leadline/domain';
 import { conversationState } from '@leadline/decision-state';
@@ -89,10 +89,7 @@ export const conversationRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, de
       const { id, phone } = request.params;
       const messageId = newId();
       await executeOnAccount(commands, request, id, async (trx, account) => {
-        const state = {
-          ...(await conversationState(trx, account, phone)),
-          optOutPending: await hasPendingOptOut(trx, account.id, phone),
-        };
+        const state = await conversationState(trx, account, phone);
         const command = {
           type: 'SendMessage' as const,
           message_id: messageId,
