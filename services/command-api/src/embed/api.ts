@@ -12,6 +12,7 @@ import { leadRoutes } from '../leads/routes';
 import { requirementRoutes } from '../requirements/routes';
 import { sequenceRoutes } from '../sequences/routes';
 import { aiRoutes } from '../ai/routes';
+import { postgresRateLimitStore } from '../http/rate-limit-store';
 import { embedTokenAuthentication, type EmbedSession } from './auth';
 import { watchAccount, type AccountWatch } from './live';
 import { embedCapabilities, embedRoleAllows } from './permissions';
@@ -47,11 +48,15 @@ const session = (request: FastifyRequest): EmbedSession => request.embed!;
 export const embedApiRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   const { db } = deps;
   app.addHook('onRequest', embedTokenAuthentication(db, deps.clock));
-  // The same budget as a partner key, per embed token (after authentication, which names the token).
+  // The same budget as a partner key, per embed token (after authentication, which names the token),
+  // counted in the same store, so every instance together allows it once.
   await app.register(fastifyRateLimit, {
     max: deps.rateLimitPerMinute,
     timeWindow: '1 minute',
-    keyGenerator: (request) => request.embed?.tokenId ?? request.ip,
+    // Prefixed: the store's keys are shared with the partner keys' counters.
+    keyGenerator: (request) => `embed:${request.embed?.tokenId ?? request.ip}`,
+    store: postgresRateLimitStore(db),
+    skipOnError: true,
     errorResponseBuilder: (_request, context) =>
       new DomainError(
         429,
