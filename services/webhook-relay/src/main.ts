@@ -2,7 +2,7 @@ import {
   connectInfrastructure,
   createCommandBus,
   createDocumentLinks,
-  documentLinkKey,
+  documentLinkKeyRisks,
   createPool,
   databaseTimeouts,
   createProjectionProgress,
@@ -23,6 +23,7 @@ import { startRelay } from './relay';
 const config = loadConfig(relayConfigSchema);
 guardUnsafeSettings('webhook-relay', config.NODE_ENV, [
   ...webhookKeyRisks(config.WEBHOOK_ENCRYPTION_KEYS),
+  ...documentLinkKeyRisks(config.DOCUMENT_LINK_KEYS),
   ...(config.WEBHOOK_ALLOW_PRIVATE_TARGETS
     ? [
         {
@@ -88,7 +89,7 @@ const relay = await startRelay({
   newId: newUuid,
   documentLinks: createDocumentLinks({
     publicUrl: config.PUBLIC_URL,
-    key: documentLinkKey(config.WEBHOOK_ENCRYPTION_KEYS[0]!),
+    keys: config.DOCUMENT_LINK_KEYS,
     clock: systemClock,
   }),
   onDeliveriesQueued: () => dispatcher.wake(),
