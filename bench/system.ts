@@ -4,7 +4,7 @@ import {
   createDocumentLinks,
   createPostgresDocumentStore,
   createSecretBox,
-  documentLinkKey,
+  DEVELOPMENT_DOCUMENT_LINK_KEY,
   DEVELOPMENT_WEBHOOK_KEY,
   newUuid,
   systemClock,
@@ -63,7 +63,7 @@ export async function startBenchSystem() {
     webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
     documentLinks: createDocumentLinks({
       publicUrl: 'http://127.0.0.1',
-      key: documentLinkKey(DEVELOPMENT_WEBHOOK_KEY),
+      keys: [DEVELOPMENT_DOCUMENT_LINK_KEY],
       clock: systemClock,
     }),
     documents: createPostgresDocumentStore(services.db),

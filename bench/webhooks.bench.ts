@@ -5,12 +5,13 @@ import {
   createPool,
   createSecretBox,
   DEVELOPMENT_WEBHOOK_KEY,
+  listenToChannel,
   newUuid,
   systemClock,
   type Database,
 } from '@leadline/runtime';
 import type { Insertable, Kysely } from 'kysely';
-import { createDispatcher, listenForDeliveries } from '../services/webhook-relay/src/dispatcher';
+import { createDispatcher, DELIVERIES_CHANNEL } from '../services/webhook-relay/src/dispatcher';
 import { createWebhookClient } from '../services/webhook-relay/src/http-client';
 import { selfSignedCertificate } from '../services/webhook-relay/test/receiver';
 import { benchEnvironment } from './environment';
@@ -144,7 +145,10 @@ export async function benchWebhooks(): Promise<string> {
   // 5,000 first retries due at the same instant, picked up by the running loop (real clock), woken by
   // the deliveries' NOTIFY as in the relay's main.
   const listenerPool = createPool(env.config.DATABASE_URL, { maxConnections: 1 });
-  const stopListening = await listenForDeliveries(listenerPool, () => dispatcher.wake());
+  const queued = await listenToChannel(listenerPool, DELIVERIES_CHANNEL, {
+    onNotification: () => dispatcher.wake(),
+    onReconnect: () => dispatcher.wake(),
+  });
   dispatcher.start();
   const dueAt = new Date(Date.now() + 3000);
   const retries = deliveries(webhookId, DUE_TOGETHER, dueAt, 1);
@@ -161,7 +165,7 @@ export async function benchWebhooks(): Promise<string> {
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   await dispatcher.stop();
-  await stopListening();
+  queued.close();
   await listenerPool.end();
   const attempts = await db
     .selectFrom('webhook_delivery_attempts')

@@ -26,3 +26,4 @@ export * from './remote-call';
 export * from './opt-out';
 export * from './inbound-receipts';
 export * from './log-writer';
+export * from './db/listen';

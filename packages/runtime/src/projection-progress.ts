@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { listenToChannel, type ReconnectBackoff } from './db/listen';
 
 /** The channel the projector notifies after each committed batch. */
 export const PROGRESS_CHANNEL = 'leadline_projection_progress';
@@ -27,18 +28,25 @@ interface Waiter {
 
 const POLL_INTERVAL_MS = 250;
 
+export interface ProjectionProgressOptions {
+  /** A lost listening connection, or a failed attempt to listen again; a warning by default. */
+  onListenerError?: (error: Error) => void;
+  reconnectBackoff?: ReconnectBackoff;
+}
+
 /**
  * Tracks the projector's checkpoints from its NOTIFY messages, so a command can wait for the read
  * models to catch up without polling the database per request. A slow poll while anyone waits covers
  * notifications lost to a reconnect and the schema swap of a `rebuild`.
  */
-export async function createProjectionProgress(pool: pg.Pool): Promise<ProjectionProgress> {
+export async function createProjectionProgress(
+  pool: pg.Pool,
+  options: ProjectionProgressOptions = {},
+): Promise<ProjectionProgress> {
   const reached = new Map<string, bigint>();
   const waiters = new Set<Waiter>();
   const listeners = new Set<(progress: PartitionProgress[]) => void>();
   const keyOf = (topic: string, partition: number) => `${topic}\u0000${partition}`;
-  let listener: pg.PoolClient | undefined;
-  let closed = false;
   let poller: NodeJS.Timeout | undefined;
 
   const record = (progress: PartitionProgress) => {
@@ -48,6 +56,11 @@ export async function createProjectionProgress(pool: pg.Pool): Promise<Projectio
     for (const waiter of waiters) {
       if (waiter.key === key && offset >= waiter.nextOffset) settle(waiter, true);
     }
+  };
+
+  const announce = (progress: PartitionProgress[]) => {
+    progress.forEach(record);
+    for (const listener of listeners) listener(progress);
   };
 
   const settle = (waiter: Waiter, value: boolean) => {
@@ -60,35 +73,28 @@ export async function createProjectionProgress(pool: pg.Pool): Promise<Projectio
     }
   };
 
-  const refresh = async () => {
-    const { rows } = await pool.query<PartitionProgress>(
-      'select topic, partition, next_offset from projection_checkpoints',
-    );
-    rows.forEach(record);
-  };
+  const readCheckpoints = async () =>
+    (await pool.query<PartitionProgress>('select topic, partition, next_offset from projection_checkpoints'))
+      .rows;
+  const refresh = async () => (await readCheckpoints()).forEach(record);
 
-  const listen = async () => {
-    const client = await pool.connect();
-    listener = client;
-    client.on('notification', (message) => {
-      if (message.channel !== PROGRESS_CHANNEL || !message.payload) return;
-      const progress = JSON.parse(message.payload) as PartitionProgress[];
-      progress.forEach(record);
-      for (const listener of listeners) listener(progress);
-    });
-    // A client may report more than one error (the server's termination, then the socket's end), or
-    // one after `close` released it: only the first error of the current listener releases it, never
-    // the connection that replaced it.
-    client.on('error', () => {
-      if (listener !== client) return;
-      listener = undefined;
-      client.release(true);
-      if (!closed) setTimeout(() => void listen().catch(() => undefined), POLL_INTERVAL_MS);
-    });
-    await client.query(`listen ${PROGRESS_CHANNEL}`);
-  };
-
-  await listen();
+  const onError =
+    options.onListenerError ??
+    ((error: Error) => console.warn(`projection progress: listener: ${error.message}`));
+  const channel = await listenToChannel(
+    pool,
+    PROGRESS_CHANNEL,
+    {
+      onNotification: (payload) => {
+        if (payload) announce(JSON.parse(payload) as PartitionProgress[]);
+      },
+      // What was announced while nobody listened is announced again from the checkpoints, so live
+      // updates catch up at once rather than at the projector's next batch.
+      onReconnect: () => void readCheckpoints().then(announce).catch(onError),
+      onError,
+    },
+    options.reconnectBackoff,
+  );
   await refresh();
 
   return {
@@ -111,12 +117,9 @@ export async function createProjectionProgress(pool: pg.Pool): Promise<Projectio
       return () => void listeners.delete(listener);
     },
     async close() {
-      closed = true;
+      channel.close();
       listeners.clear();
       for (const waiter of waiters) settle(waiter, false);
-      const client = listener;
-      listener = undefined;
-      client?.release();
     },
   };
 }

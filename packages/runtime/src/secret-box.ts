@@ -96,32 +96,35 @@ export const DEVELOPMENT_WEBHOOK_KEY = createHash('sha256')
   .update('leadline local development webhook key')
   .digest();
 
+/** Comma-separated keys, newest first, each 32 bytes as `keyValue` reads them; none when unset. */
+export const keyListValue = z
+  .string()
+  .optional()
+  .transform((value, context) => {
+    const parts = (value ?? '')
+      .split(',')
+      .map((part) => part.trim())
+      .filter(Boolean);
+    const keys: Buffer[] = [];
+    for (const part of parts) {
+      const parsed = keyValue.safeParse(part);
+      if (!parsed.success) {
+        context.addIssue({
+          code: 'custom',
+          message: 'Each key must be 32 bytes, as 64 hex digits or base64.',
+        });
+        return z.NEVER;
+      }
+      keys.push(parsed.data);
+    }
+    return keys;
+  });
+
 /** Settings of every process that seals or opens webhook secrets; spread into a service's config. */
 export const webhookSecretConfig = {
   NODE_ENV: z.string().default('development'),
   /** Comma-separated, newest first: the newest seals, all of them open. */
-  WEBHOOK_ENCRYPTION_KEYS: z
-    .string()
-    .optional()
-    .transform((value, context) => {
-      const parts = (value ?? '')
-        .split(',')
-        .map((part) => part.trim())
-        .filter(Boolean);
-      const keys: Buffer[] = [];
-      for (const part of parts) {
-        const parsed = keyValue.safeParse(part);
-        if (!parsed.success) {
-          context.addIssue({
-            code: 'custom',
-            message: 'Each key must be 32 bytes, as 64 hex digits or base64.',
-          });
-          return z.NEVER;
-        }
-        keys.push(parsed.data);
-      }
-      return keys;
-    }),
+  WEBHOOK_ENCRYPTION_KEYS: keyListValue,
   /** A single key, as before rotation existed; opened (and used to seal when it is the only one). */
   WEBHOOK_ENCRYPTION_KEY: keyValue.optional(),
 };

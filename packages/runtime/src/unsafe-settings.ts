@@ -1,4 +1,5 @@
 import { ConfigError } from './config';
+import { DEVELOPMENT_DOCUMENT_LINK_KEY } from './documents/links';
 import { DEVELOPMENT_WEBHOOK_KEY } from './secret-box';
 
 /** A setting that leaves a door open: fine on a laptop, never in production. */
@@ -35,6 +36,18 @@ export function webhookKeyRisks(keys: readonly Buffer[]): UnsafeSetting[] {
         {
           setting: 'WEBHOOK_ENCRYPTION_KEYS (or WEBHOOK_ENCRYPTION_KEY)',
           risk: 'is the public development key, so stored webhook secrets are readable by anyone',
+        },
+      ]
+    : [];
+}
+
+/** The development link key (used when none is set outside production) lets anyone sign a link. */
+export function documentLinkKeyRisks(keys: readonly Buffer[]): UnsafeSetting[] {
+  return keys.some((key) => key.equals(DEVELOPMENT_DOCUMENT_LINK_KEY))
+    ? [
+        {
+          setting: 'DOCUMENT_LINK_KEYS',
+          risk: 'holds the public development key, so anyone can sign a link to any collected document',
         },
       ]
     : [];

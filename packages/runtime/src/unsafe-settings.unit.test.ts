@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it, vi } from 'vitest';
+import { DEVELOPMENT_DOCUMENT_LINK_KEY } from './documents/links';
 import { DEVELOPMENT_WEBHOOK_KEY } from './secret-box';
-import { guardUnsafeSettings, webhookKeyRisks } from './unsafe-settings';
+import { documentLinkKeyRisks, guardUnsafeSettings, webhookKeyRisks } from './unsafe-settings';
 
 const unsafe = [
   { setting: 'TWILIO_AUTH_TOKEN', risk: 'not set' },
@@ -28,6 +29,13 @@ describe('unsafe settings', () => {
     expect(webhookKeyRisks([randomBytes(32)])).toEqual([]);
     expect(webhookKeyRisks([randomBytes(32), DEVELOPMENT_WEBHOOK_KEY])).toEqual([
       expect.objectContaining({ setting: expect.stringContaining('WEBHOOK_ENCRYPTION_KEY') }),
+    ]);
+  });
+
+  it('include the development document link key among the configured keys', () => {
+    expect(documentLinkKeyRisks([randomBytes(32)])).toEqual([]);
+    expect(documentLinkKeyRisks([randomBytes(32), DEVELOPMENT_DOCUMENT_LINK_KEY])).toEqual([
+      expect.objectContaining({ setting: 'DOCUMENT_LINK_KEYS' }),
     ]);
   });
 });

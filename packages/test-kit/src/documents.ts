@@ -1,8 +1,7 @@
 import {
   createDocumentLinks,
   createPostgresDocumentStore,
-  DEVELOPMENT_WEBHOOK_KEY,
-  documentLinkKey,
+  DEVELOPMENT_DOCUMENT_LINK_KEY,
   systemClock,
   type Clock,
   type Database,
@@ -16,7 +15,7 @@ export function testDocuments(
   clock: Clock = systemClock,
 ) {
   return {
-    documentLinks: createDocumentLinks({ publicUrl, key: documentLinkKey(DEVELOPMENT_WEBHOOK_KEY), clock }),
+    documentLinks: createDocumentLinks({ publicUrl, keys: [DEVELOPMENT_DOCUMENT_LINK_KEY], clock }),
     documents: createPostgresDocumentStore(db),
   };
 }

@@ -149,14 +149,32 @@ describe('an AI-written sequence step', () => {
     // when, while it writes, the lead's STOP is answered to Twilio and its decision is still queued (the
     // guard the inbound route writes, with the decision not on its way yet),
     const answered = `SM${newUuid()}`;
+    const guardedAt = new Date();
     await db
       .insertInto('opt_out_guards')
-      .values({ account_id: account.id, phone, message_sid: answered, created_at: new Date() })
+      .values({ account_id: account.id, phone, message_sid: answered, created_at: guardedAt })
       .execute();
 
-    // then past the model's answer nothing is requested and the step has not failed: failing it would
-    // move the enrollment on (to `completed`, its only step) before the opt-out ends it.
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    // then, once the agent has taken the model's answer and decided to wait for the STOP's decision (its
+    // turn, no longer leased, is due again later than the guard: only a decision after the model's
+    // answer sets that, the turn being leased while the model writes), nothing is requested and the
+    // step has not failed: failing it would move the enrollment on (to `completed`, its only step)
+    // before the opt-out ends it.
+    await eventually(
+      async () => {
+        const waiting = await db
+          .selectFrom('ai_pending_turns')
+          .select('id')
+          .where('account_id', '=', account.id)
+          .where('phone', '=', phone)
+          .where('kind', '=', 'step')
+          .where('lease_until', 'is', null)
+          .where('due_at', '>', guardedAt)
+          .executeTakeFirst();
+        return waiting ? true : undefined;
+      },
+      { message: 'the agent never decided to wait for the STOP' },
+    );
     const written = async () =>
       (await eventsOf(account.id)).flatMap((event) =>
         event.type === 'message.outbound_requested' || event.type === 'sequence.ai_step_failed'

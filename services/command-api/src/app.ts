@@ -1,4 +1,3 @@
-import fastifyRateLimit from '@fastify/rate-limit';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import {
@@ -20,8 +19,7 @@ import {
 import { sql } from 'kysely';
 import { accountRoutes } from './accounts/routes';
 import { partnerKeyAuthentication } from './http/auth';
-import { postgresRateLimitStore } from './http/rate-limit-store';
-import { refuseUnstorableText } from './http/text';
+import { registerEdgeChecks } from './http/edge';
 import { conversationRoutes } from './conversations/routes';
 import { aiRoutes } from './ai/routes';
 import { documentRoutes } from './documents/routes';
@@ -37,10 +35,10 @@ import { webhookRoutes } from './webhooks/routes';
 import type { AppDeps } from './app-deps';
 import { webhookEventsDocumentation } from './webhooks/documentation';
 import { embedApiRoutes, EMBED_API_PREFIX } from './embed/api';
+import { embedTokenAuthentication } from './embed/auth';
 import { dashboardRoutes } from './embed/dashboard';
 import { embedTokenRoutes } from './embed/routes';
 import { requestForLog } from './http/log';
-import { idempotencyKeys } from './http/idempotency';
 
 /** The dashboard's own API (under /embed) is not part of the partner contract. */
 const documentPartnerRoutes: typeof jsonSchemaTransform = (input) =>
@@ -127,27 +125,11 @@ export async function buildApp(deps: AppDeps) {
 
   await app.register(
     async (v1) => {
-      v1.addHook(
-        'onRequest',
-        partnerKeyAuthentication(deps.db, { failuresPerMinute: deps.authFailuresPerMinute }),
-      );
-      v1.addHook('preValidation', refuseUnstorableText);
-      await v1.register(fastifyRateLimit, {
-        max: deps.rateLimitPerMinute,
-        timeWindow: '1 minute',
-        keyGenerator: (request) => request.partner.id,
-        // Shared by every instance; if the counter cannot be read, requests go on rather than fail.
-        store: postgresRateLimitStore(deps.db),
-        skipOnError: true,
-        errorResponseBuilder: (_request, context) =>
-          new DomainError(
-            429,
-            'rate_limited',
-            `Too many requests: at most ${context.max} a minute per partner key.`,
-          ),
+      await registerEdgeChecks(v1, deps, {
+        authenticate: partnerKeyAuthentication(deps.db, { failuresPerMinute: deps.authFailuresPerMinute }),
+        rateLimitKey: (request) => request.partner.id,
+        rateLimitUnit: 'partner key',
       });
-      // After authentication and the rate limit: keys are per partner, and a refused request holds none.
-      idempotencyKeys(v1, deps);
       await v1.register(accountRoutes, deps);
       await v1.register(leadRoutes, deps);
       await v1.register(requirementRoutes, deps);
@@ -161,7 +143,19 @@ export async function buildApp(deps: AppDeps) {
     { prefix: '/v1' },
   );
   // Wrapped, so the prefix is not handed on with deps to the route plugins the embed API reuses.
-  await app.register(async (embed) => embed.register(embedApiRoutes, deps), { prefix: EMBED_API_PREFIX });
+  await app.register(
+    async (embed) => {
+      // The token is the credential and the unit of the rate limit (prefixed: the counters are shared
+      // with the partner keys').
+      await registerEdgeChecks(embed, deps, {
+        authenticate: embedTokenAuthentication(deps.db, deps.clock),
+        rateLimitKey: (request) => `embed:${request.embed!.tokenId}`,
+        rateLimitUnit: 'embed token',
+      });
+      await embed.register(embedApiRoutes, deps);
+    },
+    { prefix: EMBED_API_PREFIX },
+  );
   await app.register(dashboardRoutes, deps);
   // Signed URLs are their own credential: outside the partner-key hook.
   await app.register(documentRoutes, { ...deps, prefix: '/v1' });

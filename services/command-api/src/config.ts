@@ -1,4 +1,6 @@
 import {
+  documentLinkConfig,
+  documentLinkKeys,
   documentStoreConfig,
   infrastructureConfig,
   outboundFetchConfig,
@@ -26,8 +28,13 @@ export const apiConfigSchema = infrastructureConfig
     AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().positive().default(30),
     ...sequenceConfig,
     ...webhookSecretConfig,
+    ...documentLinkConfig,
     ...documentStoreConfig,
     ...outboundFetchConfig,
   })
-  .transform(withWebhookEncryptionKeys);
+  // Each setting resolved on its own, so a production start names every missing key at once.
+  .transform((config, context) => ({
+    ...withWebhookEncryptionKeys(config, context),
+    DOCUMENT_LINK_KEYS: documentLinkKeys(config, context),
+  }));
 export type ApiConfig = z.infer<typeof apiConfigSchema>;

@@ -2,7 +2,7 @@ import {
   createDocumentLinks,
   createDocumentStore,
   createSecretBox,
-  documentLinkKey,
+  documentLinkKeyRisks,
   guardUnsafeSettings,
   loadConfig,
   newUuid,
@@ -25,6 +25,7 @@ const config = loadConfig(apiConfigSchema);
 guardUnsafeSettings('command-api', config.NODE_ENV, [
   ...twilioRisks(config),
   ...webhookKeyRisks(config.WEBHOOK_ENCRYPTION_KEYS),
+  ...documentLinkKeyRisks(config.DOCUMENT_LINK_KEYS),
 ]);
 const services = await connectCommandServices(config, 'leadline-command-api');
 if (config.PARTNER_API_KEY) {
@@ -55,7 +56,7 @@ const app = await buildApp({
   sequenceHourSeconds: config.SEQUENCE_HOUR_SECONDS,
   documentLinks: createDocumentLinks({
     publicUrl: config.PUBLIC_URL,
-    key: documentLinkKey(config.WEBHOOK_ENCRYPTION_KEYS[0]!),
+    keys: config.DOCUMENT_LINK_KEYS,
     clock: systemClock,
     ttlSeconds: 3600,
   }),

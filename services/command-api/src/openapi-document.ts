@@ -4,7 +4,7 @@ import {
   createPostgresDocumentStore,
   createSecretBox,
   DEVELOPMENT_WEBHOOK_KEY,
-  documentLinkKey,
+  DEVELOPMENT_DOCUMENT_LINK_KEY,
   newUuid,
   systemClock,
 } from '@leadline/runtime';
@@ -30,7 +30,7 @@ export async function openApiDocument(publicUrl: string): Promise<object> {
     webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
     documentLinks: createDocumentLinks({
       publicUrl,
-      key: documentLinkKey(DEVELOPMENT_WEBHOOK_KEY),
+      keys: [DEVELOPMENT_DOCUMENT_LINK_KEY],
       clock: systemClock,
     }),
     documents: createPostgresDocumentStore(db),

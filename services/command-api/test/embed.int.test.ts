@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fakeClock } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from './client';
+import { logSize } from './log';
 import { startSystem, type TestSystem } from './system';
 
 let system: TestSystem;
@@ -474,6 +475,53 @@ describe('embed API limits', () => {
     expect(statuses).toEqual([200, 200, 200, 429]);
     expect((await session(busy)).json()).toMatchObject({ status: 429, code: 'rate_limited' });
     expect((await session(calm)).statusCode).toBe(200);
+  });
+});
+
+describe("the partner API's edge checks", () => {
+  it('refuse text no projection can store, for every role, with a 400 naming the request field, writing nothing', async () => {
+    const account = await newAccount();
+    await acme.post(`/accounts/${account}/leads`, { phone: '+15125550150', name: 'Ana' });
+    const member = embedClient(await tokenFor(account, { user_role: 'member' }));
+    const admin = embedClient(await tokenFor(account));
+    const nul = expect.stringMatching(/NUL/);
+    const before = await logSize(system.services);
+    for (const embed of [member, admin]) {
+      const search = await embed.get(`/accounts/${account}/leads?search=%00`);
+      expect(search.status).toBe(400);
+      expect(search.body).toMatchObject({
+        code: 'validation_failed',
+        errors: [{ field: 'querystring.search', message: nul }],
+      });
+    }
+    const renamed = await admin.patch(`/accounts/${account}/leads/%2B15125550150`, { name: 'Ana\u0000' });
+    expect(renamed.status).toBe(400);
+    expect(renamed.body.errors).toEqual([{ field: 'body.name', message: nul }]);
+    const message = await member.post(`/accounts/${account}/conversations/%2B15125550150/messages`, {
+      body: 'Hi\u0000',
+    });
+    expect(message.status).toBe(400);
+    expect(message.body.errors).toEqual([{ field: 'body.body', message: nul }]);
+    expect(await logSize(system.services)).toBe(before);
+    expect((await acme.get(`/accounts/${account}/leads/%2B15125550150`)).body.name).toBe('Ana');
+  });
+
+  it('answer a retried write with an Idempotency-Key once, replaying its answer', async () => {
+    const account = await newAccount();
+    const token = await tokenFor(account);
+    const importLead = () =>
+      system.app.inject({
+        method: 'POST',
+        url: `/embed/api/accounts/${account}/leads`,
+        headers: { authorization: `Bearer ${token}`, 'idempotency-key': 'import-ana' },
+        payload: { phone: '+15125550160', name: 'Ana' },
+      });
+    const first = await importLead();
+    const retry = await importLead();
+    expect(first.statusCode).toBe(201);
+    expect(retry.statusCode).toBe(201);
+    expect(retry.headers['idempotent-replayed']).toBe('true');
+    expect(retry.body).toBe(first.body);
   });
 });
 

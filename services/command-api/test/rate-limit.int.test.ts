@@ -39,4 +39,24 @@ describe('rate limits across instances', () => {
     const other = await system.createPartner('Quiet CRM');
     expect((await partnerClient(instances[1]!.app, other).get('/accounts')).status).toBe(200);
   });
+
+  it('allow an embed token its documented requests a minute in total, not per instance', async () => {
+    // Made through the unlimited app: only the embed token's own requests count below.
+    const partner = partnerClient(system.app, await system.createPartner('Embedding CRM'));
+    const account = (await partner.post('/accounts', { name: 'Sunrise Mortgage' })).body.id as string;
+    const tokenOf = async () =>
+      (await partner.post(`/accounts/${account}/embed-token`, {})).body.token as string;
+    const [busy, calm] = [await tokenOf(), await tokenOf()];
+    const session = (app: App, token: string) =>
+      app.inject({ method: 'GET', url: '/embed/api/session', headers: { authorization: `Bearer ${token}` } });
+    const statuses: number[] = [];
+    for (let i = 0; i < 2 * LIMIT; i++)
+      statuses.push((await session(instances[i % 2]!.app, busy)).statusCode);
+    expect(statuses.filter((status) => status === 200)).toHaveLength(LIMIT);
+    expect(statuses.slice(LIMIT)).toEqual(Array(LIMIT).fill(429));
+    expect((await session(instances[1]!.app, busy)).json()).toMatchObject({ code: 'rate_limited' });
+
+    // Another token of the same account has its own budget on either instance.
+    expect((await session(instances[1]!.app, calm)).statusCode).toBe(200);
+  });
 });

@@ -5,7 +5,7 @@ import {
   createDocumentLinks,
   createPostgresDocumentStore,
   createSecretBox,
-  documentLinkKey,
+  DEVELOPMENT_DOCUMENT_LINK_KEY,
   DEVELOPMENT_WEBHOOK_KEY,
   newUuid,
   systemClock,
@@ -127,7 +127,7 @@ export async function startSystem(
     webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
     documentLinks: createDocumentLinks({
       publicUrl: PUBLIC_URL,
-      key: documentLinkKey(DEVELOPMENT_WEBHOOK_KEY),
+      keys: [DEVELOPMENT_DOCUMENT_LINK_KEY],
       clock,
       ttlSeconds: 3600,
     }),

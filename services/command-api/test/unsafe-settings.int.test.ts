@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { DEVELOPMENT_WEBHOOK_KEY } from '@leadline/runtime';
+import { DEVELOPMENT_DOCUMENT_LINK_KEY, DEVELOPMENT_WEBHOOK_KEY } from '@leadline/runtime';
 import { eventually } from '@leadline/test-kit';
 import { describe, expect, it } from 'vitest';
 
@@ -16,6 +16,7 @@ const safe = {
   TWILIO_ACCOUNT_SID: `AC${randomBytes(16).toString('hex')}`,
   TWILIO_AUTH_TOKEN: randomBytes(16).toString('hex'),
   WEBHOOK_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+  DOCUMENT_LINK_KEYS: randomBytes(32).toString('base64'),
   // Nothing listens here: a service that got past its checks would fail to connect, not start.
   DATABASE_URL: 'postgres://postgres@127.0.0.1:1/leadline',
   KAFKA_BROKERS: '127.0.0.1:1',
@@ -48,6 +49,16 @@ describe('unsafe settings in production', () => {
       { WEBHOOK_ENCRYPTION_KEY: DEVELOPMENT_WEBHOOK_KEY.toString('hex') },
     ],
     ['webhook-relay', 'WEBHOOK_ALLOW_PRIVATE_TARGETS', { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' }],
+    [
+      'command-api',
+      'DOCUMENT_LINK_KEYS',
+      { DOCUMENT_LINK_KEYS: DEVELOPMENT_DOCUMENT_LINK_KEY.toString('hex') },
+    ],
+    [
+      'webhook-relay',
+      'DOCUMENT_LINK_KEYS',
+      { DOCUMENT_LINK_KEYS: DEVELOPMENT_DOCUMENT_LINK_KEY.toString('hex') },
+    ],
     ['sms-gateway', 'TWILIO_AUTH_TOKEN', { TWILIO_AUTH_TOKEN: undefined }],
   ] as const)('%s refuses to start when %s is unsafe, naming it', async (service, setting, override) => {
     const started = run(service, { ...safe, ...override, NODE_ENV: 'production' });
@@ -55,6 +66,15 @@ describe('unsafe settings in production', () => {
     expect(started.stderr()).toContain('refuses to start in production with unsafe settings');
     expect(started.stderr()).toContain(setting);
   });
+
+  it.each(['command-api', 'webhook-relay'] as const)(
+    '%s refuses to start without DOCUMENT_LINK_KEYS, naming it',
+    async (service) => {
+      const started = run(service, { ...safe, DOCUMENT_LINK_KEYS: undefined, NODE_ENV: 'production' });
+      expect(await started.exited).not.toBe(0);
+      expect(started.stderr()).toMatch(/DOCUMENT_LINK_KEYS: Required in production/);
+    },
+  );
 
   it('outside production, says so once, loudly, and goes on starting', async () => {
     const started = run('command-api', { ...safe, TWILIO_AUTH_TOKEN: undefined, NODE_ENV: 'development' });

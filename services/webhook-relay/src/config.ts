@@ -1,4 +1,6 @@
 import {
+  documentLinkConfig,
+  documentLinkKeys,
   infrastructureConfig,
   metricsConfig,
   outboundFetchConfig,
@@ -53,6 +55,7 @@ export const relayConfigSchema = infrastructureConfig
     /** Bound on each call to Kafka when writing: past it a write answers 503 event_log_unavailable. */
     EVENT_LOG_TIMEOUT_MS: z.coerce.number().int().positive().default(3000),
     ...webhookSecretConfig,
+    ...documentLinkConfig,
   })
   .refine(
     (config) => config.WEBHOOK_LEASE_MS === undefined || config.WEBHOOK_LEASE_MS > config.WEBHOOK_TIMEOUT_MS,
@@ -64,6 +67,7 @@ export const relayConfigSchema = infrastructureConfig
   )
   .transform((config, context) => ({
     ...withWebhookEncryptionKeys(config, context),
+    DOCUMENT_LINK_KEYS: documentLinkKeys(config, context),
     WEBHOOK_LEASE_MS: config.WEBHOOK_LEASE_MS ?? config.WEBHOOK_TIMEOUT_MS + 30_000,
     // The shared switch opens webhook targets too; the relay's own name keeps working alone.
     WEBHOOK_ALLOW_PRIVATE_TARGETS: config.WEBHOOK_ALLOW_PRIVATE_TARGETS || config.ALLOW_PRIVATE_TARGETS,

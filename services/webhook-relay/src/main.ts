@@ -2,10 +2,11 @@ import {
   connectInfrastructure,
   createCommandBus,
   createDocumentLinks,
-  documentLinkKey,
+  documentLinkKeyRisks,
   createPool,
   databaseTimeouts,
   createProjectionProgress,
+  listenToChannel,
   createSecretBox,
   guardUnsafeSettings,
   loadConfig,
@@ -15,13 +16,14 @@ import {
   serveServiceMetrics,
 } from '@leadline/runtime';
 import { relayConfigSchema } from './config';
-import { createDispatcher, listenForDeliveries } from './dispatcher';
+import { createDispatcher, DELIVERIES_CHANNEL } from './dispatcher';
 import { createWebhookClient } from './http-client';
 import { startRelay } from './relay';
 
 const config = loadConfig(relayConfigSchema);
 guardUnsafeSettings('webhook-relay', config.NODE_ENV, [
   ...webhookKeyRisks(config.WEBHOOK_ENCRYPTION_KEYS),
+  ...documentLinkKeyRisks(config.DOCUMENT_LINK_KEYS),
   ...(config.WEBHOOK_ALLOW_PRIVATE_TARGETS
     ? [
         {
@@ -36,8 +38,11 @@ guardUnsafeSettings('webhook-relay', config.NODE_ENV, [
 const infrastructure = await connectInfrastructure(config, 'leadline-webhook-relay', {
   maxConnections: 10,
 });
+// Two listening connections (projection progress, queued deliveries) and one for the progress's own
+// reads (catching up after a reconnect, polling while a command waits): with two, those reads waited
+// for a connection that never came free.
 const listenerPool = createPool(config.DATABASE_URL, {
-  maxConnections: 2,
+  maxConnections: 3,
   timeouts: databaseTimeouts(config),
 });
 const progress = await createProjectionProgress(listenerPool);
@@ -67,8 +72,12 @@ const dispatcher = createDispatcher({
   backfillWindowMs: config.WEBHOOK_BACKFILL_WINDOW_HOURS * 3600_000,
   commands,
 });
-// Any relay's fan-out (and a retry requested through the API) wakes every relay at once.
-const stopListening = await listenForDeliveries(listenerPool, () => dispatcher.wake());
+// Any relay's fan-out (and a retry requested through the API) wakes every relay at once; so does
+// listening again after a lost connection, for what was queued meanwhile.
+const deliveries = await listenToChannel(listenerPool, DELIVERIES_CHANNEL, {
+  onNotification: () => dispatcher.wake(),
+  onReconnect: () => dispatcher.wake(),
+});
 // A webhook just projected may need the events fanned out before it was visible.
 const unsubscribe = progress.subscribe((batch) => {
   if (batch.some((entry) => entry.topic === infrastructure.topics.partner)) dispatcher.webhooksChanged();
@@ -80,7 +89,7 @@ const relay = await startRelay({
   newId: newUuid,
   documentLinks: createDocumentLinks({
     publicUrl: config.PUBLIC_URL,
-    key: documentLinkKey(config.WEBHOOK_ENCRYPTION_KEYS[0]!),
+    keys: config.DOCUMENT_LINK_KEYS,
     clock: systemClock,
   }),
   onDeliveriesQueued: () => dispatcher.wake(),
@@ -97,7 +106,7 @@ const shutdown = async () => {
   await metrics?.close();
   await relay.stop();
   unsubscribe();
-  await stopListening();
+  deliveries.close();
   await dispatcher.stop();
   client.close();
   await progress.close();

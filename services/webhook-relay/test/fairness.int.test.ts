@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { createPool } from '@leadline/runtime';
+import { createPool, listenToChannel } from '@leadline/runtime';
 import { eventually } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listenForDeliveries } from '../src/dispatcher';
+import { DELIVERIES_CHANNEL } from '../src/dispatcher';
 import { leadCreated, startHarness, type Harness, type Partner } from './harness';
 
 let harness: Harness;
@@ -41,7 +41,10 @@ describe('one partner cannot hold up another', () => {
       endpointConcurrency: 2,
     });
     const listenerPool = createPool(harness.system.env.config.DATABASE_URL, { maxConnections: 1 });
-    const stopListening = await listenForDeliveries(listenerPool, () => relay.dispatcher.wake());
+    const deliveries = await listenToChannel(listenerPool, DELIVERIES_CHANNEL, {
+      onNotification: () => relay.dispatcher.wake(),
+      onReconnect: () => relay.dispatcher.wake(),
+    });
     relay.dispatcher.start();
     try {
       const slow = await harness.createPartner('Slow CRM');
@@ -130,7 +133,7 @@ describe('one partner cannot hold up another', () => {
       expect(new Set(nulIds).size).toBe(slowEvents);
       expect(harness.receiver.requests('/garbage')).toHaveLength(slowEvents);
     } finally {
-      await stopListening();
+      deliveries.close();
       await listenerPool.end();
       // The hanging attempts end with the relay's connections.
       relay.client.close();

@@ -3,7 +3,7 @@ import {
   createDb,
   createDocumentLinks,
   createSecretBox,
-  documentLinkKey,
+  DEVELOPMENT_DOCUMENT_LINK_KEY,
   DEVELOPMENT_WEBHOOK_KEY,
   newUuid,
   type CommandBus,
@@ -102,7 +102,7 @@ export async function startHarness() {
             newId: newUuid,
             documentLinks: createDocumentLinks({
               publicUrl: system.publicUrl,
-              key: documentLinkKey(DEVELOPMENT_WEBHOOK_KEY),
+              keys: [DEVELOPMENT_DOCUMENT_LINK_KEY],
               clock,
             }),
           });

@@ -1,6 +1,5 @@
 import { DomainError, notFound, unavailable } from '@leadline/runtime';
 import type { ServerResponse } from 'node:http';
-import fastifyRateLimit from '@fastify/rate-limit';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -12,7 +11,7 @@ import { leadRoutes } from '../leads/routes';
 import { requirementRoutes } from '../requirements/routes';
 import { sequenceRoutes } from '../sequences/routes';
 import { aiRoutes } from '../ai/routes';
-import { embedTokenAuthentication, type EmbedSession } from './auth';
+import type { EmbedSession } from './auth';
 import { watchAccount, type AccountWatch } from './live';
 import { embedCapabilities, embedRoleAllows } from './permissions';
 import { embedViews, isTokenLive } from './tokens';
@@ -40,25 +39,12 @@ const session = (request: FastifyRequest): EmbedSession => request.embed!;
 
 /**
  * The dashboard's API: the partner API's own lead, requirement, sequence, conversation and AI
- * settings routes (same
- * handlers, queries and deciders), authenticated by the embed token instead of the partner key,
- * confined to the token's account and to what its role may do, plus the session and its live stream.
+ * settings routes (same handlers, queries and deciders), confined to the token's account and to what
+ * its role may do, plus the session and its live stream. Its scope's edge checks (`registerEdgeChecks`)
+ * authenticate the embed token instead of the partner key.
  */
 export const embedApiRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   const { db } = deps;
-  app.addHook('onRequest', embedTokenAuthentication(db, deps.clock));
-  // The same budget as a partner key, per embed token (after authentication, which names the token).
-  await app.register(fastifyRateLimit, {
-    max: deps.rateLimitPerMinute,
-    timeWindow: '1 minute',
-    keyGenerator: (request) => request.embed?.tokenId ?? request.ip,
-    errorResponseBuilder: (_request, context) =>
-      new DomainError(
-        429,
-        'rate_limited',
-        `Too many requests: at most ${context.max} a minute per embed token.`,
-      ),
-  });
   app.addHook('preValidation', async (request) => {
     const embed = session(request);
     const { id } = request.params as { id?: string };
