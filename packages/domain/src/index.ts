@@ -1,6 +1,6 @@
 /**
  * The domain core: per aggregate, its state, the pure deciders and the rules they share (the sending
- * window, templates, opt-out keywords, the AI's prompt). No I/O: every input (state, clock, ids) is
+ * window, templates, opt-out keywords and revocations in words, the AI's prompt). No I/O: every input (state, clock, ids) is
  * given, so every rule is tested with plain values.
  */
 export * from './errors';
@@ -19,6 +19,7 @@ export * from './sequence/evolve';
 export * from './sequence/sending-window';
 export * from './sequence/templates';
 export * from './conversation/decide';
+export * from './conversation/revocation';
 export * from './conversation/evolve';
 export * from './conversation/ai-turn';
 export * from './conversation/prompt';

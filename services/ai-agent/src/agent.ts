@@ -3,6 +3,7 @@ import {
   composeSystemPrompt,
   DEFAULT_SENDING_WINDOW,
   keywordOf,
+  optOutOf,
   stepHold,
   awaitsOptOutDecision,
   decideAiTurn,
@@ -138,7 +139,8 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
     const { event } = record;
     if (event.type === 'message.received') {
       const { data } = event;
-      if (keywordOf(data.body)) return;
+      // Keywords and revocations in words are the messaging decider's (it confirms an opt-out once).
+      if (keywordOf(data.body) || optOutOf(data.body)) return;
       const at = new Date(event.occurred_at);
       if (clock.now().getTime() - at.getTime() > MAX_INTAKE_AGE_MS) return;
       const turnId = inboundTurnId(event.account_id, data.phone);

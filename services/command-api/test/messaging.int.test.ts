@@ -419,7 +419,7 @@ describe('opt-out, opt-in and HELP', () => {
   });
 
   it('treats a sentence containing STOP as an ordinary reply', async () => {
-    await inboundSms(account.number, '+15125550420', 'please stop texting me at work');
+    await inboundSms(account.number, '+15125550420', 'Can I stop by the office at 3?');
     expect((await acme.get(`/accounts/${account.id}/leads/+15125550420`)).body.opted_out).toBe(false);
     expect((await messagesOf(account.id, '+15125550420')).total).toBe(1);
   });

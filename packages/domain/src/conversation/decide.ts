@@ -2,6 +2,7 @@ import { leadName, type EventData, type NewEvent } from '@leadline/events';
 import { conflict, notFound } from '../errors';
 import { decideLeadImports } from '../lead/decide';
 import type { Lead } from '../lead/state';
+import { freeTextRevocation } from './revocation';
 
 /**
  * Carrier (CTIA) keywords and the words the FCC's 2024 order names as a reasonable revocation in reply
@@ -55,6 +56,51 @@ export function keywordOf(body: string): Keyword | undefined {
   if (optInKeywords.has(word)) return { kind: 'opt_in', word };
   if (helpKeywords.has(word)) return { kind: 'help', word };
   return undefined;
+}
+
+/**
+ * How a message opts its sender out, if it does: an opt-out keyword (the whole message), or a request
+ * in words not to be contacted any more (`freeTextRevocation`), which is honoured exactly as STOP is.
+ * `keyword` is what the log records: the keyword as listed, or the name of the free-text rule that
+ * matched. START and HELP are keywords only: a message that is one of them is never a revocation.
+ */
+export interface OptOutRequest {
+  method: 'keyword' | 'free_text';
+  keyword: string;
+}
+
+export function optOutOf(body: string): OptOutRequest | undefined {
+  const keyword = keywordOf(body);
+  if (keyword) return keyword.kind === 'opt_out' ? { method: 'keyword', keyword: keyword.word } : undefined;
+  const rule = freeTextRevocation(body);
+  return rule === undefined ? undefined : { method: 'free_text', keyword: rule };
+}
+
+/** `lead.opted_out`: the same event whichever way the lead asked (keyword, free text, the AI's tool). */
+export function optedOutEvent(
+  ref: { phone: string; lead_id: string | null; lead_name: string | null },
+  how: Omit<EventData<'lead.opted_out'>, 'phone' | 'lead_id' | 'lead_name'>,
+): NewEvent {
+  return { type: 'lead.opted_out', data: { ...ref, ...how } };
+}
+
+/** A compliance reply: `source: system`, the only kind of message an opted-out number still gets. */
+export function complianceReply(
+  kind: Keyword['kind'],
+  phone: string,
+  company: string,
+  messageId: string,
+): NewEvent {
+  return {
+    type: 'message.outbound_requested',
+    data: {
+      message_id: messageId,
+      phone,
+      body: complianceReplies[kind](company),
+      source: 'system',
+      sender_name: null,
+    },
+  };
 }
 
 /** The compliance replies; each names the company, as carriers require. */
@@ -193,8 +239,8 @@ export interface ReceiveMessage {
  * An inbound SMS. The provider's message id was not seen before (the caller checked, under the
  * account's lock). An unknown sender becomes a lead through the import rules (origin
  * `inbound_message`). Keywords: an opt-out is recorded and confirmed once; an opt-in only undoes an
- * opt-out; HELP is always answered. A deactivated account keeps the messages and honours opt-outs but
- * sends nothing.
+ * opt-out; HELP is always answered. A request in words not to be contacted (`optOutOf`) is an opt-out
+ * like STOP. A deactivated account keeps the messages and honours opt-outs but sends nothing.
  */
 export function decideReceiveMessage(
   command: ReceiveMessage,
@@ -241,25 +287,22 @@ export function decideReceiveMessage(
   const optedOut = conversation?.opted_out ?? false;
   const reply = (kind: Keyword['kind']) => {
     if (account.status === 'deactivated') return;
-    events.push({
-      type: 'message.outbound_requested',
-      data: {
-        message_id: context.newId(),
-        phone: command.phone,
-        body: complianceReplies[kind](account.company_name),
-        source: 'system',
-        sender_name: null,
-      },
-    });
+    events.push(complianceReply(kind, command.phone, account.company_name, context.newId()));
   };
-  if (!keyword) return events;
+  if (!keyword) {
+    const rule = freeTextRevocation(command.body);
+    if (rule !== undefined && !optedOut) {
+      events.push(optedOutEvent(ref, { method: 'free_text', keyword: rule, message_id: command.message_id }));
+      reply('opt_out');
+    }
+    return events;
+  }
   switch (keyword.kind) {
     case 'opt_out':
       if (optedOut) break;
-      events.push({
-        type: 'lead.opted_out',
-        data: { ...ref, keyword: keyword.word, message_id: command.message_id },
-      });
+      events.push(
+        optedOutEvent(ref, { method: 'keyword', keyword: keyword.word, message_id: command.message_id }),
+      );
       reply('opt_out');
       break;
     case 'opt_in':

@@ -220,6 +220,44 @@ describe('receiving a message', () => {
   });
 });
 
+describe('a revocation in words', () => {
+  it('opts out as STOP does, naming the method and the rule, with one confirmation', () => {
+    const events = decideReceiveMessage(receive('No más mensajes, por favor'), given(), context);
+    expect(types(events)).toEqual([
+      'message.received',
+      'conversation.reply_received',
+      'lead.opted_out',
+      'message.outbound_requested',
+    ]);
+    expect(events[2]!.data).toMatchObject({
+      method: 'free_text',
+      keyword: 'no_more_messages',
+      message_id: 'in-1',
+    });
+    expect(events[3]!.data).toMatchObject({
+      source: 'system',
+      body: expect.stringContaining('unsubscribed'),
+    });
+  });
+
+  it('confirms nothing a second time, whatever the words, and START still opts back in', () => {
+    const optedOut = given({ conversation: { ...conversation, opted_out: true } });
+    for (const body of ['please stop texting me', 'STOP', 'dejen de escribirme'])
+      expect(types(decideReceiveMessage(receive(body), optedOut, context))).toEqual([
+        'message.received',
+        'conversation.reply_received',
+      ]);
+    expect(types(decideReceiveMessage(receive('START'), optedOut, context))).toContain('lead.opted_in');
+  });
+
+  it('records a keyword opt-out with its method', () => {
+    expect(decideReceiveMessage(receive('Opt-out!'), given(), context)[2]!.data).toMatchObject({
+      method: 'keyword',
+      keyword: 'OPTOUT',
+    });
+  });
+});
+
 describe('lead_name on conversation events', () => {
   it('is first and last name joined for a lead without a name, as every event names a lead', () => {
     const unnamed = { ...lead, name: null, first_name: 'Ana', last_name: 'Diaz' };

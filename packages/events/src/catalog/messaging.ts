@@ -170,10 +170,24 @@ export const conversationHandoffCleared = defineEvent('conversation.handoff_clea
   data: z.object({ phone: z.string(), reason: z.enum(['manual_message', 'ai_resumed']) }),
 });
 
-/** The phone texted an opt-out keyword: nothing but compliance replies goes to it any more. */
+/**
+ * The phone revoked its consent: nothing but compliance replies goes to it any more. However it asked:
+ * an opt-out keyword, a request in words the rules recognise (`free_text`), or one the AI's model
+ * recognised (`ai`, its `reason` kept). `method` and `reason` came later: an event without `method` is a
+ * keyword.
+ */
 export const leadOptedOut = defineEvent('lead.opted_out', {
   topic: 'account',
-  data: z.object({ ...leadRef, keyword: z.string(), message_id: z.string() }),
+  data: z.object({
+    ...leadRef,
+    /** The keyword as listed (`STOP`, `OPTOUT`…), the free-text rule that matched, or `AI`. */
+    keyword: z.string(),
+    /** The inbound message that revoked consent (for `ai`, the last of the burst the model read). */
+    message_id: z.string(),
+    method: z.enum(['keyword', 'free_text', 'ai']).optional(),
+    /** For `ai`: why the model judged the message a revocation. */
+    reason: z.string().optional(),
+  }),
 });
 
 export const leadOptedIn = defineEvent('lead.opted_in', {

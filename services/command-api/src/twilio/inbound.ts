@@ -1,4 +1,4 @@
-import { keywordOf } from '@leadline/domain';
+import { optOutOf } from '@leadline/domain';
 import type { EventData } from '@leadline/events';
 import {
   claimReceipts,
@@ -29,9 +29,10 @@ export type InboundSms = EventData<'message.inbound_received'>;
  * append. The receipt is written only once the append is acknowledged, so a crash in between leaves
  * a retry that appends again, which the decider stores once.
  *
- * An opt-out takes effect now: a guard row (account, phone) is written before Twilio is answered, and
- * every send path refuses the number while it exists; the decider removes it once the STOP's decision is
- * in the read models. Returns false for a redelivery.
+ * An opt-out (a keyword, or a request in words: `optOutOf`, the rule the decider applies) takes effect
+ * now: a guard row (account, phone) is written before Twilio is answered, and every send path refuses
+ * the number while it exists; the decider removes it once the opt-out's decision is in the read
+ * models. Returns false for a redelivery.
  */
 export async function acceptInboundSms(deps: InboundDeps, input: InboundSms): Promise<boolean> {
   const { db, commands, clock } = deps;
@@ -63,7 +64,7 @@ export async function acceptInboundSms(deps: InboundDeps, input: InboundSms): Pr
   // answer, so a failure here is retried by Twilio and the guard is written then. An opt-in does not
   // lift a guard here: a START racing a STOP of the same phone could land on the log before it, and a
   // send must never reach a number whose STOP was answered. Sending resumes once both are decided.
-  if (keywordOf(input.body)?.kind === 'opt_out') {
+  if (optOutOf(input.body)) {
     await db
       .insertInto('opt_out_guards')
       .values({
