@@ -139,6 +139,8 @@ const restIsCourtesy = (tokens: readonly string[], start: number) =>
 interface Frame {
   /** A negation stands before the verb: "don't stop", "never text", "no dejen de". */
   negated: boolean;
+  /** The negation is an imperative's ("don't", "do not", "never"), not a statement's ("did not"). */
+  forbids: boolean;
   /** The verb is handed to "you" by an ask verb: "I want you to stop", "I told you to stop". */
   handedToYou: boolean;
   /** The first word before the verb's modifiers (its subject, when it has one). */
@@ -154,14 +156,17 @@ interface Frame {
 function frameOf(tokens: readonly string[], verb: number, negators: Words): Frame {
   let index = verb - 1;
   let negated = false;
+  let forbids = false;
   let handedToYou = false;
   for (let steps = 0; index >= 0 && steps < MAX_GAP; steps++, index--) {
     const word = tokens[index]!;
-    if (negators.has(word)) negated = true;
-    else if (secondPerson.has(word) && index > 0 && askVerbs.has(tokens[index - 1]!)) handedToYou = true;
+    if (negators.has(word)) {
+      negated = true;
+      forbids ||= word === 'dont' || word === 'never' || (word === 'not' && tokens[index - 1] === 'do');
+    } else if (secondPerson.has(word) && index > 0 && askVerbs.has(tokens[index - 1]!)) handedToYou = true;
     else if (!modifiers.has(word) && !askVerbs.has(word)) break;
   }
-  return { negated, handedToYou, subject: tokens[index], before: tokens[index - 1] };
+  return { negated, forbids, handedToYou, subject: tokens[index], before: tokens[index - 1] };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -256,7 +261,8 @@ const endContact: Rule = {
 
 /**
  * A prohibition: "don't text me", "please don't contact me again", "never message this number", "I
- * don't want you to text me anymore", "don't send me any more messages". It has no subject of its own
+ * don't want you to text me anymore", "don't send me any more messages", "never reach me on this
+ * number again". It has no subject of its own
  * (a statement has one: "you never text me back" is a complaint), and is not about one message or a
  * time: "don't text me back", "don't text me the address", "don't text me before 9am" are not
  * revocations. Calls are not texts: "don't call me, text me" is not a revocation.
@@ -264,10 +270,11 @@ const endContact: Rule = {
 const sendFillers = words('any more anymore of these your ur further other');
 const englishProhibition: Rule = {
   name: 'no_contact',
-  anchors: words('text txt message msg contact email sms bother spam harass pester send'),
+  anchors: words('text txt message msg contact email sms bother spam harass pester reach send'),
   match(tokens, at) {
     const frame = frameOf(tokens, at, englishNegators);
-    if (!frame.negated) return false;
+    // "Your text did not reach me" states.
+    if (!frame.forbids && !/^(can|could|will|would)$/.test(frame.before ?? '')) return false;
     // "can you not text me" asks; "you never text me back" states.
     const asked = frame.subject !== undefined && /^(can|could|will|would)$/.test(frame.before ?? '');
     if (!frame.handedToYou && !asked && frame.subject !== undefined && statementSubjects.has(frame.subject))
@@ -282,7 +289,7 @@ const englishProhibition: Rule = {
       const what = tokens[skip(tokens, next + 1, sendFillers)];
       return what !== undefined && contactNouns.has(what);
     }
-    if (prohibitionObjects.has(object)) next++;
+    if (prohibitionObjects.has(object) || (tokens[at] === 'reach' && object === 'out')) next++;
     else if ((object === 'this' || object === 'my') && /^(number|phone|cell)$/.test(tokens[next + 1] ?? ''))
       next += 2;
     else return false;
