@@ -6,7 +6,7 @@ import type {
   ChatCompletionMessageParam,
 } from 'openai/resources/chat/completions';
 import { offlineSummary } from './offline';
-import { createToolbox, toolDefinitions } from './tools';
+import { createToolbox, toolDefinitionsFor } from './tools';
 import type { Responder, TurnInput } from './turn';
 
 /** Tool rounds in one turn before the agent stops asking (a model looping on tools). */
@@ -85,11 +85,12 @@ export function createModelResponder(options: {
         ),
         ...currentTurn(input),
       ];
+      const tools = toolDefinitionsFor(input);
       let reply: string | null = null;
       for (let round = 0; round < MAX_TOOL_ROUNDS; round++) {
         const timer = modelRequestSeconds.startTimer();
         const completion = await client.chat.completions
-          .create({ model: options.model, messages, tools: toolDefinitions }, { signal })
+          .create({ model: options.model, messages, tools }, { signal })
           .then(
             (answer) => (timer({ outcome: 'ok' }), answer),
             (error: unknown) => {
@@ -112,6 +113,8 @@ export function createModelResponder(options: {
             content: toolbox.execute(call.function.name, call.function.arguments),
           });
         }
+        // An opt-out ends the turn: whatever the model would write next is not sent.
+        if (toolbox.optOut() !== null) break;
       }
       const collected = toolbox.collected();
       const handoff = toolbox.handoff();
@@ -119,6 +122,7 @@ export function createModelResponder(options: {
         reply: boundReply(reply),
         collected,
         handoff,
+        optOut: toolbox.optOut(),
         summary: toolbox.summary() ?? offlineSummary(input, collected, handoff),
       };
     },

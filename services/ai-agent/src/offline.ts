@@ -90,6 +90,7 @@ export function offlineTurn(input: TurnInput): TurnProposal {
       reply: `Of course. Someone from ${input.company} will follow up with you shortly.`,
       collected: [],
       handoff,
+      optOut: null,
       summary: offlineSummary(input, [], handoff),
     };
   }
@@ -164,7 +165,14 @@ export function offlineTurn(input: TurnInput): TurnProposal {
   } else {
     reply = `Thanks for your message! Someone from ${input.company} will get back to you if anything else is needed.`;
   }
-  return { reply, collected: items, handoff: null, summary: offlineSummary(input, items, null) };
+  // Revocations in words never reach it: the messaging decider's rules took them first.
+  return {
+    reply,
+    collected: items,
+    handoff: null,
+    optOut: null,
+    summary: offlineSummary(input, items, null),
+  };
 }
 
 export const offlineResponder: Responder = {

@@ -34,6 +34,13 @@ export const tools = {
     description: 'Replace the running summary of this conversation (a few sentences for the team).',
     parameters: z.object({ summary: z.string() }),
   },
+  record_opt_out: {
+    description:
+      'The lead asks, in any words or language, not to be texted or contacted any more (a revocation of consent). Records the opt-out; the confirmation is sent for you, so write no reply.',
+    parameters: z.object({
+      reason: z.string().meta({ description: "Why the lead's message is a revocation, quoting its words." }),
+    }),
+  },
 } as const;
 
 export type ToolName = keyof typeof tools;
@@ -50,6 +57,15 @@ export const toolDefinitions = Object.entries(tools).map(([name, tool]) => ({
   function: { name, description: tool.description, parameters: toolParameters(tool.parameters) },
 }));
 
+/**
+ * The tools offered for a turn. `record_opt_out` only answers the lead's messages: a sequence step has
+ * no message of the lead's to revoke consent by.
+ */
+export const toolDefinitionsFor = (input: Pick<TurnInput, 'burst'>) =>
+  input.burst.length > 0
+    ? toolDefinitions
+    : toolDefinitions.filter((tool) => tool.function.name !== 'record_opt_out');
+
 const isToolName = (name: string): name is ToolName => Object.hasOwn(tools, name);
 
 /** Where the arguments are wrong, for the model to read and call again. */
@@ -62,15 +78,18 @@ export interface Toolbox {
   execute(name: string, rawArguments: string): string;
   collected(): CollectedItem[];
   handoff(): string | null;
+  /** The model's reason when it recorded an opt-out; null otherwise. */
+  optOut(): string | null;
   summary(): string | null;
 }
 
 const findItem = (checklist: readonly ChecklistEntry[], name: string) =>
   checklist.find((item) => item.name.trim().toLowerCase() === name.trim().toLowerCase());
 
-export function createToolbox(input: Pick<TurnInput, 'checklist' | 'attachments'>): Toolbox {
+export function createToolbox(input: Pick<TurnInput, 'checklist' | 'attachments' | 'burst'>): Toolbox {
   const collected = new Map<string, CollectedItem>();
   let handoff: string | null = null;
+  let optOut: string | null = null;
   let summary: string | null = null;
   const error = (message: string) => `ERROR: ${message} Nothing was recorded.`;
 
@@ -114,13 +133,20 @@ export function createToolbox(input: Pick<TurnInput, 'checklist' | 'attachments'
       summary = args.summary.trim().slice(0, 1000);
       return 'Summary updated.';
     },
+    record_opt_out(args) {
+      if (input.burst.length === 0) return error("There is no message of the lead's to opt out by.");
+      optOut = args.reason.trim().slice(0, 500) || 'requested_by_lead';
+      return 'The lead is opted out; the confirmation is sent for you. Write no reply.';
+    },
   };
 
   function run<N extends ToolName>(name: N, json: unknown): string {
     const parsed = tools[name].parameters.safeParse(json);
     if (parsed.success) return handlers[name](parsed.data as ToolArguments<N>);
-    // A lead who asked for a person reaches one, whatever the model made of the reason.
+    // A lead who asked for a person reaches one, and one who asked to be left alone is, whatever the
+    // model made of the reason.
     if (name === 'request_handoff') return handlers.request_handoff({ reason: '' });
+    if (name === 'record_opt_out') return handlers.record_opt_out({ reason: '' });
     return error(`The arguments are not valid: ${describeIssues(parsed.error)}.`);
   }
 
@@ -139,6 +165,7 @@ export function createToolbox(input: Pick<TurnInput, 'checklist' | 'attachments'
     execute,
     collected: () => [...collected.values()],
     handoff: () => handoff,
+    optOut: () => optOut,
     summary: () => summary,
   };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createToolbox, toolDefinitions, tools, type ToolName } from './tools';
+import { createToolbox, toolDefinitions, toolDefinitionsFor, tools, type ToolName } from './tools';
 import type { Attachment } from './turn';
 
 const checklist = [
@@ -30,7 +30,8 @@ const attachment: Attachment = {
   text: null,
   bytes: null,
 };
-const toolbox = () => createToolbox({ checklist, attachments: [attachment] });
+const burst = [{ message_id: 'm-1', body: 'here is my ID' }];
+const toolbox = () => createToolbox({ checklist, attachments: [attachment], burst });
 const call = (name: string, args: unknown) => {
   const box = toolbox();
   return { answer: box.execute(name, JSON.stringify(args)), box };
@@ -126,5 +127,27 @@ describe('tool call arguments', () => {
       expect(answer).toBe('A person from the team will take over this conversation.');
       expect(box.handoff()).toBe('requested_by_ai');
     }
+  });
+
+  it('of an opt-out never keep a lead from being left alone: without a usable reason it is recorded all the same', () => {
+    expect(call('record_opt_out', { reason: ' Said "I am done with you people" ' }).box.optOut()).toBe(
+      'Said "I am done with you people"',
+    );
+    for (const args of [{}, { reason: 7 }, { reason: '  ' }, null]) {
+      const { answer, box } = call('record_opt_out', args);
+      expect(answer).toMatch(/opted out/);
+      expect(box.optOut()).toBe('requested_by_lead');
+    }
+  });
+});
+
+describe('the opt-out tool', () => {
+  it('is offered in answer to the lead, not for a sequence step, and refused there if called', () => {
+    const names = (definitions: typeof toolDefinitions) => definitions.map((tool) => tool.function.name);
+    expect(names(toolDefinitionsFor({ burst }))).toContain('record_opt_out');
+    expect(names(toolDefinitionsFor({ burst: [] }))).not.toContain('record_opt_out');
+    const step = createToolbox({ checklist, attachments: [], burst: [] });
+    expect(step.execute('record_opt_out', '{"reason":"x"}')).toMatch(/^ERROR: /);
+    expect(step.optOut()).toBeNull();
   });
 });

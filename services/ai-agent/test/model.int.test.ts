@@ -259,3 +259,69 @@ describe('the model through Chat Completions with tools', () => {
     );
   });
 });
+
+describe('a revocation only the model recognises', () => {
+  it('records the opt-out through the decider, with one confirmation and no model reply; the AI answers that number no more', async () => {
+    const { system, partner } = world;
+    const account = await newAccount(partner, [{ name: 'Email', type: 'email' }]);
+    const phone = '+15125550305';
+    fake.respondWith((request) => {
+      // Asked again after the tool ran, the model would say goodbye: that must never be sent.
+      if (request.messages.at(-1)!.role === 'tool') return { text: 'Sorry to see you go!' };
+      if (lastUserText(request).includes('[done]'))
+        return {
+          toolCalls: [{ name: 'record_opt_out', arguments: { reason: 'Said they are done with us' } }],
+        };
+      return { text: 'Happy to help!' };
+    });
+    // Words no rule of the messaging decider reads as a revocation: only the model can tell.
+    const sid = await inbound(system, account.number, phone, "I'm done with you people [done]");
+    await turnSettled(system, account.id, sid);
+
+    const [request, ...more] = requestsAbout('[done]');
+    expect(request!.tools!.map((tool) => tool.function.name)).toContain('record_opt_out');
+    // The turn ended with the tool call: the model was not asked to write anything after it.
+    expect(more).toEqual([]);
+    const messageId = await messageIdOf(system, sid);
+    const events = (await accountEvents(system.services)).filter((event) => event.account_id === account.id);
+    const optedOut = events.filter((event) => event.type === 'lead.opted_out');
+    expect(optedOut.map((event) => event.data)).toEqual([
+      expect.objectContaining({
+        phone,
+        method: 'ai',
+        keyword: 'AI',
+        message_id: messageId,
+        reason: 'Said they are done with us',
+      }),
+    ]);
+    expect(events.find((event) => event.type === 'ai.turn_completed')?.data).toMatchObject({
+      outcome: 'silent',
+      reason: 'opted_out',
+      reply_message_id: null,
+    });
+    // One confirmation, from the system, and no AI message.
+    const outbound = (await messagesOf(partner, account.id, phone)).filter((m) => m.direction === 'outbound');
+    expect(outbound).toEqual([
+      expect.objectContaining({ source: 'system', body: expect.stringContaining('You are unsubscribed') }),
+    ]);
+    expect(
+      (await partner.get(`/accounts/${account.id}/leads/${encodeURIComponent(phone)}`)).body.opted_out,
+    ).toBe(true);
+    const manual = await partner.post(
+      `/accounts/${account.id}/conversations/${encodeURIComponent(phone)}/messages`,
+      { body: 'Are you sure?' },
+    );
+    expect(manual).toMatchObject({ status: 409, body: { code: 'lead_opted_out' } });
+
+    // The lead writes again: the AI stays quiet without asking the model, and nothing more is sent.
+    const again = await inbound(system, account.number, phone, 'Just checking you got that [after]');
+    await turnSettled(system, account.id, again);
+    expect(requestsAbout('[after]')).toEqual([]);
+    const after = (await messagesOf(partner, account.id, phone)).filter((m) => m.direction === 'outbound');
+    expect(after).toHaveLength(1);
+    const turns = (await accountEvents(system.services)).filter(
+      (event) => event.type === 'ai.turn_completed' && event.account_id === account.id,
+    );
+    expect(turns.at(-1)?.data).toMatchObject({ outcome: 'skipped', reason: 'lead_opted_out' });
+  });
+});

@@ -2,7 +2,7 @@ import { leadName, type EventData, type NewEvent } from '@leadline/events';
 import { checklistProgress } from '../lead/checklist';
 import { heldEvent } from '../sequence/decide';
 import type { Hold } from '../sequence/sending-window';
-import { decideSendMessage, type ConversationState } from './decide';
+import { complianceReply, decideSendMessage, optedOutEvent, type ConversationState } from './decide';
 import type { TurnProposal } from './turn';
 
 export interface AiTurnState extends ConversationState {
@@ -79,7 +79,10 @@ export function awaitsOptOutDecision(
 /**
  * The AI turn, decided under the account's lock against caught-up read models: a turn already handled
  * writes nothing (redelivery, restart, a second agent); otherwise exactly one `ai.turn_completed`,
- * with the reply going through the same send decider as every other outbound message.
+ * with the reply going through the same send decider as every other outbound message. A turn whose
+ * model recorded an opt-out (`record_opt_out`) records it, as `lead.opted_out` with method `ai` and
+ * one confirmation, unless the number is opted out already or its STOP is being decided (a skip, as for
+ * any turn to an opted-out number), so a lead gets one confirmation however many ways it asked.
  */
 export function decideAiTurn(turn: AiTurn, state: AiTurnState, now: Date): NewEvent[] {
   if (state.handled) return [];
@@ -150,6 +153,19 @@ export function decideAiTurn(turn: AiTurn, state: AiTurnState, now: Date): NewEv
     return events;
   }
   const { proposal } = turn;
+
+  // The model judged the lead's words a revocation: recorded as a STOP is (one confirmation, the
+  // enrollments stopped), and nothing else of the turn goes out: no reply, no collected item, no
+  // handoff. Only in answer to the lead's messages: a sequence step has no revoking message to name.
+  const revoking = turn.message_ids.at(-1);
+  if (proposal.optOut !== null && !step && revoking !== undefined) {
+    events.push(
+      optedOutEvent(leadRef, { method: 'ai', keyword: 'AI', message_id: revoking, reason: proposal.optOut }),
+      complianceReply('opt_out', phone, state.account.company_name, turn.reply_message_id),
+    );
+    completed('silent', 'opted_out', false);
+    return events;
+  }
 
   const reply = proposal.reply?.trim() || null;
   if (reply) {

@@ -44,6 +44,7 @@ const turn = (overrides: Partial<AiTurn> = {}): AiTurn => ({
     reply: 'Thanks!',
     collected: [{ requirement_id: 'r1', value: 'ana@example.com', attachment: null }],
     handoff: null,
+    optOut: null,
     summary: 'Collected: Email.',
   },
   unavailable: false,
@@ -176,5 +177,43 @@ describe('deciding an AI turn', () => {
       reason: 'enrollment_ended',
       reply_message_id: null,
     });
+  });
+});
+
+describe('an opt-out the model recorded', () => {
+  const revoked = (reason: string) => turn({ proposal: { ...turn().proposal!, optOut: reason } });
+
+  it('is recorded as STOP is, with one confirmation and nothing else of the turn', () => {
+    // Given a model that recorded items and wrote a reply, but judged the burst a revocation,
+    const events = decideAiTurn(revoked('Said "I am done with you people"'), state(), now);
+    // then only the opt-out, its confirmation and the turn's record are written.
+    expect(types(events)).toEqual(['lead.opted_out', 'message.outbound_requested', 'ai.turn_completed']);
+    expect(events[0]!.data).toEqual({
+      phone: lead.phone,
+      lead_id: 'lead-1',
+      lead_name: 'Ana Silva',
+      keyword: 'AI',
+      method: 'ai',
+      message_id: 'm2',
+      reason: 'Said "I am done with you people"',
+    });
+    expect(events[1]!.data).toMatchObject({
+      source: 'system',
+      body: expect.stringContaining('Sunrise: You are unsubscribed'),
+    });
+    expect(events[2]!.data).toMatchObject({ outcome: 'silent', reason: 'opted_out', reply_message_id: null });
+  });
+
+  it('confirms nothing again for a number opted out already or whose STOP is being decided', () => {
+    for (const given of [
+      state({
+        conversation: { started: true, opted_out: true, needs_handoff: false, ai_paused_until: null },
+      }),
+      state({ optOutPending: true }),
+    ]) {
+      const events = decideAiTurn(revoked('asked to stop'), given, now);
+      expect(types(events)).toEqual(['ai.turn_completed']);
+      expect(events[0]!.data).toMatchObject({ outcome: 'skipped', reason: 'lead_opted_out' });
+    }
   });
 });

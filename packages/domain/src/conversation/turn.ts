@@ -24,5 +24,10 @@ export interface TurnProposal {
   reply: string | null;
   collected: CollectedItem[];
   handoff: string | null;
+  /**
+   * The lead asked not to be contacted any more in words the rules did not recognise, as the model
+   * judged (its reason); null otherwise. The turn then records the opt-out and nothing else.
+   */
+  optOut: string | null;
   summary: string;
 }
