@@ -1217,7 +1217,7 @@ export interface components {
             /** @description Null when the lead was deleted. */
             lead_status: ("new" | "contacted" | "qualified" | "converted" | "lost") | null;
             in_sequence: boolean;
-            /** @description The number opted out (STOP); nothing can be sent to it. */
+            /** @description The number opted out (STOP, or asked in words not to be contacted); nothing can be sent to it. */
             opted_out: boolean;
             /** @description A manual message paused the AI; resume-ai or the timeout ends it. */
             ai_paused: boolean;
@@ -1633,7 +1633,7 @@ export interface components {
             metadata: {
                 [key: string]: unknown;
             };
-            /** @description The number texted STOP (or another opt-out keyword): no message can be sent to it. */
+            /** @description The number opted out (STOP, another opt-out keyword, or a request in words not to be contacted): no message can be sent to it. */
             opted_out: boolean;
             last_message_at: string | null;
             /**
@@ -1673,7 +1673,7 @@ export interface components {
                 sequence_id: string;
                 name: string;
                 /**
-                 * @description `paused` while the account is deactivated or the sequence inactive; `opted_out` when the number texted STOP during the sequence (it stops for good; enrolling again after START starts over).
+                 * @description `paused` while the account is deactivated or the sequence inactive; `opted_out` when the number opted out during the sequence (it stops for good; enrolling again after START starts over).
                  * @enum {string}
                  */
                 status: "active" | "paused" | "completed" | "cancelled" | "opted_out";
@@ -1694,7 +1694,7 @@ export interface components {
             /** @description The sequence name when the lead was enrolled. */
             name: string;
             /**
-             * @description `paused` while the account is deactivated or the sequence inactive; `cancelled` when the lead was taken out or the sequence deleted; `opted_out` when the number texted STOP during it.
+             * @description `paused` while the account is deactivated or the sequence inactive; `cancelled` when the lead was taken out or the sequence deleted; `opted_out` when the number opted out during it.
              * @enum {string}
              */
             status: "active" | "paused" | "completed" | "cancelled" | "opted_out";
@@ -1801,7 +1801,7 @@ export interface components {
              */
             sent_at: string;
             /**
-             * @description Outbound only. `system` marks the compliance replies to STOP, START and HELP.
+             * @description Outbound only. `system` marks the compliance replies to opt-outs, START and HELP.
              * @enum {string}
              */
             source?: "manual" | "sequence" | "ai" | "system";
@@ -1900,7 +1900,7 @@ export interface components {
              *     | `requirement_exists` | 409 | The account has a requirement with this name. |
              *     | `requirement_limit_reached` | 409 | The account has 100 requirements, the most it can have. |
              *     | `account_deactivated` | 409 | The account is deactivated; reactivate it to send messages or embed its dashboard. |
-             *     | `lead_opted_out` | 409 | The number opted out (it texted STOP); it can opt back in with START. |
+             *     | `lead_opted_out` | 409 | The number opted out (it texted STOP or asked not to be contacted); it can opt back in with START. |
              *     | `webhook_limit_reached` | 409 | The partner has 20 webhooks, the most it can have; `limit` says so. |
              *     | `delivery_pending` | 409 | The delivery is still pending; its next attempt is scheduled. |
              *     | `webhook_inactive` | 409 | The webhook is disabled; activate it before sending a test event. |
@@ -6106,7 +6106,7 @@ export interface operations {
              *
              *     `account_deactivated`: The account is deactivated; reactivate it to send messages or embed its dashboard.
              *
-             *     `lead_opted_out`: The number opted out (it texted STOP); it can opt back in with START.
+             *     `lead_opted_out`: The number opted out (it texted STOP or asked not to be contacted); it can opt back in with START.
              */
             409: {
                 headers: {
@@ -6853,7 +6853,7 @@ export interface operations {
              *
              *     `account_deactivated`: The account is deactivated; reactivate it to send messages or embed its dashboard.
              *
-             *     `lead_opted_out`: The number opted out (it texted STOP); it can opt back in with START.
+             *     `lead_opted_out`: The number opted out (it texted STOP or asked not to be contacted); it can opt back in with START.
              */
             409: {
                 headers: {

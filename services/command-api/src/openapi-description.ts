@@ -52,9 +52,13 @@ Outbound messages show their delivery \`status\` (\`queued\`, \`sent\`, \`delive
 
 **Opt-out**: a lead texting only STOP, STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT, REVOKE or OPTOUT (in any
 case, with punctuation, spacing or hyphens: \`Stop.\`, \`stop!!\`, \`opt-out\`, \`stop all\`, \`unsubscribe me\`) is opted
-out (\`opted_out\` on the lead and the conversation) and gets one confirmation; START, UNSTOP or YES opt
-back in; HELP is answered. These replies have \`source: system\`. Sending to an opted-out number is a 409
-\`lead_opted_out\`.
+out (\`opted_out\` on the lead and the conversation) and gets one confirmation. So is a lead asking in its
+own words, in English or Spanish, not to be contacted any more (\`please stop texting me\`, \`take me off
+your list\`, \`no más mensajes\`, \`dejen de enviarme mensajes\`), recognised by deterministic rules and,
+with a model configured, by the AI; a message that only uses the words about something else (\`stop by the
+office?\`, \`I want to cancel my appointment\`) is an ordinary reply. Each lead gets one confirmation
+however many ways it asks. START, UNSTOP or YES opt back in; HELP is answered. These replies have
+\`source: system\`. Sending to an opted-out number is a 409 \`lead_opted_out\`.
 
 **Sequences** send their steps \`delay_hours\` apart, each through the same rules as a manual message
 (\`source: sequence\`), and only inside the lead's sending window: the account's \`sending_window\`

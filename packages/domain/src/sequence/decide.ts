@@ -421,7 +421,7 @@ export function decideEnroll(
   if (conversation?.opted_out || state.optOutPending) {
     throw conflict(
       'lead_opted_out',
-      'This number opted out (it texted STOP); it can opt back in with START.',
+      'This number opted out (it texted STOP or asked not to be contacted); it can opt back in with START.',
     );
   }
   const action = enrollment ? 'reactivated' : 'enrolled';

@@ -34,7 +34,11 @@ export const conversationListResponse = z
             needs_handoff: z.boolean(),
             lead_status: z.enum(leadStatuses).nullable().describe('Null when the lead was deleted.'),
             in_sequence: z.boolean(),
-            opted_out: z.boolean().describe('The number opted out (STOP); nothing can be sent to it.'),
+            opted_out: z
+              .boolean()
+              .describe(
+                'The number opted out (STOP, or asked in words not to be contacted); nothing can be sent to it.',
+              ),
             ai_paused: z
               .boolean()
               .describe('A manual message paused the AI; resume-ai or the timeout ends it.'),
@@ -62,7 +66,7 @@ export const messageListResponse = z
             source: z
               .enum(messageSources)
               .optional()
-              .describe('Outbound only. `system` marks the compliance replies to STOP, START and HELP.'),
+              .describe('Outbound only. `system` marks the compliance replies to opt-outs, START and HELP.'),
             sender_name: z
               .string()
               .nullable()

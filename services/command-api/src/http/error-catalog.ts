@@ -208,7 +208,7 @@ export const errorCatalog = {
   ),
   lead_opted_out: entry(
     409,
-    'The number opted out (it texted STOP); it can opt back in with START.',
+    'The number opted out (it texted STOP or asked not to be contacted); it can opt back in with START.',
     operations('sendMessage', 'enrollLead'),
   ),
   webhook_limit_reached: entry(

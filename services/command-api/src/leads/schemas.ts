@@ -183,7 +183,9 @@ export const leadDetailsResponse = z
     metadata: z.record(z.string(), z.unknown()),
     opted_out: z
       .boolean()
-      .describe('The number texted STOP (or another opt-out keyword): no message can be sent to it.'),
+      .describe(
+        'The number opted out (STOP, another opt-out keyword, or a request in words not to be contacted): no message can be sent to it.',
+      ),
     last_message_at: timestamp().nullable(),
     created_at: timestamp(),
     checklist: z.object({
@@ -218,7 +220,7 @@ export const leadDetailsResponse = z
           .enum(['active', 'paused', 'completed', 'cancelled', 'opted_out'])
           .describe(
             '`paused` while the account is deactivated or the sequence inactive; `opted_out` when the number ' +
-              'texted STOP during the sequence (it stops for good; enrolling again after START starts over).',
+              'opted out during the sequence (it stops for good; enrolling again after START starts over).',
           ),
         current_step: count().describe('Steps sent or skipped so far: the 0-based order of the next one.'),
         total_steps: count(),

@@ -162,7 +162,7 @@ export const leadEnrollmentsResponse = z
               .enum(['active', 'paused', 'completed', 'cancelled', 'opted_out'])
               .describe(
                 '`paused` while the account is deactivated or the sequence inactive; `cancelled` when the lead ' +
-                  'was taken out or the sequence deleted; `opted_out` when the number texted STOP during it.',
+                  'was taken out or the sequence deleted; `opted_out` when the number opted out during it.',
               ),
             current_step: count().describe(
               'Steps sent or skipped so far: the 0-based order of the next one.',
