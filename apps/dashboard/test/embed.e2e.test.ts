@@ -106,6 +106,7 @@ async function newAccount(fields: Record<string, unknown> = {}) {
     name: 'Sunrise Mortgage',
     company_name: 'Sunrise Home Loans',
     branding: { logo_url: `${parentOrigin}/logo.svg`, accent_color: '#0F766E' },
+    consent_required: false,
     ...fields,
   });
   return { id: body.id as string, number: body.phone_number as string };

@@ -10,6 +10,7 @@ import {
 } from '@leadline/domain';
 import { optedOutPhones, pendingOptOutPhones, type Database } from '@leadline/runtime';
 import type { Kysely, Selectable } from 'kysely';
+import { consentState, consentStateOf, consentStatuses } from './consent';
 import { conversationState, toLead } from './conversation';
 
 type AccountRow = Selectable<Database['accounts']>;
@@ -52,7 +53,10 @@ export const activeEnrollmentCount = async (db: Kysely<Database>, sequenceId: st
     ).count,
   );
 
-type StepAccount = Pick<AccountRow, 'id' | 'status' | 'company_name' | 'ai_pause_minutes' | 'sending_window'>;
+type StepAccount = Pick<
+  AccountRow,
+  'id' | 'status' | 'company_name' | 'ai_pause_minutes' | 'sending_window' | 'consent_required'
+>;
 
 const withWindow = (account: StepAccount) => ({
   status: account.status,
@@ -100,9 +104,10 @@ export async function enrollState(
   now: Date,
 ): Promise<EnrollState> {
   // A STOP answered to Twilio but not yet decided refuses the enrollment as a projected one does.
-  const [sequence, conversation] = await Promise.all([
+  const [sequence, conversation, consent] = await Promise.all([
     findSequenceRow(db, account.id, sequenceId),
     conversationState(db, account, phone),
+    consentState(db, account, phone),
   ]);
   const enrollment = conversation.lead
     ? await db
@@ -122,6 +127,7 @@ export async function enrollState(
     enrollment: enrollment && toEnrollment(enrollment),
     sent: sent.get(phone) ?? [],
     optOutPending: conversation.optOutPending,
+    consent,
   };
 }
 
@@ -143,7 +149,7 @@ export async function stepState(
     .where('id', '=', row.account_id)
     .executeTakeFirst();
   if (!account) return undefined;
-  const [sequence, version, conversation] = await Promise.all([
+  const [sequence, version, conversation, consent] = await Promise.all([
     db
       .selectFrom('sequences')
       .select(['id', 'is_active'])
@@ -157,6 +163,7 @@ export async function stepState(
       .executeTakeFirst(),
     // With the opt-out answered but not yet decided: a step waits for it as for a projected one.
     conversationState(db, account, row.phone),
+    consentState(db, account, row.phone),
   ]);
   const withSteps = withWindow(account);
   const sent = await proactiveSends(db, account.id, withSteps.sending_window, [row.phone], now);
@@ -169,6 +176,7 @@ export async function stepState(
     conversation: conversation.conversation,
     sent: sent.get(row.phone) ?? [],
     optOutPending: conversation.optOutPending,
+    consent,
   };
 }
 
@@ -245,7 +253,7 @@ export async function accountStepStates(
   const sequenceIds = [...new Set(rows.map((row) => row.sequence_id))];
   const phones = [...new Set(rows.map((row) => row.phone))];
   const withSteps = withWindow(account);
-  const [sequences, versions, conversations, leads, sent, pendingOptOuts] = await Promise.all([
+  const [sequences, versions, conversations, leads, sent, pendingOptOuts, consents] = await Promise.all([
     db.selectFrom('sequences').select(['id', 'is_active']).where('id', 'in', sequenceIds).execute(),
     db.selectFrom('sequence_step_versions').selectAll().where('sequence_id', 'in', sequenceIds).execute(),
     db
@@ -263,6 +271,7 @@ export async function accountStepStates(
     proactiveSends(db, accountId, withSteps.sending_window, phones, now),
     // An opt-out answered to Twilio whose decision is still queued holds the step as a projected one does.
     pendingOptOutPhones(db, accountId, phones),
+    consentStatuses(db, accountId, phones),
   ]);
   const sequenceById = new Map(sequences.map((row) => [row.id, row]));
   const stepsOf = new Map(versions.map((row) => [`${row.sequence_id}/${row.version}`, row.steps]));
@@ -280,6 +289,7 @@ export async function accountStepStates(
       conversation: conversation && { ...conversation, started: conversation.started_at !== null },
       sent: sent.get(row.phone) ?? [],
       optOutPending: pendingOptOuts.has(row.phone),
+      consent: consentStateOf(account, consents, row.phone),
     });
   }
   return states;

@@ -12,6 +12,7 @@ export * from './lead/state';
 export * from './lead/decide';
 export * from './lead/evolve';
 export * from './lead/checklist';
+export * from './consent/decide';
 export * from './requirement/decide';
 export * from './webhook/decide';
 export * from './sequence/decide';

@@ -9,7 +9,11 @@ const document = {
         responses: {
           200: {
             description: 'A thing.',
-            content: { 'application/json': { schema: { $ref: '#/components/schemas/Thing' } } },
+            content: {
+              'application/json': { schema: { $ref: '#/components/schemas/Thing' } },
+              'application/x-ndjson': { schema: { $ref: '#/components/schemas/Thing' } },
+              'text/csv': { schema: { type: 'string' } },
+            },
           },
           429: {
             description: 'Slow down.',
@@ -65,6 +69,18 @@ describe('checking answers against the OpenAPI document', () => {
         body: '{}',
       }),
     ).toEqual(['GET /things/{id} → 429: required header Retry-After missing']);
+  });
+
+  it('checks each line of an NDJSON answer against the schema, and a CSV answer by its type', () => {
+    const answer = { method: 'GET', url: '/v1/things/1', statusCode: 200 };
+    const ndjson = { 'content-type': 'application/x-ndjson' };
+    const lines = `${JSON.stringify(thing)}\n${JSON.stringify(thing)}\n`;
+    expect(check({ ...answer, headers: ndjson, body: lines })).toEqual([]);
+    expect(check({ ...answer, headers: ndjson, body: `${lines}{"id":"x"}\n` })).toEqual([
+      expect.stringContaining('body[2] must have required property'),
+      expect.stringContaining('body[2]/id must match format "uuid"'),
+    ]);
+    expect(check({ ...answer, headers: { 'content-type': 'text/csv' }, body: 'id\r\n1\r\n' })).toEqual([]);
   });
 
   it('leaves routes outside the document alone', () => {

@@ -8,10 +8,17 @@ import {
   awaitsOptOutDecision,
   decideAiTurn,
   skipReason,
+  stepHeldForConsent,
   type AiTurn,
   type AiTurnState,
 } from '@leadline/domain';
-import { conversationStates, loadPromptInput, proactiveSends } from '@leadline/decision-state';
+import {
+  consentStateOf,
+  consentStatuses,
+  conversationStates,
+  loadPromptInput,
+  proactiveSends,
+} from '@leadline/decision-state';
 import { ai, type DomainEvent, type EventCodec, type EventType, type TopicNames } from '@leadline/events';
 import {
   advanceCheckpoint,
@@ -269,7 +276,7 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
   const loadAccount = (reader: Kysely<Database>, accountId: string) =>
     reader
       .selectFrom('accounts')
-      .select(['id', 'status', 'company_name', 'ai_pause_minutes', 'sending_window'])
+      .select(['id', 'status', 'company_name', 'ai_pause_minutes', 'sending_window', 'consent_required'])
       .where('id', '=', accountId)
       .executeTakeFirst();
 
@@ -297,7 +304,7 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
     const stepPhones = [...new Set(requests.flatMap(({ turn }) => (turn.step ? [turn.phone] : [])))];
     const enrollmentIds = requests.flatMap(({ turn }) => (turn.step ? [turn.step.enrollment_id] : []));
     const keys = requests.flatMap((request) => request.keys);
-    const [conversations, handled, today, requirements, sent, enrollments] = await Promise.all([
+    const [conversations, handled, today, requirements, sent, enrollments, consents] = await Promise.all([
       // With the STOPs answered to Twilio whose decision is still queued: they silence the AI too.
       conversationStates(reader, account, phones),
       keys.length === 0
@@ -338,6 +345,8 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
             .where('id', 'in', enrollmentIds)
             .where('account_id', '=', account.id)
             .execute(),
+      // Only a sequence step's message may be held for consent.
+      stepPhones.length === 0 ? Promise.resolve(new Map()) : consentStatuses(reader, account.id, stepPhones),
     ]);
     const checklistLeads = requests.flatMap(({ turn, withChecklist }) => {
       const lead = conversations.get(turn.phone)?.lead;
@@ -372,6 +381,7 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
         stepEnrollmentActive: step
           ? enrollment?.status === 'active' && enrollment.current_step === step.step_order
           : null,
+        consent: consentStateOf(account, consents, turn.phone),
       };
     });
   }
@@ -621,8 +631,8 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
     }
     let proposal: TurnProposal | null = null;
     let unavailable = false;
-    // A step held by the sending window is not written until it opens.
-    if (!skipReason(checked, state) && !state.stepHold) {
+    // A step held by the sending window is not written until it opens, nor one without consent.
+    if (!skipReason(checked, state) && !state.stepHold && !stepHeldForConsent(checked, state)) {
       try {
         const input = await (early ?? timeStage('ai_build_input', () => buildInput(turn, account, messages)));
         proposal = await timeStage('ai_model', () => callResponder(input));

@@ -230,7 +230,12 @@ export async function newAccount(
   partner: PartnerClient,
   requirements: { name: string; type: string; required?: boolean; description?: string }[] = [],
 ) {
-  const { body } = await partner.post('/accounts', { name: 'Sunrise Mortgage', company_name: 'Sunrise' });
+  // Sequence steps here are about the AI, not consent (which has its own tests).
+  const { body } = await partner.post('/accounts', {
+    name: 'Sunrise Mortgage',
+    company_name: 'Sunrise',
+    consent_required: false,
+  });
   for (const requirement of requirements) {
     const created = await partner.post(`/accounts/${body.id}/requirements`, requirement);
     if (created.status !== 201) throw new Error(JSON.stringify(created.body));

@@ -1,8 +1,9 @@
 import type { DomainEvent } from '@leadline/events';
-import { newUuid } from '@leadline/runtime';
+import { createDb, newUuid, systemClock } from '@leadline/runtime';
 import { eventually, startFakeOpenAi, type FakeOpenAi } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accountEvents } from '../../command-api/test/log';
+import { startSequencer } from '../../sequencer/src';
 import { createModelResponder } from '../src/model';
 import { inbound, messagesOf, newAccount, startAgentSystem, type AgentSystem } from './harness';
 
@@ -92,6 +93,53 @@ describe('an AI-written sequence step', () => {
       sequence_id: account.sequenceId,
       step_order: 0,
     });
+  });
+
+  it('is not written for a lead without consent where the account requires it, and is once consent comes', async () => {
+    const { partner } = world;
+    const account = await accountWithAiSequence('Ask for the pay stub [consent]');
+    await partner.patch(`/accounts/${account.id}`, { consent_required: true });
+    const phone = '+15125550309';
+    fake.respondWith(() => ({ text: 'Hi Ana, could you send your pay stub?' }));
+    await enroll(account.id, account.sequenceId, phone);
+    // The step is held for consent before the AI is asked: the model never sees it.
+    await eventually(async () =>
+      (await eventsOf(account.id)).find((event) => event.type === 'sequence.step_held_for_consent'),
+    );
+    expect(requestsAbout('[consent]')).toEqual([]);
+    const lead = (await partner.get(`/accounts/${account.id}/leads/${encodeURIComponent(phone)}`)).body;
+    expect(lead.sequence).toMatchObject({ hold_reason: 'no_consent', next_step_at: null });
+
+    // Once consent is recorded, the sequencer finds the step due again and asks the AI to write it.
+    const claims = createDb(world.system.env.config.DATABASE_URL, { maxConnections: 2 });
+    const sequencer = await startSequencer({
+      ...world.system.services,
+      db: claims,
+      clock: systemClock,
+      newId: newUuid,
+      groupId: `${world.system.env.config.TOPIC_PREFIX}leadline.sequencer`,
+      hourSeconds: 3600,
+      pollIntervalMs: 100,
+      onError: () => undefined,
+    });
+    try {
+      await partner.post(`/accounts/${account.id}/leads/${encodeURIComponent(phone)}/consent`, {
+        method: 'verbal',
+        captured_at: new Date().toISOString(),
+        evidence_url: 'https://calls.example/recording/9.mp3',
+      });
+      const sent = await eventually(async () => {
+        const messages = (await messagesOf(partner, account.id, phone)).filter(
+          (m) => m.source === 'sequence',
+        );
+        return messages.length > 0 ? messages : undefined;
+      });
+      expect(sent).toMatchObject([{ body: 'Hi Ana, could you send your pay stub?' }]);
+      expect(requestsAbout('[consent]')).toHaveLength(1);
+    } finally {
+      await sequencer.stop();
+      await claims.destroy();
+    }
   });
 
   it('sends nothing when the lead is unenrolled or opts out while the model is writing it', async () => {

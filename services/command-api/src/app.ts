@@ -20,6 +20,7 @@ import { sql } from 'kysely';
 import { accountRoutes } from './accounts/routes';
 import { partnerKeyAuthentication } from './http/auth';
 import { registerEdgeChecks } from './http/edge';
+import { consentRoutes } from './consent/routes';
 import { conversationRoutes } from './conversations/routes';
 import { aiRoutes } from './ai/routes';
 import { documentRoutes } from './documents/routes';
@@ -132,6 +133,7 @@ export async function buildApp(deps: AppDeps) {
       });
       await v1.register(accountRoutes, deps);
       await v1.register(leadRoutes, deps);
+      await v1.register(consentRoutes, deps);
       await v1.register(requirementRoutes, deps);
       await v1.register(sequenceRoutes, deps);
       await v1.register(conversationRoutes, deps);

@@ -60,6 +60,14 @@ office?\`, \`I want to cancel my appointment\`) is an ordinary reply. Each lead 
 however many ways it asks. START, UNSTOP or YES opt back in; HELP is answered. These replies have
 \`source: system\`. Sending to an opted-out number is a 409 \`lead_opted_out\`.
 
+**Consent**: each lead has a consent trail (\`GET /accounts/{id}/leads/{phone}/consent\`): the grants you
+record with their evidence (\`POST …/consent\`, or \`consent\` on a lead import), each opt-out the lead
+texts (a revocation, with its message) and each START. Accounts created with \`consent_required\` (the
+default) send sequence steps, AI-written ones too, only to leads whose consent is \`granted\`; the others'
+steps wait with \`hold_reason: no_consent\` until consent is recorded. Replies to a lead who wrote first and
+manual messages never wait for it. \`GET /accounts/{id}/consent/export\` streams an account's records as
+NDJSON or CSV, of any size.
+
 **Sequences** send their steps \`delay_hours\` apart, each through the same rules as a manual message
 (\`source: sequence\`), and only inside the lead's sending window: the account's \`sending_window\`
 (default 08:00-21:00) in the lead's time zone from its area code, narrowed to 08:00-20:00 for Florida,
@@ -86,6 +94,11 @@ export const apiTags = [
   {
     name: 'Leads',
     description: 'The people an account follows up, keyed by phone number within the account.',
+  },
+  {
+    name: 'Consent',
+    description:
+      "Proof that a lead agreed to be texted: each lead's consent trail (grants with their evidence, texted revocations and START) and an export of an account's records for a dispute.",
   },
   {
     name: 'Requirements',

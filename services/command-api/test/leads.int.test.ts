@@ -55,6 +55,7 @@ describe('importing leads', () => {
     expect(created.body).toEqual({
       success: true,
       action: 'created',
+      consent_recorded: false,
       lead: {
         phone: '+15125550101',
         name: 'Ana Diaz',

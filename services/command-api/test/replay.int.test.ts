@@ -129,26 +129,33 @@ describe('the projections', () => {
       steps: [{ type: 'fixed', message: 'v2' }],
       is_default: true,
     });
+    // The account requires consent (its default): one lead imported with it, one given it later, one
+    // without it (held, then released when the account stops requiring it, below).
+    const consent = { method: 'web_form', captured_at: '2026-01-05T10:00:00Z', ip_address: '203.0.113.7' };
     await partner.post(`/accounts/${account.id}/leads/bulk`, {
       leads: [
         { phone: '+15125550304', auto_sequence: true },
-        { phone: '+15125550305', auto_sequence: true, first_name: 'Eve' },
+        { phone: '+15125550305', auto_sequence: true, first_name: 'Eve', consent },
       ],
     });
     await partner.post(`/accounts/${account.id}/sequences/${once1.id}/enroll`, { phone: '+15125550304' });
     await partner.post(`/accounts/${account.id}/sequences/${ai.id}/enroll`, { phone: '+15125550304' });
     await partner.post(`/accounts/${account.id}/sequences/${once1.id}/enroll`, { phone: '+15125550303' });
+    await partner.post(`/accounts/${account.id}/leads/+15125550303/consent`, { ...consent, method: 'paper' });
     await inboundSms(account.phone_number, '+15125550305', 'Hello?', 'SM00000000000000000000000000000305');
     await inboundSms(account.phone_number, '+15125550304', 'STOP', 'SM00000000000000000000000000000304');
     await partner.delete(`/accounts/${account.id}/sequences/${ai.id}`);
     await partner.delete(`/accounts/${account.id}/leads/+15125550305`);
     await partner.post(`/accounts/${account.id}/leads`, { phone: '+15125550305' });
+    await partner.patch(`/accounts/${account.id}`, { consent_required: false });
     await partner.delete(`/accounts/${account.id}`);
 
     const once = await readModels();
     expect(once.leads).toHaveLength(5);
     expect(once.sequence_enrollments!.length).toBeGreaterThanOrEqual(4);
     expect(once.messages!.length).toBeGreaterThanOrEqual(4);
+    // Grants, and the STOPs as revocations.
+    expect(once.consent_records!.length).toBeGreaterThanOrEqual(4);
 
     const events: DomainEvent[] = (await accountEvents(system.services)).filter(
       (event) => event.account_id === account.id,

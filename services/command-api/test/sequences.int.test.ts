@@ -24,9 +24,11 @@ const NY = '+12125550100';
 const LA = '+12135550100';
 
 async function newAccount(fields: Record<string, unknown> = {}) {
+  // Steps go out without recorded consent here: the consent rule has its own tests.
   const { body } = await acme.post('/accounts', {
     name: 'Sunrise Mortgage',
     company_name: 'Sunrise',
+    consent_required: false,
     ...fields,
   });
   return body.id as string;
@@ -170,6 +172,7 @@ describe('enrollment', () => {
       action: 'enrolled',
       message_sent: true,
       next_step_at: new Date(clock.now().getTime() + 24 * 3600_000).toISOString(),
+      hold_reason: null,
     });
     expect(await messagesOf(accountId, NY)).toMatchObject([
       { body: 'Hi Dana, this is Sunrise.', source: 'sequence' },
@@ -183,6 +186,7 @@ describe('enrollment', () => {
       current_step: 1,
       total_steps: 2,
       next_step_at: enrolled.body.next_step_at,
+      hold_reason: null,
     });
     const conversations = (await acme.get(`/accounts/${accountId}/conversations`)).body.conversations;
     expect(conversations).toMatchObject([{ phone: NY, in_sequence: true }]);
@@ -388,7 +392,11 @@ describe('enrollment', () => {
   });
 
   it('keeps and returns the account sending window', async () => {
-    const created = await acme.post('/accounts', { name: 'Windowed', sending_window: { start: '09:00' } });
+    const created = await acme.post('/accounts', {
+      name: 'Windowed',
+      sending_window: { start: '09:00' },
+      consent_required: false,
+    });
     expect(created.body.sending_window).toEqual({
       enabled: true,
       start: '09:00',

@@ -1,6 +1,7 @@
 import { accountsProjection } from './accounts/projection';
 import { aiProjection } from './ai/projection';
 import { checklistProjection } from './checklist/projection';
+import { consentProjection } from './consent/projection';
 import { leadsProjection } from './leads/projection';
 import { messagingProjection } from './messaging/projection';
 import type { Projection } from './projection';
@@ -19,6 +20,7 @@ export const projections: readonly Projection[] = [
   messagingProjection,
   sequencesProjection,
   checklistProjection,
+  consentProjection,
   aiProjection,
   webhooksProjection,
 ];

@@ -23,7 +23,8 @@ export interface ClaimOptions {
  * is shaped by account rather than by due time alone. Another sequencer skips the steps (SKIP LOCKED
  * while claiming, the lease after), and a crashed sequencer's leases run out. Paused enrollments
  * (deactivated account, inactive sequence) are not due; when the pause ends, each one's overdue step is
- * due once. Claiming decides nothing: each step is decided under its account's lock afterwards, so a
+ * due once. Steps held for consent are not due either, until a grant (or the account no longer
+ * requiring consent) lifts the hold. Claiming decides nothing: each step is decided under its account's lock afterwards, so a
  * step claimed twice (a lease that ran out mid-send) is still sent once.
  */
 export async function claimDueSteps(
@@ -43,6 +44,7 @@ export async function claimDueSteps(
       join sequences s on s.id = e.sequence_id and s.is_active
       left join sequencer_leases l on l.enrollment_id = e.id and l.step_order = e.current_step
       where e.status = 'active' and not e.awaiting_ai and e.next_step_at <= ${now}
+        and e.hold_reason is distinct from 'no_consent'
         and not (e.account_id = any(${skipAccounts}::text[]))
         and (l.lease_until is null or l.lease_until < ${now})
       group by e.account_id
@@ -57,6 +59,7 @@ export async function claimDueSteps(
         left join sequencer_leases l on l.enrollment_id = e.id and l.step_order = e.current_step
         where e.account_id = due_accounts.account_id
           and e.status = 'active' and not e.awaiting_ai and e.next_step_at <= ${now}
+          and e.hold_reason is distinct from 'no_consent'
           and (l.lease_until is null or l.lease_until < ${now})
         order by e.next_step_at, e.id
         limit ${perAccount}

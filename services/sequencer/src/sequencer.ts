@@ -140,7 +140,8 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
             states.set(id, evolved);
           }
           const held = (event: NewEvent) =>
-            event.type === 'sequence.step_held' && event.data.step_order === step.step_order;
+            (event.type === 'sequence.step_held' || event.type === 'sequence.step_held_for_consent') &&
+            event.data.step_order === step.step_order;
           if (decided.some(held)) deferred.push(step);
           // One append for many enrollments: each step's events stay traced to their own enrollment.
           events.push(
@@ -301,12 +302,17 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
     }
   }
 
-  /** Events after which steps may be due at once: new enrollments, a reactivated account or sequence. */
+  /**
+   * Events after which steps may be due at once: new enrollments, a reactivated account or sequence,
+   * consent granted or no longer required (steps held for it are overdue).
+   */
   const movers = new Set([
     'sequence.enrolled',
     'sequence.leads_enrolled',
     'account.reactivated',
     'sequence.updated',
+    'lead.consent_granted',
+    'account.updated',
   ]);
   const watched = new Set([
     'message.outbound_requested',

@@ -132,7 +132,7 @@ export async function startHarness() {
       .where('key_hash', '=', hashApiKey(key))
       .executeTakeFirstOrThrow();
     const api = partnerClient(system.app, key);
-    const account = await api.post('/accounts', { name: `${name} customer` });
+    const account = await api.post('/accounts', { name: `${name} customer`, consent_required: false });
     return { id: partner_id, key, api, accountId: account.body.id };
   }
 

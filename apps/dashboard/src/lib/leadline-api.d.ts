@@ -131,7 +131,7 @@ export interface paths {
         put?: never;
         /**
          * Import a lead
-         * @description Deduplicated by phone, then by external_id: an existing lead keeps its fields and only has empty ones filled (`updated`, 200), or is left as it is (`skipped`, 200). A new lead is `created` (201).
+         * @description Deduplicated by phone, then by external_id: an existing lead keeps its fields and only has empty ones filled (`updated`, 200), or is left as it is (`skipped`, 200). A new lead is `created` (201). A `consent` is recorded in the lead's consent trail whatever happens to its fields (`consent_recorded`).
          */
         post: operations["importLead"];
         delete?: never;
@@ -200,6 +200,50 @@ export interface paths {
          * @description Every requirement of the account with the lead's progress on it.
          */
         get: operations["getLeadChecklist"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/accounts/{id}/leads/{phone}/consent": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a lead's consent trail
+         * @description The lead's consent status and every record of its trail, in the order they happened: the grants you recorded (on import or by `POST …/consent`), each opt-out the lead texted (a revocation, with the message that revoked it) and each START (a grant by `sms_keyword`). 404 for an unknown lead.
+         */
+        get: operations["getConsentTrail"];
+        put?: never;
+        /**
+         * Record consent
+         * @description Records that the lead agreed to be texted, with its evidence, as a `granted` record of the lead's consent trail (201). The same grant again (every field equal) records nothing and answers 200 with the grant it repeats. Where the account has `consent_required`, the lead's sequence steps held for consent (`hold_reason: no_consent`) go out at once, inside its sending window. Consent is kept with the phone number: it outlives the lead's deletion, as an opt-out does. A grant does not lift an opt-out: only the lead texting START does.
+         */
+        post: operations["grantConsent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/accounts/{id}/consent/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export an account's consent records
+         * @description Every consent record of the account recorded in [`from`, `to`), for an auditor or a dispute: grants with their evidence, texted revocations with the message, and START. Ordered by `recorded_at`, then `id`, and streamed as it is read, page by page, so an export of any size starts at once and is never held in memory. `to` defaults to the time of the request, so records arriving meanwhile do not move the export. NDJSON (one `ConsentRecord` a line) or CSV (RFC 4180, CRLF, a header row; the message as `message_id`, `message_body` and `message_received_at`; a text value others wrote that starts with `=`, `+`, `-`, `@`, a tab or a return is prefixed with `'` so no spreadsheet runs it). A connection closed before the end is an incomplete export: ask again.
+         */
+        get: operations["exportConsentRecords"];
         put?: never;
         post?: never;
         delete?: never;
@@ -958,6 +1002,8 @@ export interface components {
             /** Format: int32 */
             ai_pause_minutes: number;
             sending_window: components["schemas"]["SendingWindow"];
+            /** @description Sequence steps (AI-written ones too) go only to leads whose consent is recorded (`GET …/leads/{phone}/consent`); others' steps wait (`hold_reason: no_consent`) until it is. Replies to a lead who wrote first and manual messages are not held. Accounts created before consent was recorded have `false`. */
+            consent_required: boolean;
             /**
              * Format: date-time
              * @example 2026-01-15T14:30:00.000Z
@@ -1051,6 +1097,11 @@ export interface components {
             updated: number;
             /** Format: int32 */
             skipped: number;
+            /**
+             * Format: int32
+             * @description Leads whose `consent` was recorded (as `consent_recorded` of a single import).
+             */
+            consents_recorded: number;
             errors: components["schemas"]["BulkImportError"][];
         };
         BulkLeadImport: {
@@ -1154,6 +1205,125 @@ export interface components {
                 /** @description Fraction of items collected, 0 to 1. */
                 checklist_progress: number;
             };
+        };
+        /** @description A lead's consent to be texted, with its evidence. Recording the same grant again (every field equal) records nothing. */
+        ConsentGrant: {
+            /**
+             * @description How consent was given: `web_form` (a form on a web page: give `source_url`, `ip_address` and `disclosure_text`), `paper` (a signed form: give `evidence_url`), `verbal` (on a call: a recording as `evidence_url`), `sms_keyword` (a keyword texted to another number of yours; keywords texted to the account's number are recorded by themselves), `import` (consent held in another system you are importing from).
+             * @enum {string}
+             */
+            method: "web_form" | "paper" | "verbal" | "sms_keyword" | "import";
+            /**
+             * Format: date-time
+             * @description When the lead gave consent (not when you record it); not in the future. A grant captured before the number's latest revocation is kept in the trail and leaves the number revoked.
+             * @example 2026-01-15T14:30:00.000Z
+             */
+            captured_at: string;
+            /**
+             * Format: uri
+             * @description The page the consent was given on.
+             */
+            source_url?: string;
+            /** @description The address the form was submitted from. */
+            ip_address?: string;
+            /** @description The exact consent language the lead was shown or read, word for word. */
+            disclosure_text?: string;
+            /**
+             * Format: uri
+             * @description Where the proof is kept: a signed form, a recording, a screenshot.
+             */
+            evidence_url?: string;
+        };
+        ConsentGrantResult: {
+            /** @constant */
+            success: true;
+            /** @description False when the number already had this very grant: nothing new was recorded. */
+            recorded: boolean;
+            /**
+             * @description The record captured last decides: `granted` by a grant or START, `revoked` by an opt-out texted; `none` without any record.
+             * @enum {string}
+             */
+            status: "granted" | "revoked" | "none";
+            /** @description The grant: the one recorded now, or the identical one it repeats. */
+            record: components["schemas"]["ConsentRecord"];
+        };
+        ConsentRecord: {
+            /** Format: uuid */
+            id: string;
+            /**
+             * @description E.164.
+             * @example +15125550123
+             */
+            phone: string;
+            /** @description The lead with this phone now; null once it is deleted. */
+            lead_name: string | null;
+            /** @enum {string} */
+            action: "granted" | "revoked";
+            /**
+             * @description How it was given, or revoked: a texted opt-out or opt-in is `sms_keyword`.
+             * @enum {string}
+             */
+            method: "web_form" | "paper" | "verbal" | "sms_keyword" | "import";
+            /**
+             * Format: date-time
+             * @description When it was given or revoked (a texted one: when its message arrived).
+             * @example 2026-01-15T14:30:00.000Z
+             */
+            captured_at: string;
+            /**
+             * Format: date-time
+             * @description When it was recorded here.
+             * @example 2026-01-15T14:30:00.000Z
+             */
+            recorded_at: string;
+            /**
+             * @description `api`: POST …/consent; `import` / `bulk_import`: the `consent` of a lead import; `sms`: texted to the account.
+             * @enum {string}
+             */
+            recorded_via: "api" | "import" | "bulk_import" | "sms";
+            /** @description Who recorded it: `partner_key:<key id>`, `embed_user:<name>` (the embedded dashboard) or `system:<service>` (a text). */
+            recorded_by: string;
+            source_url: string | null;
+            ip_address: string | null;
+            disclosure_text: string | null;
+            evidence_url: string | null;
+            /** @description For a texted record: the keyword it was read as (`STOP`, `START`...). */
+            keyword: string | null;
+            /** @description For a texted record: the message that revoked or granted consent, as the lead sent it. */
+            message: {
+                /** Format: uuid */
+                id: string;
+                body: string;
+                /**
+                 * Format: date-time
+                 * @example 2026-01-15T14:30:00.000Z
+                 */
+                received_at: string;
+            } | null;
+        };
+        ConsentTrail: {
+            /**
+             * @description E.164.
+             * @example +15125550123
+             */
+            phone: string;
+            /**
+             * @description The record captured last decides: `granted` by a grant or START, `revoked` by an opt-out texted; `none` without any record.
+             * @enum {string}
+             */
+            status: "granted" | "revoked" | "none";
+            /** @description The account's setting: without `granted`, its sequence steps to this lead wait. */
+            consent_required: boolean;
+            /** @description The number texted STOP and not START since: nothing but compliance replies is sent to it. */
+            opted_out: boolean;
+            /** @description In the order they happened (`captured_at`, then as recorded). */
+            records: components["schemas"]["ConsentRecord"][];
+            /** Format: int32 */
+            total: number;
+            /** Format: int32 */
+            limit: number;
+            /** Format: int32 */
+            offset: number;
         };
         ContextFile: {
             id: string;
@@ -1356,6 +1526,11 @@ export interface components {
                 /** @description Used when the lead's area code says nothing of its zone. */
                 time_zone?: string;
             };
+            /**
+             * @description Sequence steps (AI-written ones too) go only to leads whose consent is recorded (`GET …/leads/{phone}/consent`); others' steps wait (`hold_reason: no_consent`) until it is. Replies to a lead who wrote first and manual messages are not held. Accounts created before consent was recorded have `false`.
+             * @default true
+             */
+            consent_required?: boolean;
         };
         CreateRequirementRequest: {
             name: string;
@@ -1514,9 +1689,12 @@ export interface components {
             action: "enrolled" | "already_enrolled" | "reactivated";
             /** @description Step 0 was queued for sending in this request. */
             message_sent: boolean;
-            /** @description When the next step goes out, inside the lead's sending window; null when none is left. */
+            /** @description When the next step goes out, inside the lead's sending window; null when none is left or it waits for consent. */
             next_step_at: string | null;
+            hold_reason: components["schemas"]["HoldReason"];
         };
+        /** @description Why the next step waits, if a rule holds it: `quiet_hours` (the account's sending window), `state_hours`, `state_sunday`, `state_holiday` or `frequency_cap` (the lead's state's law) until `next_step_at`; `no_consent` (the account has `consent_required` and the lead has no consent recorded) until consent is recorded, with no `next_step_at` meanwhile. Null when nothing holds it. */
+        HoldReason: ("quiet_hours" | "state_hours" | "state_sunday" | "state_holiday" | "frequency_cap" | "no_consent") | null;
         ImportedLead: {
             /**
              * @description E.164.
@@ -1684,8 +1862,9 @@ export interface components {
                 current_step: number;
                 /** Format: int32 */
                 total_steps: number;
-                /** @description When the next step goes out, inside the lead's sending window. */
+                /** @description When the next step goes out, inside the lead's sending window; null while it waits for consent. */
                 next_step_at: string | null;
+                hold_reason: components["schemas"]["HoldReason"];
             } | null;
         };
         LeadEnrollment: {
@@ -1706,6 +1885,7 @@ export interface components {
             /** Format: int32 */
             total_steps: number;
             next_step_at: string | null;
+            hold_reason: components["schemas"]["HoldReason"];
             /**
              * Format: date-time
              * @example 2026-01-15T14:30:00.000Z
@@ -1741,12 +1921,19 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
+            /** @description The lead's consent to be texted, recorded in its consent trail (as `POST …/leads/{phone}/consent` does) whatever the import does with its fields; needed for sequence steps where the account has `consent_required`. */
+            consent?: components["schemas"]["ConsentGrant"];
         };
         LeadImportResult: {
             /** @constant */
             success: true;
-            /** @enum {string} */
+            /**
+             * @description What happened to the lead's fields (its consent is `consent_recorded`).
+             * @enum {string}
+             */
             action: "created" | "updated" | "skipped";
+            /** @description A `consent` was given and recorded (false without one, or when the lead already had that very grant). */
+            consent_recorded: boolean;
             lead: components["schemas"]["ImportedLead"];
         };
         LeadList: {
@@ -2206,7 +2393,7 @@ export interface components {
              */
             action: "unenrolled" | "not_enrolled";
         };
-        /** @description Mutable fields: name, company_name, forwarding_number, branding, metadata, ai_pause_minutes, sending_window and status. The phone number and slug cannot change. */
+        /** @description Mutable fields: name, company_name, forwarding_number, branding, metadata, ai_pause_minutes, sending_window, consent_required and status. The phone number and slug cannot change. */
         UpdateAccountRequest: {
             name?: string;
             company_name?: string;
@@ -2237,6 +2424,8 @@ export interface components {
                 /** @description Used when the lead's area code says nothing of its zone. */
                 time_zone?: string;
             };
+            /** @description `false` releases every step held for consent at once (inside the sending window). */
+            consent_required?: boolean;
             /**
              * @description `active` reactivates an account.
              * @enum {string}
@@ -4567,6 +4756,449 @@ export interface operations {
              *
              *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone.
              */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getConsentTrail: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1-250. */
+                limit?: number;
+                /** @description Items to skip. */
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The account id. */
+                id: string;
+                /** @description The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`. */
+                phone: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsentTrail"];
+                };
+            };
+            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `missing_api_key`: No `X-Partner-Key` header.
+             *
+             *     `invalid_api_key`: The partner key is unknown or revoked.
+             */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `account_not_found`: No such account for this partner (another partner's account too).
+             *
+             *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone.
+             */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    grantConsent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                /** @description The account id. */
+                id: string;
+                /** @description The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`. */
+                phone: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConsentGrant"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsentGrantResult"];
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsentGrantResult"];
+                };
+            };
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
+             *
+             *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
+             */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `missing_api_key`: No `X-Partner-Key` header.
+             *
+             *     `invalid_api_key`: The partner key is unknown or revoked.
+             */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `account_not_found`: No such account for this partner (another partner's account too).
+             *
+             *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone.
+             */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import). */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json`. */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
+             *
+             *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *
+             *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
+             */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    exportConsentRecords: {
+        parameters: {
+            query?: {
+                /** @description Records recorded at or after this instant; the beginning when omitted. */
+                from?: string;
+                /** @description Records recorded before this instant; the time of the request when omitted. */
+                to?: string;
+                /** @description `ndjson` (`application/x-ndjson`, one record a line) or `csv` (`text/csv`, with a header row). */
+                format?: "ndjson" | "csv";
+            };
+            header?: never;
+            path: {
+                /** @description The account id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The records, streamed. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": components["schemas"]["ConsentRecord"];
+                    "text/csv": string;
+                };
+            };
+            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `missing_api_key`: No `X-Partner-Key` header.
+             *
+             *     `invalid_api_key`: The partner key is unknown or revoked.
+             */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `account_not_found`: No such account for this partner (another partner's account too). */
             404: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];

@@ -84,6 +84,7 @@ describe('CSV import result', () => {
           imported: 2,
           updated: 0,
           skipped: 1,
+          consents_recorded: 0,
           errors: [{ index: 1, phone: 'abc', code: 'invalid_phone', message: 'phone: Not a phone number.' }],
         }}
       />,

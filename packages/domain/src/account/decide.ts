@@ -19,6 +19,8 @@ export interface Account {
   /** The partner released the number: the account has none any more and stays deactivated. */
   phone_number_released: boolean;
   sending_window: SendingWindow;
+  /** Proactive messages need the lead's recorded consent. */
+  consent_required: boolean;
 }
 
 export interface AccountState {
@@ -46,6 +48,8 @@ export interface CreateAccount {
   metadata?: Metadata | undefined;
   ai_pause_minutes?: number | undefined;
   sending_window?: Partial<SendingWindow> | undefined;
+  /** Default true: accounts created since consent was recorded require it. */
+  consent_required?: boolean | undefined;
 }
 
 export type AccountCommand =
@@ -60,6 +64,7 @@ export type AccountCommand =
       ai_pause_minutes?: number | undefined;
       /** The given fields replace the account's; the others are kept. */
       sending_window?: Partial<SendingWindow> | undefined;
+      consent_required?: boolean | undefined;
       status?: 'active' | 'deactivated' | undefined;
     }
   | { type: 'DeactivateAccount' }
@@ -103,6 +108,7 @@ export function decideAccountCreation(command: CreateAccount, registry: AccountR
         metadata: command.metadata ?? {},
         ai_pause_minutes: command.ai_pause_minutes ?? DEFAULT_AI_PAUSE_MINUTES,
         sending_window: { ...DEFAULT_SENDING_WINDOW, ...command.sending_window },
+        consent_required: command.consent_required ?? true,
       },
     },
   ];
@@ -130,6 +136,9 @@ function changedFields(
   if (Object.keys(metadata).length > 0) changes.metadata = metadata;
   if (command.ai_pause_minutes !== undefined && command.ai_pause_minutes !== account.ai_pause_minutes) {
     changes.ai_pause_minutes = command.ai_pause_minutes;
+  }
+  if (command.consent_required !== undefined && command.consent_required !== account.consent_required) {
+    changes.consent_required = command.consent_required;
   }
   if (command.sending_window) {
     const window = { ...account.sending_window, ...command.sending_window };

@@ -21,6 +21,7 @@ const account: Account = {
   phone_number: '+15125550100',
   phone_number_released: false,
   sending_window: DEFAULT_SENDING_WINDOW,
+  consent_required: false,
 };
 const given = (overrides: Partial<Account> = {}, teamEmails: string[] = []): AccountState => ({
   account: { ...account, ...overrides },
@@ -53,8 +54,17 @@ describe('account creation', () => {
         metadata: {},
         ai_pause_minutes: 1440,
         sending_window: DEFAULT_SENDING_WINDOW,
+        consent_required: true,
       },
     });
+  });
+
+  it('requires consent for proactive messages unless the partner says otherwise', () => {
+    const [optedOut] = decideAccountCreation(
+      { ...create, consent_required: false },
+      { slug: 'acme-homes', phoneNumberInUse: false },
+    );
+    expect(optedOut).toMatchObject({ data: { consent_required: false } });
   });
 
   it('refuses a number another account has', () => {
@@ -99,6 +109,15 @@ describe('the account decider', () => {
         },
       },
     ]);
+  });
+
+  it('turns consent_required on and off, and changes nothing when it is already so', () => {
+    expect(decideAccount({ type: 'UpdateAccount', consent_required: true }, given())).toEqual([
+      { type: 'account.updated', data: { consent_required: true } },
+    ]);
+    expect(
+      decideAccount({ type: 'UpdateAccount', consent_required: true }, given({ consent_required: true })),
+    ).toEqual([]);
   });
 
   it('changes nothing when nothing differs, including removing an absent metadata key', () => {

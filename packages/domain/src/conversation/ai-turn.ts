@@ -1,6 +1,7 @@
 import { leadName, type EventData, type NewEvent } from '@leadline/events';
 import { checklistProgress } from '../lead/checklist';
-import { heldEvent } from '../sequence/decide';
+import { heldForConsent, type ConsentState } from '../consent/decide';
+import { consentHeldEvent, heldEvent } from '../sequence/decide';
 import type { Hold } from '../sequence/sending-window';
 import { complianceReply, decideSendMessage, optedOutEvent, type ConversationState } from './decide';
 import type { TurnProposal } from './turn';
@@ -29,6 +30,8 @@ export interface AiTurnState extends ConversationState {
    * the lead was unenrolled, opted out, deleted, or the sequence ended or moved on); null otherwise.
    */
   stepEnrollmentActive: boolean | null;
+  /** The account's consent rule and the number's consent: a step's message may need a grant. */
+  consent: ConsentState;
 }
 
 export interface AiTurn {
@@ -74,6 +77,14 @@ export function awaitsOptOutDecision(
     !state.conversation?.opted_out &&
     skipReason(turn, state) === 'lead_opted_out'
   );
+}
+
+/**
+ * Whether a sequence step's message waits for consent: an AI step is proactive, so an account that
+ * requires consent holds it for a number without one. Replies to the lead's own messages never wait.
+ */
+export function stepHeldForConsent(turn: Pick<AiTurn, 'sequence_step'>, state: AiTurnState): boolean {
+  return turn.sequence_step !== null && heldForConsent(state.consent);
 }
 
 /**
@@ -135,6 +146,12 @@ export function decideAiTurn(turn: AiTurn, state: AiTurnState, now: Date): NewEv
     if (skip !== 'enrollment_ended') stepFailed(skip);
     completed('skipped', skip, false);
     return events;
+  }
+  // Without consent the step goes back to the sequencer, held until a grant; it is asked of the AI afresh
+  // then, so no turn is completed for it now.
+  if (step && lead && stepHeldForConsent(turn, state)) {
+    const { instructions: _instructions, ...held } = { ...step, lead_id: lead.lead_id, phone };
+    return [consentHeldEvent(held, 'ai_send', now)];
   }
   // A step's message is proactive: written earlier, it goes out only if the window is open now. Held, it
   // is written afresh when the window opens (the conversation may have moved on meanwhile).

@@ -34,6 +34,7 @@ const state = (overrides: Partial<AiTurnState> = {}): AiTurnState => ({
   collected: new Set(),
   stepHold: null,
   stepEnrollmentActive: null,
+  consent: { required: false, status: 'none' },
   ...overrides,
 });
 const turn = (overrides: Partial<AiTurn> = {}): AiTurn => ({
@@ -62,6 +63,44 @@ const aiStep = (stepOrder: number) => ({
   step_order: stepOrder,
   phone: lead.phone,
   instructions: 'x',
+});
+
+describe('an AI turn under the consent rule', () => {
+  const noConsent = { consent: { required: true, status: 'none' as const } };
+
+  it("holds a sequence step's message for consent instead of sending it, completing no turn", () => {
+    // Given an account requiring consent and a lead without it, when the AI wrote a step's message,
+    const events = decideAiTurn(turn({ sequence_step: aiStep(1), message_ids: [] }), state(noConsent), now);
+    // then it is not sent: the step waits for consent (and is written afresh once granted).
+    expect(events).toEqual([
+      {
+        type: 'sequence.step_held_for_consent',
+        data: {
+          enrollment_id: 'e1',
+          sequence_id: 's1',
+          step_order: 1,
+          lead_id: lead.lead_id,
+          phone: lead.phone,
+          stage: 'ai_send',
+          reason: 'no_consent',
+          due_at: now.toISOString(),
+        },
+      },
+    ]);
+  });
+
+  it('answers a lead who wrote first without consent: a reply is not proactive', () => {
+    expect(types(decideAiTurn(turn(), state(noConsent), now))).toContain('message.outbound_requested');
+  });
+
+  it("sends a step's message once consent is granted", () => {
+    const events = decideAiTurn(
+      turn({ sequence_step: aiStep(1), message_ids: [] }),
+      state({ consent: { required: true, status: 'granted' } }),
+      now,
+    );
+    expect(events[0]).toMatchObject({ type: 'message.outbound_requested', data: { source: 'sequence' } });
+  });
 });
 
 describe('deciding an AI turn', () => {

@@ -1,9 +1,16 @@
 import { leadName, type EventData, type NewEvent } from '@leadline/events';
 import { conflict, DomainError, notFound } from '../errors';
+import { heldForConsent, type ConsentState } from '../consent/decide';
 import type { ConversationState } from '../conversation/decide';
 import { decideSendMessage } from '../conversation/decide';
 import type { Lead } from '../lead/state';
-import { leadLocation, proactiveHold, type Hold, type SendingWindow } from './sending-window';
+import {
+  leadLocation,
+  proactiveHold,
+  type Hold,
+  type HoldReason,
+  type SendingWindow,
+} from './sending-window';
 import { renderTemplate, valuesOf } from './templates';
 
 /** A step of a sequence, as the partner defines it (its `order` is its position). */
@@ -112,6 +119,7 @@ const appendOrder = [
   'sequence.step_skipped',
   // After the step done: a hold of the next step it scheduled applies to the step it moved to.
   'sequence.step_held',
+  'sequence.step_held_for_consent',
   'sequence.completed',
 ];
 export const inAppendOrder = <E extends NewEvent>(events: readonly E[]): E[] =>
@@ -119,6 +127,9 @@ export const inAppendOrder = <E extends NewEvent>(events: readonly E[]): E[] =>
     .map((event, index) => ({ event, index, rank: appendOrder.indexOf(event.type) }))
     .sort((a, b) => a.rank - b.rank || a.index - b.index)
     .map(({ event }) => event);
+
+/** Why an active enrollment waits: a rule of the sending window, or no consent (until it is given). */
+export type EnrollmentHoldReason = HoldReason | 'no_consent';
 
 /** An enrollment as the step deciders see it. */
 export interface Enrollment {
@@ -134,6 +145,12 @@ export interface Enrollment {
   next_step_at: Date | null;
   awaiting_ai: boolean;
   replied: boolean;
+  /**
+   * Why its next step waits, if a rule held it: the window's and the state's rules until `next_step_at`;
+   * `no_consent` until the number's consent is granted or the account stops requiring it (the step is
+   * then overdue since `next_step_at`, and goes out at once).
+   */
+  hold_reason: EnrollmentHoldReason | null;
 }
 
 export interface Schedule {
@@ -185,6 +202,8 @@ export interface StepState {
   sent?: readonly Date[];
   /** An opt-out answered to Twilio whose decision is still queued: the step waits as for an opt-out. */
   optOutPending: boolean;
+  /** The account's consent rule and the number's consent: a step may be held until consent is given. */
+  consent: ConsentState;
 }
 
 const refOf = (enrollment: Enrollment) => ({
@@ -242,10 +261,24 @@ export function heldEvent(
   };
 }
 
+/** The audit record of a step held until the number's consent is granted (or no longer required). */
+export function consentHeldEvent(
+  ref: ReturnType<typeof refOf> & { step_order: number },
+  stage: 'due' | 'ai_send',
+  dueAt: Date,
+): NewEvent {
+  return {
+    type: 'sequence.step_held_for_consent',
+    data: { ...ref, stage, reason: 'no_consent', due_at: dueAt.toISOString() },
+  };
+}
+
 /**
  * A due step (the sequencer claimed it, or step 0 at enrollment). Nothing happens when the claim is
  * stale (the enrollment moved on, ended or waits for the AI) or paused (deactivated account, inactive or
- * deleted sequence: the step goes out when that ends). Outside the lead's sending window, or past its
+ * deleted sequence: the step goes out when that ends). An account that requires consent holds the step
+ * of a number without it (`sequence.step_held_for_consent`) until it is granted. Outside the lead's
+ * sending window, or past its
  * state's rules (hours, Sundays, holidays, messages per 24 hours), the step is held
  * (`sequence.step_held`) until every rule allows it. A lead who replied since the enrollment began has a
  * `skip_if_replied` step skipped. A fixed step goes through the same send decider as a manual message
@@ -273,6 +306,8 @@ export function decideDueStep(
   if (!step) return [];
   const ref = { ...refOf(enrollment), step_order: stepOrder };
 
+  // Before the window: a step without consent waits for a grant, not for a time.
+  if (heldForConsent(state.consent)) return [consentHeldEvent(ref, 'due', now)];
   const hold = stepHold(now, enrollment.phone, account.sending_window, state.sent);
   if (hold) return [heldEvent(ref, 'due', hold)];
   if (step.skip_if_replied && enrollment.replied) {
@@ -381,18 +416,24 @@ export interface EnrollState {
   sent?: readonly Date[];
   /** As `StepState.optOutPending`: the lead is refused as for an opt-out. */
   optOutPending: boolean;
+  /** As `StepState.consent`: step 0 due at once is held without consent (the enrollment is made). */
+  consent: ConsentState;
 }
 
 export interface EnrollResult {
   action: 'enrolled' | 'already_enrolled' | 'reactivated';
   message_sent: boolean;
+  /** Null when no step is left, or while the next one waits for consent. */
   next_step_at: string | null;
+  hold_reason: EnrollmentHoldReason | null;
 }
 
 /**
  * Enrolls a lead at step 0; a lead whose enrollment ended (cancelled, opted out, completed) starts
  * again (`reactivated`). Step 0 due at once goes out in the same decision (`message_sent`); otherwise
- * `next_step_at` says when (after its delay, inside the lead's sending window).
+ * `next_step_at` says when (after its delay, inside the lead's sending window). Without consent where
+ * the account requires it the lead is still enrolled: step 0, once due, waits for consent
+ * (`hold_reason: no_consent`), so a grant recorded later starts the sequence where it stands.
  */
 export function decideEnroll(
   command: { enrollment_id: string; message_id: string },
@@ -408,7 +449,9 @@ export function decideEnroll(
       result: {
         action: 'already_enrolled',
         message_sent: false,
-        next_step_at: enrollment.next_step_at?.toISOString() ?? null,
+        next_step_at:
+          enrollment.hold_reason === 'no_consent' ? null : (enrollment.next_step_at?.toISOString() ?? null),
+        hold_reason: enrollment.hold_reason,
       },
     };
   }
@@ -442,6 +485,7 @@ export function decideEnroll(
     next_step_at: dueAt,
     awaiting_ai: false,
     replied: false,
+    hold_reason: hold?.reason ?? null,
   };
   const events: NewEvent[] = [
     {
@@ -474,7 +518,15 @@ export function decideEnroll(
     );
   }
   if (dueAt.getTime() > schedule.now.getTime()) {
-    return { events, result: { action, message_sent: false, next_step_at: dueAt.toISOString() } };
+    return {
+      events,
+      result: {
+        action,
+        message_sent: false,
+        next_step_at: dueAt.toISOString(),
+        hold_reason: hold?.reason ?? null,
+      },
+    };
   }
   const stepEvents = decideDueStep(
     {
@@ -486,22 +538,31 @@ export function decideEnroll(
       conversation,
       sent: state.sent,
       optOutPending: state.optOutPending,
+      consent: state.consent,
     },
     0,
     { ...schedule, messageId: command.message_id },
   );
   const sent = stepEvents.find((event) => event.type === 'sequence.step_sent');
   const nextStepAt = sent?.type === 'sequence.step_sent' ? sent.data.next_step_at : null;
+  const heldForNoConsent = stepEvents.some((event) => event.type === 'sequence.step_held_for_consent');
   return {
     events: [...events, ...stepEvents],
     result: {
       action,
       message_sent: sent !== undefined,
       // An AI step 0 is being written by the AI now: it is due now.
-      next_step_at: sent ? nextStepAt : dueAt.toISOString(),
+      next_step_at: sent ? nextStepAt : heldForNoConsent ? null : dueAt.toISOString(),
+      hold_reason: heldForNoConsent ? 'no_consent' : heldReasonOf(stepEvents),
     },
   };
 }
+
+/** The reason of the first time-bound hold among `events` (the next step's, after one sent). */
+const heldReasonOf = (events: readonly NewEvent[]) => {
+  const held = events.find((event) => event.type === 'sequence.step_held');
+  return held?.type === 'sequence.step_held' ? held.data.reason : null;
+};
 
 /**
  * `auto_sequence` on import: each lead imported with it starts the account's default sequence, unless

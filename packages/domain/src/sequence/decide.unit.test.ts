@@ -4,9 +4,11 @@ import type { Lead } from '../lead/state';
 import {
   decideAiStepOutcome,
   decideDueStep,
+  decideEnroll,
   decideSequences,
   decideUnenroll,
   type Enrollment,
+  type EnrollState,
   type StepState,
 } from './decide';
 import { DEFAULT_SENDING_WINDOW } from './sending-window';
@@ -50,6 +52,7 @@ const enrollment: Enrollment = {
   next_step_at: now,
   awaiting_ai: false,
   replied: false,
+  hold_reason: null,
 };
 const given = (
   overrides: Partial<StepState> = {},
@@ -67,6 +70,7 @@ const given = (
   lead,
   conversation: { started: true, opted_out: false, needs_handoff: false, ai_paused_until: null },
   optOutPending: false,
+  consent: { required: false, status: 'none' },
   ...overrides,
 });
 const types = (events: { type: string }[]) => events.map((event) => event.type);
@@ -279,5 +283,137 @@ describe('decideUnenroll', () => {
   it('is a 404 for an unknown sequence or lead', () => {
     expect(() => decideUnenroll({ ...state({}), sequence: undefined })).toThrow(/sequence/i);
     expect(() => decideUnenroll({ ...state({}), lead: undefined })).toThrow(/lead/i);
+  });
+});
+
+describe('the consent rule on proactive steps', () => {
+  const noConsent = { consent: { required: true, status: 'none' as const } };
+  const heldForConsent = {
+    type: 'sequence.step_held_for_consent',
+    data: {
+      enrollment_id: 'enr-1',
+      sequence_id: 'seq-1',
+      lead_id: 'lead-1',
+      phone: lead.phone,
+      step_order: 1,
+      stage: 'due',
+      reason: 'no_consent',
+      due_at: now.toISOString(),
+    },
+  };
+
+  it('holds a due step of a lead without consent where the account requires it, naming the rule', () => {
+    // Given an account that requires consent and a lead who never gave it,
+    // when its step falls due, then nothing is sent: the step is held for consent.
+    expect(decideDueStep(given(noConsent), 1, schedule)).toEqual([heldForConsent]);
+    // A revoked consent holds it as well.
+    expect(decideDueStep(given({ consent: { required: true, status: 'revoked' } }), 1, schedule)).toEqual([
+      heldForConsent,
+    ]);
+  });
+
+  it('sends the step once consent is granted, or where the account does not require it', () => {
+    for (const consent of [
+      { required: true, status: 'granted' },
+      { required: false, status: 'none' },
+    ] as const) {
+      expect(types(decideDueStep(given({ consent }), 1, schedule))).toEqual([
+        'message.outbound_requested',
+        'sequence.step_sent',
+        'sequence.completed',
+      ]);
+    }
+  });
+
+  it('holds an AI step before asking the AI to write it', () => {
+    const ai: SequenceStep = {
+      type: 'ai',
+      message: null,
+      instructions: 'Ask',
+      delay_hours: 0,
+      skip_if_replied: true,
+    };
+    expect(decideDueStep(given({ ...noConsent, steps: [fixed('Hi'), ai] }), 1, schedule)).toEqual([
+      heldForConsent,
+    ]);
+  });
+
+  it('holds for consent before the sending window: a grant, not a time, ends the wait', () => {
+    const night = new Date('2026-03-03T03:00:00Z');
+    expect(
+      types(decideDueStep(given(noConsent, { next_step_at: night }), 1, { ...schedule, now: night })),
+    ).toEqual(['sequence.step_held_for_consent']);
+  });
+});
+
+describe('decideEnroll under the consent rule', () => {
+  const sequence = {
+    id: 'seq-1',
+    name: 'Welcome',
+    description: null,
+    is_active: true,
+    is_default: false,
+    steps: [fixed('Hi {{first_name}}'), fixed('Again', 24)],
+    steps_version: 1,
+  };
+  const enrollState = (consent: StepState['consent']): EnrollState => ({
+    account: given().account,
+    sequence,
+    lead,
+    conversation: undefined,
+    enrollment: undefined,
+    optOutPending: false,
+    consent,
+  });
+  const ids = { enrollment_id: 'enr-2', message_id: 'msg-2' };
+
+  it('enrolls a lead without consent but holds its step 0, with no time to send it', () => {
+    // Given an account requiring consent and a lead without it,
+    const { events, result } = decideEnroll(ids, enrollState({ required: true, status: 'none' }), schedule);
+    // when it is enrolled in a sequence whose step 0 is due at once,
+    // then it is enrolled, nothing is sent, and the answer says why it waits.
+    expect(types(events)).toEqual(['sequence.enrolled', 'sequence.step_held_for_consent']);
+    expect(result).toEqual({
+      action: 'enrolled',
+      message_sent: false,
+      next_step_at: null,
+      hold_reason: 'no_consent',
+    });
+  });
+
+  it('sends step 0 at once to a lead with consent', () => {
+    const { events, result } = decideEnroll(
+      ids,
+      enrollState({ required: true, status: 'granted' }),
+      schedule,
+    );
+    expect(types(events)).toContain('message.outbound_requested');
+    expect(result).toMatchObject({ message_sent: true, hold_reason: null });
+  });
+
+  it('leaves a delayed step 0 scheduled: consent given before it is due lets it go', () => {
+    const delayed = { ...sequence, steps: [fixed('Later', 2), fixed('Again', 24)] };
+    const { events, result } = decideEnroll(
+      ids,
+      { ...enrollState({ required: true, status: 'none' }), sequence: delayed },
+      schedule,
+    );
+    expect(types(events)).toEqual(['sequence.enrolled']);
+    expect(result).toMatchObject({ next_step_at: '2026-03-02T17:00:00.000Z', hold_reason: null });
+  });
+
+  it('says an active enrollment waits for consent when enrolled again', () => {
+    const waiting = given({}, { hold_reason: 'no_consent', current_step: 0 }).enrollment!;
+    const { result } = decideEnroll(
+      ids,
+      { ...enrollState({ required: true, status: 'none' }), enrollment: waiting },
+      schedule,
+    );
+    expect(result).toEqual({
+      action: 'already_enrolled',
+      message_sent: false,
+      next_step_at: null,
+      hold_reason: 'no_consent',
+    });
   });
 });

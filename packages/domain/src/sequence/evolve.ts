@@ -1,4 +1,5 @@
 import type { NewEvent } from '@leadline/events';
+import { evolveConsent } from '../consent/decide';
 import { evolveConversation } from '../conversation/evolve';
 import { evolveLead } from '../lead/evolve';
 import type { Enrollment, StepState } from './decide';
@@ -9,12 +10,14 @@ export type EnrollmentTarget =
   /** A number's enrollments that began by the event (a later one must not see an earlier reply). */
   | { by: 'phone'; phone: string }
   | { by: 'lead'; lead_id: string }
-  | { by: 'sequence'; sequence_id: string };
+  | { by: 'sequence'; sequence_id: string }
+  /** Every enrollment of the event's account. */
+  | { by: 'account' };
 
 /** The enrollment fields an event may set. */
 export type EnrollmentFields = Pick<
   Enrollment,
-  'status' | 'current_step' | 'next_step_at' | 'awaiting_ai' | 'replied'
+  'status' | 'current_step' | 'next_step_at' | 'awaiting_ai' | 'replied' | 'hold_reason'
 >;
 
 /**
@@ -26,7 +29,9 @@ export type EnrollmentFields = Pick<
  */
 export interface EnrollmentChange {
   target: EnrollmentTarget;
-  when: Partial<Pick<Enrollment, 'status' | 'current_step' | 'awaiting_ai'>> & { notRemoved?: true };
+  when: Partial<Pick<Enrollment, 'status' | 'current_step' | 'awaiting_ai' | 'hold_reason'>> & {
+    notRemoved?: true;
+  };
   set: Partial<EnrollmentFields>;
   ends?: true;
 }
@@ -45,6 +50,7 @@ export function enrollmentChange(event: NewEvent): EnrollmentChange | undefined 
           current_step: event.data.step_order + 1,
           next_step_at: nextAt(event.data.next_step_at),
           awaiting_ai: false,
+          hold_reason: null,
         },
       };
     // `next_step_at` shows when the held step goes out (an AI-written one stays awaited meanwhile).
@@ -53,13 +59,36 @@ export function enrollmentChange(event: NewEvent): EnrollmentChange | undefined 
       return {
         target: { by: 'id', enrollment_id: event.data.enrollment_id },
         when: { current_step: event.data.step_order, status: 'active' },
-        set: { next_step_at: nextAt(event.data.next_step_at) },
+        set: { next_step_at: nextAt(event.data.next_step_at), hold_reason: event.data.reason },
       };
+    // Held until consent: the step stays due since `due_at` (an AI step goes back to the sequencer,
+    // which asks the AI afresh once released), but is not claimed while the hold stands.
+    case 'sequence.step_held_for_consent':
+      return {
+        target: { by: 'id', enrollment_id: event.data.enrollment_id },
+        when: { current_step: event.data.step_order, status: 'active' },
+        set: { next_step_at: new Date(event.data.due_at), awaiting_ai: false, hold_reason: 'no_consent' },
+      };
+    // Consent given, or no longer required: steps held for it are due again (overdue since their hold).
+    case 'lead.consent_granted':
+      return {
+        target: { by: 'phone', phone: event.data.phone },
+        when: { status: 'active', hold_reason: 'no_consent' },
+        set: { hold_reason: null },
+      };
+    case 'account.updated':
+      return event.data.consent_required === false
+        ? {
+            target: { by: 'account' },
+            when: { status: 'active', hold_reason: 'no_consent' },
+            set: { hold_reason: null },
+          }
+        : undefined;
     case 'sequence.ai_step_requested':
       return {
         target: { by: 'id', enrollment_id: event.data.enrollment_id },
         when: { current_step: event.data.step_order, status: 'active', awaiting_ai: false },
-        set: { awaiting_ai: true, next_step_at: null },
+        set: { awaiting_ai: true, next_step_at: null, hold_reason: null },
       };
     case 'sequence.completed':
       return {
@@ -122,6 +151,9 @@ const targets = (target: EnrollmentTarget, enrollment: Enrollment) => {
       return enrollment.lead_id === target.lead_id;
     case 'sequence':
       return enrollment.sequence_id === target.sequence_id;
+    // A decision's enrollments are all of its own account.
+    case 'account':
+      return true;
     default: {
       const unknown: never = target;
       throw new Error(`Unknown target ${String(unknown)}`);
@@ -137,6 +169,7 @@ export function enrollmentMatches(change: EnrollmentChange, enrollment: Enrollme
     (when.status === undefined || enrollment.status === when.status) &&
     (when.current_step === undefined || enrollment.current_step === when.current_step) &&
     (when.awaiting_ai === undefined || enrollment.awaiting_ai === when.awaiting_ai) &&
+    (when.hold_reason === undefined || enrollment.hold_reason === when.hold_reason) &&
     (!when.notRemoved || enrollment.status !== 'removed')
   );
 }
@@ -162,6 +195,7 @@ export function evolveStepState(state: StepState, event: NewEvent, at: Date): St
     enrollment: state.enrollment && evolveEnrollment(state.enrollment, event),
     conversation: evolveConversation(state.conversation, event),
     lead: evolveLead(state.lead, event, at),
+    consent: evolveConsent(state.consent, event),
     ...(proactive && { sent: [...(state.sent ?? []), at] }),
   };
 }

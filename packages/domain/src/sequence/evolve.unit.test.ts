@@ -44,6 +44,7 @@ const enrollment = (id: string, overrides: Partial<Enrollment> = {}): Enrollment
   next_step_at: now,
   awaiting_ai: false,
   replied: false,
+  hold_reason: null,
   ...overrides,
 });
 const stepState = (id: string, overrides: Partial<StepState> = {}): StepState => ({
@@ -60,6 +61,7 @@ const stepState = (id: string, overrides: Partial<StepState> = {}): StepState =>
   conversation: undefined,
   sent: [],
   optOutPending: false,
+  consent: { required: false, status: 'none' },
   ...overrides,
 });
 const ref = { enrollment_id: 'e1', sequence_id: 'seq-e1', lead_id: lead.lead_id, phone: lead.phone };
@@ -147,5 +149,82 @@ describe('a step state, evolved by the steps decided before it in one command', 
     });
     const first = decideDueStep(stepState('e1'), 0, { now, hourSeconds: 3600, messageId: 'm1' });
     expect(first.reduce((state, event) => evolveStepState(state, event, now), other)).toEqual(other);
+  });
+});
+
+describe('an enrollment held for consent', () => {
+  const held: NewEvent = {
+    type: 'sequence.step_held_for_consent',
+    data: { ...ref, step_order: 0, stage: 'ai_send', reason: 'no_consent', due_at: now.toISOString() },
+  };
+  const granted: NewEvent = {
+    type: 'lead.consent_granted',
+    data: {
+      consent_id: 'c1',
+      phone: lead.phone,
+      lead_id: lead.lead_id,
+      method: 'web_form',
+      captured_at: now.toISOString(),
+      source_url: null,
+      ip_address: null,
+      disclosure_text: null,
+      evidence_url: null,
+      recorded_via: 'api',
+    },
+  };
+
+  it('waits for consent, its step given back to the sequencer (an AI one too), and is due once granted', () => {
+    // Given an enrollment whose AI step was being written,
+    const writing = enrollment('e1', { awaiting_ai: true, next_step_at: null });
+    // when its message is held for consent, it waits for consent, overdue since the hold;
+    const waiting = evolveEnrollment(writing, held);
+    expect(waiting).toMatchObject({ hold_reason: 'no_consent', awaiting_ai: false, next_step_at: now });
+    // then consent granted to its number lifts the hold (one of another number does not).
+    expect(evolveEnrollment(waiting, granted)).toMatchObject({ hold_reason: null, next_step_at: now });
+    const elsewhere = { ...granted, data: { ...granted.data, phone: '+12125550199' } } as NewEvent;
+    expect(evolveEnrollment(waiting, elsewhere).hold_reason).toBe('no_consent');
+  });
+
+  it('is due again when the account stops requiring consent, and only then', () => {
+    const waiting = evolveEnrollment(enrollment('e1'), held);
+    const off: NewEvent = { type: 'account.updated', data: { consent_required: false } };
+    const on: NewEvent = { type: 'account.updated', data: { consent_required: true } };
+    expect(evolveEnrollment(waiting, off).hold_reason).toBeNull();
+    expect(evolveEnrollment(waiting, on).hold_reason).toBe('no_consent');
+    expect(evolveEnrollment(waiting, { type: 'account.updated', data: { name: 'x' } })).toEqual(waiting);
+  });
+
+  it('names a time-bound hold until the step goes out', () => {
+    const night: NewEvent = {
+      type: 'sequence.step_held',
+      data: {
+        ...ref,
+        step_order: 0,
+        stage: 'due',
+        reason: 'quiet_hours',
+        state: null,
+        zone: 'America/New_York',
+        next_step_at: '2026-03-03T13:00:00.000Z',
+      },
+    };
+    const sent: NewEvent = {
+      type: 'sequence.step_sent',
+      data: { ...ref, step_order: 0, message_id: 'm1', next_step_at: null },
+    };
+    const waiting = evolveEnrollment(enrollment('e1'), night);
+    expect(waiting.hold_reason).toBe('quiet_hours');
+    expect(evolveEnrollment(waiting, sent).hold_reason).toBeNull();
+  });
+
+  it('lets a step decided after a grant in the same command go out', () => {
+    const state = stepState('e1', { consent: { required: true, status: 'none' } });
+    expect(types(decideDueStep(state, 0, { now, hourSeconds: 3600, messageId: 'm1' }))).toEqual([
+      'sequence.step_held_for_consent',
+    ]);
+    const after = evolveStepState(state, granted, now);
+    expect(after.consent).toEqual({ required: true, status: 'granted' });
+    expect(types(decideDueStep(after, 0, { now, hourSeconds: 3600, messageId: 'm1' }))).toContain(
+      'message.outbound_requested',
+    );
   });
 });

@@ -29,6 +29,11 @@ export const accountCreated = defineEvent('account.created', {
     /** Minutes the AI stays paused after a manual message; absent on accounts created before it existed (1440). */
     ai_pause_minutes: z.number().int().positive().optional(),
     sending_window: sendingWindowSchema.optional(),
+    /**
+     * Proactive messages (sequence steps, AI-written ones included) need the lead's recorded consent.
+     * Absent on accounts created before it existed: false, as they behaved.
+     */
+    consent_required: z.boolean().optional(),
   }),
 });
 
@@ -46,6 +51,7 @@ export const accountUpdated = defineEvent('account.updated', {
     metadata: metadataSchema.optional(),
     ai_pause_minutes: z.number().int().positive().optional(),
     sending_window: sendingWindowSchema.optional(),
+    consent_required: z.boolean().optional(),
   }),
 });
 

@@ -190,6 +190,26 @@ export const sequenceStepHeld = defineEvent('sequence.step_held', {
   }),
 });
 
+/**
+ * A due step that may not go out until a condition changes rather than a time passes: `no_consent`, the
+ * account requires recorded consent for proactive messages (`consent_required`) and the lead's number
+ * has none (never granted, or revoked). The enrollment waits (`hold_reason: no_consent`) until consent is
+ * granted or the account stops requiring it; then the step is overdue and goes out at once, inside the
+ * sending window. `stage`: `due` when the sequencer held the step, `ai_send` when the AI agent held
+ * the message it was about to send.
+ */
+export const sequenceStepHeldForConsent = defineEvent('sequence.step_held_for_consent', {
+  topic: 'account',
+  data: z.object({
+    ...enrollmentRef,
+    step_order: z.number().int().nonnegative(),
+    stage: z.enum(['due', 'ai_send']),
+    reason: z.enum(['no_consent']),
+    /** When the step fell due: once released it is overdue since then and goes out at once. */
+    due_at: z.iso.datetime(),
+  }),
+});
+
 /** The last step was sent or skipped: what the partner's `sequence.completed` webhook carries. */
 export const sequenceCompleted = defineEvent('sequence.completed', {
   topic: 'account',

@@ -6,7 +6,7 @@ type Json<T = Record<string, unknown>> = ColumnType<T, string, string>;
 /** Offsets are int64 on the wire; pg returns bigint columns as strings. */
 type Int64 = ColumnType<string, string | bigint, string | bigint>;
 
-import type { SendingWindow, SequenceStep } from '@leadline/domain';
+import type { EnrollmentHoldReason, SendingWindow, SequenceStep } from '@leadline/domain';
 
 export type { SendingWindow, SequenceStep };
 
@@ -42,6 +42,8 @@ export interface ReadModelTables {
     phone_number_released_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
     /** Null: the default window. */
     sending_window: Json<SendingWindow> | null;
+    /** Proactive messages need recorded consent (false for accounts created before it existed). */
+    consent_required: Generated<boolean>;
   };
   leads: {
     id: string;
@@ -169,9 +171,40 @@ export interface ReadModelTables {
     next_step_at: Timestamp | null;
     awaiting_ai: Generated<boolean>;
     replied: Generated<boolean>;
+    /** Why the next step waits (see `Enrollment.hold_reason`); `no_consent` rows are not claimed. */
+    hold_reason: ColumnType<
+      EnrollmentHoldReason | null,
+      EnrollmentHoldReason | null | undefined,
+      EnrollmentHoldReason | null
+    >;
     started_at: Timestamp;
     ended_at: Timestamp | null;
     updated_at: Timestamp;
+  };
+  /**
+   * A number's consent trail (`leadConsentTrail`, `consentExport`): grants recorded by the partner, and
+   * the opt-outs (revocations) and opt-ins (grants by keyword) it texted. `id` is the grant's
+   * `consent_id`, or the event id of an opt-out or opt-in. Its status is the record captured last.
+   */
+  consent_records: {
+    id: string;
+    account_id: string;
+    phone: string;
+    lead_id: string | null;
+    action: 'granted' | 'revoked';
+    method: 'web_form' | 'paper' | 'verbal' | 'sms_keyword' | 'import';
+    captured_at: Timestamp;
+    recorded_at: Timestamp;
+    recorded_via: 'api' | 'import' | 'bulk_import' | 'sms';
+    /** Who recorded it: `partner_key:<key id>`, `embed_user:<name>` or `system:<service>`. */
+    recorded_by: string;
+    source_url: string | null;
+    ip_address: string | null;
+    disclosure_text: string | null;
+    evidence_url: string | null;
+    /** For a texted opt-out or opt-in: the keyword it was read as, and the message. */
+    keyword: string | null;
+    message_id: string | null;
   };
   /** Turns the AI agent handled (ai.turn_completed), so none is handled twice. */
   ai_handled_turns: { account_id: string; turn_key: string; outcome: string; handled_at: Timestamp };

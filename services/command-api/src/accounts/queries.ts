@@ -31,6 +31,7 @@ export function toAccountResponse(row: AccountRow): z.infer<typeof accountRespon
     metadata: row.metadata,
     ai_pause_minutes: row.ai_pause_minutes,
     sending_window: row.sending_window ?? DEFAULT_SENDING_WINDOW,
+    consent_required: row.consent_required,
     created_at: row.created_at.toISOString(),
     deactivated_at: row.deactivated_at?.toISOString() ?? null,
     stats: {
@@ -53,6 +54,7 @@ export function createdAccountResponse(event: EventOf<'account.created'>): z.inf
     metadata,
     ai_pause_minutes,
     sending_window,
+    consent_required,
   } = event.data;
   return {
     id: event.account_id,
@@ -66,6 +68,7 @@ export function createdAccountResponse(event: EventOf<'account.created'>): z.inf
     metadata,
     ai_pause_minutes: ai_pause_minutes ?? DEFAULT_AI_PAUSE_MINUTES,
     sending_window: sending_window ?? DEFAULT_SENDING_WINDOW,
+    consent_required: consent_required ?? false,
     created_at: event.occurred_at,
     deactivated_at: null,
     stats: { total_leads: 0, total_conversations: 0, active_sequences: 0 },
@@ -112,6 +115,7 @@ export function toAccount(row: AccountRow): Account {
     phone_number: row.phone_number,
     phone_number_released: row.phone_number_released_at !== null,
     sending_window: row.sending_window ?? DEFAULT_SENDING_WINDOW,
+    consent_required: row.consent_required,
   };
 }
 

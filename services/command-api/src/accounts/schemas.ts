@@ -10,7 +10,7 @@ const hexColor = z
   .regex(/^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/, 'Must be a hex colour such as #1A73E8.')
   .meta({ example: '#1A73E8' });
 
-const httpUrl = z.url({ protocol: /^https?$/, error: 'Must be an http(s) URL.' }).max(2048);
+export const httpUrl = z.url({ protocol: /^https?$/, error: 'Must be an http(s) URL.' }).max(2048);
 
 const METADATA_MAX_BYTES = 16 * 1024;
 const METADATA_MAX_DEPTH = 32;
@@ -91,6 +91,12 @@ export const sendingWindowInput = z
       'a window wider than a stricter state allows (Florida, Oklahoma: 08:00-20:00) is narrowed there.',
   });
 
+const consentRequired = z
+  .boolean()
+  .describe(
+    "Sequence steps (AI-written ones too) go only to leads whose consent is recorded (`GET …/leads/{phone}/consent`); others' steps wait (`hold_reason: no_consent`) until it is. Replies to a lead who wrote first and manual messages are not held. Accounts created before consent was recorded have `false`.",
+  );
+
 export const sendingWindowResponse = z.object(sendingWindowFields).meta({ id: 'SendingWindow' });
 
 export const createAccountBody = z
@@ -103,6 +109,7 @@ export const createAccountBody = z
     metadata: metadataInput.optional(),
     ai_pause_minutes: aiPauseMinutes.default(1440),
     sending_window: sendingWindowInput.optional(),
+    consent_required: consentRequired.default(true),
   })
   .meta({ id: 'CreateAccountRequest' });
 
@@ -120,13 +127,16 @@ export const updateAccountBody = z
       .describe('Merged into the existing metadata; a key set to null is removed.'),
     ai_pause_minutes: aiPauseMinutes.optional(),
     sending_window: sendingWindowInput.optional(),
+    consent_required: consentRequired
+      .optional()
+      .describe('`false` releases every step held for consent at once (inside the sending window).'),
     status: z.enum(['active', 'deactivated']).optional().describe('`active` reactivates an account.'),
   })
   .strict()
   .meta({
     id: 'UpdateAccountRequest',
     description:
-      'Mutable fields: name, company_name, forwarding_number, branding, metadata, ai_pause_minutes, sending_window and status. ' +
+      'Mutable fields: name, company_name, forwarding_number, branding, metadata, ai_pause_minutes, sending_window, consent_required and status. ' +
       'The phone number and slug cannot change.',
   });
 
@@ -164,6 +174,7 @@ export const accountResponse = z
     metadata: z.record(z.string(), z.unknown()),
     ai_pause_minutes: z.number().int().min(1).max(525_600).meta({ format: 'int32' }),
     sending_window: sendingWindowResponse,
+    consent_required: consentRequired,
     created_at: timestamp(),
     deactivated_at: timestamp().nullable(),
     stats,

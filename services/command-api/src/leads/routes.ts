@@ -1,4 +1,4 @@
-import { createKeyedBatcher, notFound } from '@leadline/runtime';
+import { createKeyedBatcher, DomainError, notFound } from '@leadline/runtime';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
@@ -8,9 +8,19 @@ import {
   type Lead,
   type LeadCommand,
   type LeadImport,
+  consentGrantProblem,
   decideAutoEnrollments,
+  decideConsentGrants,
+  type ConsentGrant,
 } from '@leadline/domain';
-import { autoEnrollState, findLeadRow, leadsMatching, toLead } from '@leadline/decision-state';
+import {
+  autoEnrollState,
+  findLeadRow,
+  leadsMatching,
+  recordedGrants,
+  toLead,
+} from '@leadline/decision-state';
+import { toConsentGrant } from '../consent/schemas';
 import { executeOnAccount, requireAccount } from '../accounts/account-stream';
 import { commandContext } from '../http/auth';
 import { accountParams } from '../accounts/schemas';
@@ -43,15 +53,35 @@ function importedLead(lead: Lead, sequenceEnrolled: boolean): z.infer<typeof imp
   return { phone, name, email, source, external_id, status, sequence_enrolled: sequenceEnrolled, created_at };
 }
 
-/** Each bulk entry is validated on its own; the invalid ones become `errors` entries. */
-function validateBulk(entries: readonly unknown[]): {
-  valid: { index: number; lead: LeadImport }[];
+/** A validated lead import, with the consent it records if it carries one. */
+type ImportEntry = LeadImport & { consent?: z.infer<typeof leadImportBody>['consent'] };
+
+/**
+ * Each bulk entry is validated on its own; the invalid ones become `errors` entries. A consent given
+ * in the future (by `now`) is invalid like a malformed field.
+ */
+function validateBulk(
+  entries: readonly unknown[],
+  now: Date,
+): {
+  valid: { index: number; lead: ImportEntry }[];
   errors: BulkError[];
 } {
-  const valid: { index: number; lead: LeadImport }[] = [];
+  const valid: { index: number; lead: ImportEntry }[] = [];
   const errors: BulkError[] = [];
   entries.forEach((entry, index) => {
     const parsed = leadImportBody.safeParse(entry);
+    const consentProblem =
+      parsed.success && parsed.data.consent && consentGrantProblem(parsed.data.consent, now);
+    if (parsed.success && consentProblem) {
+      errors.push({
+        index,
+        phone: (entry as { phone: string }).phone,
+        code: 'validation_failed',
+        message: `consent.captured_at: ${consentProblem}`,
+      });
+      return;
+    }
     if (parsed.success) {
       valid.push({ index, lead: parsed.data });
       return;
@@ -77,12 +107,63 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   interface ImportRequest {
     request: FastifyRequest;
     accountId: string;
-    leads: LeadImport[];
+    leads: ImportEntry[];
     origin: 'api' | 'bulk';
   }
   type ImportOutcome = ReturnType<typeof decideLeadImports>['outcomes'][number] & {
     sequence_enrolled: boolean;
+    consent_recorded: boolean;
   };
+
+  /**
+   * The consents the imports carry, recorded for the phone each was given with (a lead matched by
+   * `external_id` under another phone is not that number's lead). One request's grants after another's,
+   * so the same grant twice in a batch is recorded once.
+   */
+  async function decideImportConsents(
+    trx: Parameters<typeof recordedGrants>[0],
+    accountId: string,
+    requests: readonly ImportRequest[],
+    outcomes: readonly (readonly { lead: Lead }[])[],
+    now: Date,
+  ) {
+    const phones = requests.flatMap(({ leads }) =>
+      leads.flatMap((lead) => (lead.consent ? [lead.phone] : [])),
+    );
+    const known =
+      phones.length > 0 ? await recordedGrants(trx, accountId, phones) : new Map<string, ConsentGrant[]>();
+    return requests.map(({ request, leads, origin }, index) => {
+      const grants = leads.flatMap((entry, position) => {
+        if (!entry.consent) return [];
+        const { lead } = outcomes[index]![position]!;
+        return [
+          {
+            position,
+            phone: entry.phone,
+            lead_id: lead.phone === entry.phone ? lead.lead_id : null,
+            grant: toConsentGrant(entry.consent),
+            field: origin === 'bulk' ? `body.leads.${position}.consent` : 'body.consent',
+          },
+        ];
+      });
+      const decision = decideConsentGrants(grants, known, {
+        newId,
+        now,
+        via: origin === 'bulk' ? 'bulk_import' : 'import',
+      });
+      grants.forEach(({ phone, grant }, at) => {
+        if (decision.recorded[at]) known.set(phone, [...(known.get(phone) ?? []), grant]);
+      });
+      const recorded = new Set(
+        grants.filter((_, at) => decision.recorded[at]).map(({ position }) => position),
+      );
+      const { correlationId } = commandContext(request);
+      return {
+        events: decision.events.map((event) => ({ ...event, correlationId })),
+        recorded: leads.map((_, position) => recorded.has(position)),
+      };
+    });
+  }
 
   /**
    * Decides imports into one account against its caught-up leads in one command, each request in turn
@@ -133,14 +214,27 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
               { now, hourSeconds, newId },
             )
           : { events: [], inSequence: new Set<string>() };
-        const outcomes = decisions.map((decision) =>
-          decision.outcomes.map((outcome): ImportOutcome => ({
+        const consents = await decideImportConsents(
+          trx,
+          accountId,
+          requests,
+          decisions.map((decision) => decision.outcomes),
+          now,
+        );
+        const outcomes = decisions.map((decision, index) =>
+          decision.outcomes.map((outcome, position): ImportOutcome => ({
             ...outcome,
             sequence_enrolled: enrollments.inSequence.has(outcome.lead.lead_id),
+            consent_recorded: consents[index]!.recorded[position]!,
           })),
         );
         return {
-          events: [...decisions.flatMap((decision) => decision.events), ...enrollments.events],
+          // The leads first (a grant names its lead), then their consents, then the enrollments.
+          events: [
+            ...decisions.flatMap((decision) => decision.events),
+            ...consents.flatMap((consent) => consent.events),
+            ...enrollments.events,
+          ],
           result: outcomes,
         };
       },
@@ -200,14 +294,22 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
         summary: 'Import a lead',
         description:
           'Deduplicated by phone, then by external_id: an existing lead keeps its fields and only has empty ' +
-          'ones filled (`updated`, 200), or is left as it is (`skipped`, 200). A new lead is `created` (201).',
+          'ones filled (`updated`, 200), or is left as it is (`skipped`, 200). A new lead is `created` (201). ' +
+          "A `consent` is recorded in the lead's consent trail whatever happens to its fields (`consent_recorded`).",
         params: accountParams,
         body: leadImportBody,
         response: { 200: importResponse, 201: importResponse },
       },
     },
     async (request, reply) => {
-      const { action, lead, sequence_enrolled } = await importSingle({
+      // Checked before the request joins others in a command: one bad consent must not fail theirs.
+      const consentProblem = request.body.consent && consentGrantProblem(request.body.consent, clock.now());
+      if (consentProblem) {
+        throw new DomainError(400, 'validation_failed', 'The request is not valid.', {
+          errors: [{ field: 'body.consent.captured_at', message: consentProblem }],
+        });
+      }
+      const { action, lead, sequence_enrolled, consent_recorded } = await importSingle({
         request,
         accountId: request.params.id,
         leads: [request.body],
@@ -215,7 +317,7 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
       });
       return reply
         .status(action === 'created' ? 201 : 200)
-        .send({ success: true, action, lead: importedLead(lead, sequence_enrolled) });
+        .send({ success: true, action, consent_recorded, lead: importedLead(lead, sequence_enrolled) });
     },
   );
 
@@ -239,7 +341,7 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
       },
     },
     async (request) => {
-      const { valid, errors } = validateBulk(request.body.leads);
+      const { valid, errors } = validateBulk(request.body.leads, clock.now());
       const leads = valid.map((entry) => entry.lead);
       // With nothing valid to import there is no command, but the account must still be the caller's.
       const outcomes =
@@ -256,6 +358,7 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
         imported: count('created'),
         updated: count('updated'),
         skipped: count('skipped'),
+        consents_recorded: outcomes.filter((outcome) => outcome.consent_recorded).length,
         errors,
       };
     },

@@ -1,6 +1,8 @@
 import { leadStatuses, requirementTypes } from '@leadline/events';
 import { z } from 'zod';
 import { metadataInput } from '../accounts/schemas';
+import { consentGrantBody } from '../consent/schemas';
+import { holdReason } from '../sequences/schemas';
 import { count, e164, idParam, PAGE_MAX, timestamp, uuid } from '../http/fields';
 import { pageFields, paginationQuery } from '../http/pagination';
 import { phoneNumberSchema } from '../http/phone';
@@ -37,6 +39,13 @@ export const leadImportBody = leadFields
     phone: phoneNumberSchema,
     auto_sequence: z.boolean().default(false).describe('Start the default sequence immediately.'),
     metadata: metadataInput.optional(),
+    consent: consentGrantBody
+      .optional()
+      .describe(
+        "The lead's consent to be texted, recorded in its consent trail (as `POST …/leads/{phone}/consent` " +
+          'does) whatever the import does with its fields; needed for sequence steps where the account has ' +
+          '`consent_required`.',
+      ),
   })
   .strict()
   .meta({ id: 'LeadImport' });
@@ -109,7 +118,14 @@ export const importedLead = z
 export const importResponse = z
   .object({
     success: z.literal(true),
-    action: z.enum(['created', 'updated', 'skipped']),
+    action: z
+      .enum(['created', 'updated', 'skipped'])
+      .describe("What happened to the lead's fields (its consent is `consent_recorded`)."),
+    consent_recorded: z
+      .boolean()
+      .describe(
+        'A `consent` was given and recorded (false without one, or when the lead already had that very grant).',
+      ),
     lead: importedLead,
   })
   .meta({ id: 'LeadImportResult' });
@@ -120,6 +136,9 @@ export const bulkImportResponse = z
     imported: count(),
     updated: count(),
     skipped: count(),
+    consents_recorded: count().describe(
+      'Leads whose `consent` was recorded (as `consent_recorded` of a single import).',
+    ),
     errors: z
       .array(
         z
@@ -226,7 +245,10 @@ export const leadDetailsResponse = z
         total_steps: count(),
         next_step_at: timestamp()
           .nullable()
-          .describe("When the next step goes out, inside the lead's sending window."),
+          .describe(
+            "When the next step goes out, inside the lead's sending window; null while it waits for consent.",
+          ),
+        hold_reason: holdReason,
       })
       .nullable()
       .describe('The active enrollment, else the latest one; null when the lead was never enrolled.'),

@@ -53,6 +53,7 @@ export async function leadEnrollments(db: Kysely<Database>, leadId: string) {
       'e.current_step',
       'e.total_steps',
       'e.next_step_at',
+      'e.hold_reason',
       'e.started_at',
       'e.ended_at',
       'a.status as account_status',
@@ -63,17 +64,22 @@ export async function leadEnrollments(db: Kysely<Database>, leadId: string) {
     .orderBy((eb) => eb.case().when('e.status', '=', 'active').then(0).else(1).end())
     .orderBy('e.started_at', 'desc')
     .execute();
-  return rows.map((row) => ({
-    sequence_id: row.sequence_id,
-    name: row.sequence_name,
-    status:
-      row.status === 'active' && (row.account_status !== 'active' || row.is_active === false)
-        ? ('paused' as const)
-        : (row.status as Exclude<typeof row.status, 'removed'>),
-    current_step: row.current_step,
-    total_steps: row.total_steps,
-    next_step_at: row.next_step_at?.toISOString() ?? null,
-    started_at: row.started_at.toISOString(),
-    ended_at: row.ended_at?.toISOString() ?? null,
-  }));
+  return rows.map((row) => {
+    const holdReason = row.status === 'active' ? row.hold_reason : null;
+    return {
+      sequence_id: row.sequence_id,
+      name: row.sequence_name,
+      status:
+        row.status === 'active' && (row.account_status !== 'active' || row.is_active === false)
+          ? ('paused' as const)
+          : (row.status as Exclude<typeof row.status, 'removed'>),
+      current_step: row.current_step,
+      total_steps: row.total_steps,
+      // A step held for consent has no time to go out: it goes once consent is recorded.
+      next_step_at: holdReason === 'no_consent' ? null : (row.next_step_at?.toISOString() ?? null),
+      hold_reason: holdReason,
+      started_at: row.started_at.toISOString(),
+      ended_at: row.ended_at?.toISOString() ?? null,
+    };
+  });
 }

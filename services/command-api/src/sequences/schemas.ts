@@ -1,6 +1,6 @@
 import { sequenceStepTypes } from '@leadline/events';
 import { z } from 'zod';
-import { MAX_STEPS, templateVariables, unknownVariables } from '@leadline/domain';
+import { holdReasons, MAX_STEPS, templateVariables, unknownVariables } from '@leadline/domain';
 import { count, idParam, PAGE_MAX, timestamp, uuid } from '../http/fields';
 import { pageFields } from '../http/pagination';
 import { phoneNumberSchema } from '../http/phone';
@@ -130,6 +130,18 @@ export const deleteSequenceResponse = z
   .object({ success: z.literal(true), cancelled_enrollments: z.number().int() })
   .meta({ id: 'SequenceDeleted' });
 
+/** Why an enrollment's next step waits; shared by the enrollment views. */
+export const holdReason = z
+  .enum([...holdReasons, 'no_consent'])
+  .nullable()
+  .describe(
+    "Why the next step waits, if a rule holds it: `quiet_hours` (the account's sending window), `state_hours`, " +
+      "`state_sunday`, `state_holiday` or `frequency_cap` (the lead's state's law) until `next_step_at`; " +
+      '`no_consent` (the account has `consent_required` and the lead has no consent recorded) until consent ' +
+      'is recorded, with no `next_step_at` meanwhile. Null when nothing holds it.',
+  )
+  .meta({ id: 'HoldReason' });
+
 export const enrollResponse = z
   .object({
     success: z.literal(true),
@@ -137,7 +149,10 @@ export const enrollResponse = z
     message_sent: z.boolean().describe('Step 0 was queued for sending in this request.'),
     next_step_at: timestamp()
       .nullable()
-      .describe("When the next step goes out, inside the lead's sending window; null when none is left."),
+      .describe(
+        "When the next step goes out, inside the lead's sending window; null when none is left or it waits for consent.",
+      ),
+    hold_reason: holdReason,
   })
   .meta({ id: 'Enrollment' });
 
@@ -169,6 +184,7 @@ export const leadEnrollmentsResponse = z
             ),
             total_steps: count(),
             next_step_at: timestamp().nullable(),
+            hold_reason: holdReason,
             started_at: timestamp(),
             ended_at: timestamp().nullable(),
           })

@@ -36,6 +36,7 @@ async function applyOne(trx: Transaction<Database>, event: AccountEvent): Promis
           metadata: JSON.stringify(data.metadata),
           ...(data.ai_pause_minutes !== undefined && { ai_pause_minutes: data.ai_pause_minutes }),
           sending_window: data.sending_window ? JSON.stringify(data.sending_window) : null,
+          consent_required: data.consent_required ?? false,
           created_at: event.occurred_at,
           updated_at: event.occurred_at,
           deactivated_at: null,

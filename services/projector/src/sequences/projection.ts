@@ -29,6 +29,7 @@ const columnTypes: Record<keyof EnrollmentFields, string> = {
   next_step_at: 'timestamptz',
   awaiting_ai: 'boolean',
   replied: 'boolean',
+  hold_reason: 'text',
 };
 type WhenField = Exclude<keyof EnrollmentChange['when'], 'notRemoved'>;
 
@@ -63,6 +64,9 @@ async function applyChange(trx: Trx, change: EnrollmentChange, event: DomainEven
       break;
     case 'sequence':
       query = query.where('sequence_id', '=', target.sequence_id);
+      break;
+    case 'account':
+      query = query.where('account_id', '=', event.account_id!);
       break;
     default: {
       const unknown: never = target;
@@ -202,6 +206,7 @@ async function enroll(
         next_step_at: enrollment.next_step_at,
         awaiting_ai: false,
         replied: false,
+        hold_reason: null,
         started_at: event.occurred_at,
         ended_at: null,
         updated_at: event.occurred_at,
@@ -221,6 +226,7 @@ async function enroll(
           next_step_at: eb.ref('excluded.next_step_at'),
           awaiting_ai: eb.ref('excluded.awaiting_ai'),
           replied: eb.ref('excluded.replied'),
+          hold_reason: eb.ref('excluded.hold_reason'),
           started_at: eb.ref('excluded.started_at'),
           ended_at: eb.ref('excluded.ended_at'),
           updated_at: eb.ref('excluded.updated_at'),
@@ -329,11 +335,14 @@ const handled = [
   'sequence.step_skipped',
   'sequence.step_deferred',
   'sequence.step_held',
+  'sequence.step_held_for_consent',
   'sequence.ai_step_requested',
   'sequence.completed',
   'message.received',
   'lead.opted_out',
   'lead.deleted',
+  'lead.consent_granted',
+  'account.updated',
 ] as const;
 
 /** Events applied one by one by `applyOne`; every other handled event only changes enrollments. */
