@@ -177,6 +177,21 @@ describe("a lead's consent trail", () => {
     });
   });
 
+  it('shows a revocation written in words as such, with the rule that read it', async () => {
+    const account = await newAccount();
+    const phone = nextPhone();
+    await acme.post(`/accounts/${account.id}/leads`, { phone, consent: webForm });
+    await inboundSms(account.phone_number, phone, 'Please stop texting me.');
+    const trail = (await acme.get(`/accounts/${account.id}/leads/${path(phone)}/consent`)).body;
+    expect(trail).toMatchObject({ status: 'revoked', opted_out: true, total: 2 });
+    expect(trail.records[1]).toMatchObject({
+      action: 'revoked',
+      method: 'sms_free_text',
+      keyword: expect.any(String),
+      message: { body: 'Please stop texting me.' },
+    });
+  });
+
   it('keeps a STOP in force over consent captured before it, however late that is recorded', async () => {
     const account = await newAccount();
     const phone = nextPhone();

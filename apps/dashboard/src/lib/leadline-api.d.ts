@@ -1260,10 +1260,10 @@ export interface components {
             /** @enum {string} */
             action: "granted" | "revoked";
             /**
-             * @description How it was given, or revoked: a texted opt-out or opt-in is `sms_keyword`.
+             * @description How it was given, or revoked. Texted: `sms_keyword` (STOP, START and their variants), `sms_free_text` (a sentence read as a revocation, such as "please stop texting me"), `sms_ai` (a sentence the AI read as one).
              * @enum {string}
              */
-            method: "web_form" | "paper" | "verbal" | "sms_keyword" | "import";
+            method: "web_form" | "paper" | "verbal" | "sms_keyword" | "import" | "sms_free_text" | "sms_ai";
             /**
              * Format: date-time
              * @description When it was given or revoked (a texted one: when its message arrived).
@@ -1287,7 +1287,7 @@ export interface components {
             ip_address: string | null;
             disclosure_text: string | null;
             evidence_url: string | null;
-            /** @description For a texted record: the keyword it was read as (`STOP`, `START`...). */
+            /** @description For a texted record: the keyword it was read as (`STOP`, `START`...), the rule that read a sentence, or `AI`. */
             keyword: string | null;
             /** @description For a texted record: the message that revoked or granted consent, as the lead sent it. */
             message: {

@@ -71,8 +71,10 @@ export const consentRecordResponse = z
     lead_name: z.string().nullable().describe('The lead with this phone now; null once it is deleted.'),
     action: z.enum(['granted', 'revoked']),
     method: z
-      .enum(consentMethods)
-      .describe('How it was given, or revoked: a texted opt-out or opt-in is `sms_keyword`.'),
+      .enum([...consentMethods, 'sms_free_text', 'sms_ai'])
+      .describe(
+        'How it was given, or revoked. Texted: `sms_keyword` (STOP, START and their variants), `sms_free_text` (a sentence read as a revocation, such as "please stop texting me"), `sms_ai` (a sentence the AI read as one).',
+      ),
     captured_at: timestamp().describe(
       'When it was given or revoked (a texted one: when its message arrived).',
     ),
@@ -94,7 +96,9 @@ export const consentRecordResponse = z
     keyword: z
       .string()
       .nullable()
-      .describe('For a texted record: the keyword it was read as (`STOP`, `START`...).'),
+      .describe(
+        'For a texted record: the keyword it was read as (`STOP`, `START`...), the rule that read a sentence, or `AI`.',
+      ),
     message: z
       .object({ id: uuid(), body: z.string(), received_at: timestamp() })
       .nullable()

@@ -20,6 +20,16 @@ export function recordedBy(actor: Actor): string {
   }
 }
 
+/**
+ * How a texted record was read: a keyword, a sentence the rules recognise as a revocation, or one the AI
+ * did (an opt-out recorded before revocations had a `method` was a keyword).
+ */
+const textedMethods = {
+  keyword: 'sms_keyword',
+  free_text: 'sms_free_text',
+  ai: 'sms_ai',
+} as const;
+
 /** A record row, as the recordset below reads it (times as ISO strings). */
 function rowOf(event: ConsentEvent) {
   const common = {
@@ -51,7 +61,7 @@ function rowOf(event: ConsentEvent) {
     ...common,
     id: event.id,
     action: event.type === 'lead.opted_out' ? 'revoked' : 'granted',
-    method: 'sms_keyword',
+    method: textedMethods[(event.type === 'lead.opted_out' && event.data.method) || 'keyword'],
     captured_at: event.occurred_at,
     recorded_via: 'sms',
     source_url: null,
