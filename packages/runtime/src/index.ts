@@ -22,3 +22,4 @@ export * from './metrics';
 export * from './remote-call';
 export * from './opt-out';
 export * from './log-writer';
+export * from './worker';

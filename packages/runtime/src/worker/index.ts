@@ -1,0 +1,4 @@
+export * from './fairness';
+export * from './lease';
+export * from './retry';
+export * from './worker';
