@@ -193,12 +193,14 @@ export function createWorker<Item, Result = void>(options: WorkerOptions<Item, R
     entry.done = outcomeOf(entry).then((settlement) => {
       cancelBudget();
       if (entry.abandoned) return;
-      free(entry);
       workerItems.inc({
         queue: queue.name,
         outcome: settlement.kind === 'retry' ? 'retried' : settlement.kind,
       });
+      // Settled before the slot is freed: what the settlement withdraws (a gone endpoint's waiting
+      // items) must not start in it.
       track(queue.settle(item, settlement).then(() => void (settled += 1)));
+      free(entry);
     });
   }
 
