@@ -43,7 +43,8 @@ export type CheckpointTable =
   | 'projection_checkpoints'
   | 'webhook_relay_checkpoints'
   | 'ai_agent_checkpoints'
-  | 'inbound_decider_checkpoints';
+  | 'inbound_decider_checkpoints'
+  | 'sms_gateway_checkpoints';
 
 export async function decodeRecord(
   codec: EventCodec,
@@ -64,10 +65,22 @@ export async function decodeRecord(
 
 function decodeAll(
   codec: EventCodec,
-  messages: { offset: string; key: Buffer | null; value: Buffer | null }[],
-) {
+  messages: {
+    offset: string;
+    key: Buffer | null;
+    value: Buffer | null;
+    headers?: Record<string, Buffer | string | (Buffer | string)[] | undefined>;
+  }[],
+  decodes: ((eventType: string | undefined) => boolean) | undefined,
+): Promise<PositionedEvent[]> {
   return Promise.all(
-    messages.map(({ offset, key, value }) => decodeRecord(codec, offset, key?.toString() ?? null, value)),
+    messages.map(({ offset, key, value, headers }): Promise<PositionedEvent> | PositionedEvent => {
+      const stream = key?.toString() ?? null;
+      // Passed over undecoded: a type the consumer never acts on, as its producer's header says.
+      if (decodes && !decodes(headers?.['event-type']?.toString()))
+        return { offset, key: stream, value, event: undefined };
+      return decodeRecord(codec, offset, stream, value);
+    }),
   );
 }
 
@@ -219,6 +232,12 @@ export interface LogConsumerDeps {
    * `handleBatch` (its transactions and the parking lookups, for every batch the topic carries).
    */
   actsOn?: (event: DomainEvent) => boolean;
+  /**
+   * For a consumer that acts on a few types of a busy topic (the SMS gateway on the account topic):
+   * whether a record is worth decoding, from its `event-type` header. The rest are passed over as
+   * records without an event, never decoded (decoding validates each record against its schema).
+   */
+  decodes?: (eventType: string | undefined) => boolean;
 }
 
 const consumerNames: Record<CheckpointTable, string> = {
@@ -226,6 +245,7 @@ const consumerNames: Record<CheckpointTable, string> = {
   webhook_relay_checkpoints: 'webhook_relay',
   ai_agent_checkpoints: 'ai_agent',
   inbound_decider_checkpoints: 'inbound_decider',
+  sms_gateway_checkpoints: 'sms_gateway',
 };
 
 export interface RunningConsumer {
@@ -295,7 +315,7 @@ export async function startLogConsumer(deps: LogConsumerDeps): Promise<RunningCo
     eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
       if (!isRunning() || isStale() || batch.messages.length === 0) return;
       const key = keyOf(batch.topic, batch.partition);
-      const records = await decodeAll(codec, batch.messages);
+      const records = await decodeAll(codec, batch.messages, deps.decodes);
       // kafkajs keeps the offset a batch was fetched from (not in its typings).
       const fetchedFrom = (batch as typeof batch & { fetchedOffset?: string }).fetchedOffset;
       if (fetchedFrom !== undefined && records[0]) records[0] = { ...records[0], fetchedFrom };

@@ -32,11 +32,10 @@ export function parkedTableOf(checkpoints: CheckpointTable): ParkingPlace {
     webhook_relay_checkpoints: 'webhook_relay',
     ai_agent_checkpoints: 'ai_agent',
     inbound_decider_checkpoints: 'inbound_decider',
+    sms_gateway_checkpoints: 'sms_gateway',
   };
   return { table: 'parked_records', consumer: consumers[checkpoints] };
 }
-
-export const SMS_GATEWAY_PARKING: ParkingPlace = { table: 'parked_records', consumer: 'sms_gateway' };
 
 export interface ParkedRecordNotice {
   topic: string;

@@ -1,3 +1,5 @@
 export * from './config';
 export * from './gateway';
 export * from './outbox';
+export * from './pass';
+export * from './send-policy';

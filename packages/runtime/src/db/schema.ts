@@ -311,6 +311,8 @@ export interface OperationalTables {
     report: ColumnType<OutboxReport | null, string | undefined, string | null>;
     /** When `report` was appended to the log; null while it is owed. */
     reported_at: Timestamp | null;
+    /** The claim the row is leased under (see the 0013_sms_gateway_checkpoints migration). */
+    claim_token: ColumnType<string | null, string | null | undefined, string | null>;
   };
   /** Embed tokens, stored only as SHA-256 hashes (see the 0010_embed_tokens migration). */
   embed_tokens: {
@@ -335,6 +337,12 @@ export interface OperationalTables {
     decided_at: Timestamp | null;
   };
   inbound_decider_checkpoints: {
+    topic: string;
+    partition: number;
+    next_offset: Int64;
+    updated_at: Timestamp;
+  };
+  sms_gateway_checkpoints: {
     topic: string;
     partition: number;
     next_offset: Int64;
