@@ -1,7 +1,8 @@
 import { fakeClock } from '@leadline/test-kit';
 import { describe, expect, it } from 'vitest';
 import type { RetryPolicy } from './retry';
-import { createWorker, WorkAborted, type Settlement, type WorkQueue } from './worker';
+import { WorkAborted, type Settlement, type WorkQueue } from './work-queue';
+import { createWorker } from './worker';
 
 interface Job {
   id: string;
