@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { EventCodec, EventOf, TopicNames } from '@leadline/events';
 import {
   advanceCheckpoint,
@@ -10,20 +9,15 @@ import {
   type Database,
   type LogConsumerDeps,
   type PositionedEvent,
-  type WorkQueue,
 } from '@leadline/runtime';
 import type { SmsSender } from '@leadline/telephony';
 import type { Kafka } from 'kafkajs';
-import { sql, type Kysely } from 'kysely';
-import { claimPending, claimUnreported, enqueue, releaseClaim, settleInterrupted } from './outbox';
-import { accountPass, report } from './pass';
-import {
-  oneWorkerPerAccount,
-  passBudgetMs,
-  passRetryPolicy,
-  reconciliation,
-  type AccountClaim,
-} from './send-policy';
+import type { Kysely } from 'kysely';
+import { enqueue } from './outbox';
+import { outboxQueue } from './outbox-queue';
+import { accountPass } from './pass';
+import { reconciler } from './reconcile';
+import { oneWorkerPerAccount, passBudgetMs, passRetryPolicy } from './send-policy';
 
 export interface GatewayDeps {
   kafka: Kafka;
@@ -98,63 +92,7 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
     maxQueueAgeMs: deps.maxQueueAgeMs ?? 60 * 60_000,
     onError,
   });
-  /** Passes in a row that could not decide, per account: the backoff grows with them (this process's view). */
-  const failedPasses = new Map<string, number>();
-
-  const queue: WorkQueue<AccountClaim> = {
-    name: 'sms_outbox',
-    /**
-     * Leases the oldest free accounts' rows, `decisionBatch` at most of each and one account per free
-     * worker; a claim never takes an account another claim holds (see claimPending).
-     */
-    async claim({ limit }) {
-      const token = randomUUID();
-      const now = clock.now();
-      const rows = await claimPending(db, now, leaseMs, limit * decisionBatch, decisionBatch, {
-        accounts: limit,
-        token,
-      });
-      return [...Map.groupBy(rows, (row) => row.account_id)].map(([accountId, accountRows]) => ({
-        accountId,
-        rows: accountRows,
-        token,
-        leaseUntil: new Date(now.getTime() + leaseMs),
-      }));
-    },
-    run: pass,
-    history: (claim) => ({ retriesDone: failedPasses.get(claim.accountId) ?? 0 }),
-    async settle(claim, settlement) {
-      if (settlement.kind === 'done') {
-        failedPasses.delete(claim.accountId);
-        return;
-      }
-      onError(settlement.error);
-      failedPasses.set(claim.accountId, (failedPasses.get(claim.accountId) ?? 0) + 1);
-      await releaseClaim(
-        db,
-        claim.rows.map((row) => row.message_id),
-        claim.token,
-        settlement.kind === 'retry' ? settlement.at : undefined,
-      );
-    },
-    async release(claims, until) {
-      for (const claim of claims)
-        await releaseClaim(
-          db,
-          claim.rows.map((row) => row.message_id),
-          claim.token,
-          until,
-        );
-    },
-    leaseEndOf: (claim) => claim.leaseUntil,
-    async measure() {
-      const { rows } = await sql<{ depth: string; lateness: number | null }>`
-        select count(*)::text as depth,
-               extract(epoch from ${clock.now()}::timestamptz - min(created_at))::float8 as lateness
-        from sms_outbox where state = 'pending'`.execute(db);
-      return { depth: Number(rows[0]?.depth ?? 0), latenessSeconds: rows[0]?.lateness ?? 0 };
-    },
-  };
+  const queue = outboxQueue({ db, clock, leaseMs, decisionBatch, pass, onError });
   const worker = createWorker({
     queue,
     clock,
@@ -167,34 +105,7 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
     onError,
   });
 
-  /**
-   * Settles interrupted sends from what the read models learned (status callbacks), then reports what
-   * was settled but never reported. Safe with several gateways: each row is settled by one of them.
-   */
-  async function reconcile(): Promise<number> {
-    const now = clock.now();
-    const settled = await settleInterrupted(db, now, graceMs, async (trx, row) => {
-      const message = await trx
-        .selectFrom('messages')
-        .select(['sent', 'status', 'provider_message_id'])
-        .where('id', '=', row.message_id)
-        .executeTakeFirst();
-      return reconciliation(row, message, now, timeoutMs);
-    });
-    // Rare, and its callers want the settled messages readable when it returns.
-    await report(
-      deps,
-      settled.flatMap((row) => (row.report ? [{ row, report: row.report }] : [])),
-      true,
-    );
-    const owed = await claimUnreported(db, now, graceMs, leaseMs);
-    await report(
-      deps,
-      owed.flatMap((row) => (row.report ? [{ row, report: row.report }] : [])),
-      true,
-    );
-    return settled.length;
-  }
+  const reconcile = reconciler({ db, clock, commands: deps.commands, graceMs, timeoutMs, leaseMs });
 
   // A request that cannot be queued (it does not decode, or the outbox refuses it) is parked and its
   // account's later records held behind it; every other account's requests go on.
