@@ -35,7 +35,7 @@ export interface WorkQueue<Item, Result = void> {
   failureOf?(result: Result, now: Date): Failure | undefined;
   /** Retries spent on the item before this attempt, and when it first failed, as the queue stores them. */
   history?(item: Item): { retriesDone: number; firstFailureAt?: Date | null };
-  /** Stores the settlement (under the item's claim); runs once its slot is free. */
+  /** Stores the settlement (under the item's claim), while its slot already goes to the next item. */
   settle(item: Item, settlement: Settlement<Result>): Promise<void>;
   /** Hands items back under this worker's claim: due again at `until`, or at once. */
   release(items: readonly Item[], until?: Date): Promise<void>;
