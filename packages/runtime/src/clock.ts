@@ -7,6 +7,22 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => new Date() };
 
+/**
+ * Timers are an input too: a worker's time budgets and idle waits run on them, so a test moves them by
+ * hand with its clock instead of sleeping.
+ */
+export interface Timers {
+  /** Calls `fire` once, `ms` from now; returns the way to cancel it. */
+  after(ms: number, fire: () => void): () => void;
+}
+
+export const systemTimers: Timers = {
+  after(ms, fire) {
+    const timer = setTimeout(fire, ms);
+    return () => clearTimeout(timer);
+  },
+};
+
 export type NewId = () => string;
 
 /** Time-ordered ids (UUID v7): they index well and sort by creation. */

@@ -35,10 +35,22 @@ export async function decodeRecord(
 
 function decodeAll(
   codec: EventCodec,
-  messages: { offset: string; key: Buffer | null; value: Buffer | null }[],
-) {
+  messages: {
+    offset: string;
+    key: Buffer | null;
+    value: Buffer | null;
+    headers?: Record<string, Buffer | string | (Buffer | string)[] | undefined>;
+  }[],
+  decodes: ((eventType: string | undefined) => boolean) | undefined,
+): Promise<PositionedEvent[]> {
   return Promise.all(
-    messages.map(({ offset, key, value }) => decodeRecord(codec, offset, key?.toString() ?? null, value)),
+    messages.map(({ offset, key, value, headers }): Promise<PositionedEvent> | PositionedEvent => {
+      const stream = key?.toString() ?? null;
+      // Passed over undecoded: a type the consumer never acts on, as its producer's header says.
+      if (decodes && !decodes(headers?.['event-type']?.toString()))
+        return { offset, key: stream, value, event: undefined };
+      return decodeRecord(codec, offset, stream, value);
+    }),
   );
 }
 
@@ -197,6 +209,12 @@ export interface LogConsumerDeps {
    * checkpoint (what Kafka says it handled was handled), so an upgrade continues where it stopped.
    */
   startAtGroupOffsets?: boolean;
+  /**
+   * For a consumer that acts on a few types of a busy topic (the SMS gateway on the account topic):
+   * whether a record is worth decoding, from its `event-type` header. The rest are passed over as
+   * records without an event, never decoded (decoding validates each record against its schema).
+   */
+  decodes?: (eventType: string | undefined) => boolean;
 }
 
 /**
@@ -232,8 +250,8 @@ export interface RunningConsumer {
 /**
  * A consumer of the log whose progress lives in Postgres, committed with what it wrote, rather than
  * in Kafka: Kafka's committed offsets are only a hint, so on every assignment the consumer seeks to
- * its checkpoints. Used by the projector, the webhook relay, the AI agent, the inbound decider and the
- * sequencer.
+ * its checkpoints. Used by the projector, the webhook relay, the AI agent, the inbound decider, the
+ * sequencer and the SMS gateway.
  */
 export async function startLogConsumer(deps: LogConsumerDeps): Promise<RunningConsumer> {
   const { kafka, db, codec, groupId } = deps;
@@ -297,7 +315,7 @@ export async function startLogConsumer(deps: LogConsumerDeps): Promise<RunningCo
     eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
       if (!isRunning() || isStale() || batch.messages.length === 0) return;
       const key = keyOf(batch.topic, batch.partition);
-      const records = await decodeAll(codec, batch.messages);
+      const records = await decodeAll(codec, batch.messages, deps.decodes);
       // kafkajs keeps the offset a batch was fetched from (not in its typings).
       const fetchedFrom = (batch as typeof batch & { fetchedOffset?: string }).fetchedOffset;
       if (fetchedFrom !== undefined && records[0]) records[0] = { ...records[0], fetchedFrom };

@@ -34,7 +34,8 @@ export type CheckpointTable =
   | 'webhook_relay_checkpoints'
   | 'ai_agent_checkpoints'
   | 'inbound_decider_checkpoints'
-  | 'sequencer_checkpoints';
+  | 'sequencer_checkpoints'
+  | 'sms_gateway_checkpoints';
 
 /**
  * Each consumer's name, by its checkpoint table: the `consumer` of its parked records (so holds,
@@ -46,4 +47,5 @@ export const checkpointConsumers: Record<CheckpointTable, string> = {
   ai_agent_checkpoints: 'ai_agent',
   inbound_decider_checkpoints: 'inbound_decider',
   sequencer_checkpoints: 'sequencer',
+  sms_gateway_checkpoints: 'sms_gateway',
 };

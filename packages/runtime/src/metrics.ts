@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { Admin } from 'kafkajs';
 import { sql, type Kysely } from 'kysely';
-import { collectDefaultMetrics, Gauge, Histogram, register } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, register } from 'prom-client';
 import type { Database } from './db/schema';
 import type { CheckpointTable } from './log-records';
 import { parkedCounts } from './parking';
@@ -47,6 +47,24 @@ export const modelRequestSeconds = new Histogram({
   help: 'Calls to the AI model, by outcome (ok, error), with their latency.',
   labelNames: ['outcome'] as const,
   buckets: [0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60],
+});
+
+/**
+ * What became of each item a worker ran, per queue: `done`, `retried`, `exhausted` (its last attempt
+ * failed), `not_retryable` (a final failure), `timed_out` (past its time budget: handed back), `released`
+ * (handed back unfinished at shutdown).
+ */
+export const workerItems = new Counter({
+  name: 'leadline_worker_items_total',
+  help: 'Items run by a worker, per queue and outcome.',
+  labelNames: ['queue', 'outcome'] as const,
+});
+
+export const workerItemSeconds = new Histogram({
+  name: 'leadline_worker_item_duration_seconds',
+  help: 'How long a worker ran each item, from its start to its outcome, per queue.',
+  labelNames: ['queue'] as const,
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
 });
 
 /** Times one stage of a command; the stage is recorded whether it succeeds or throws. */

@@ -2,15 +2,9 @@ import { parseArgs } from 'node:util';
 import { infrastructureConfig, loadConfig } from './config';
 import { createDb } from './db/database';
 import { checkpointConsumers } from './log-records';
-import {
-  listParked,
-  requestRetry,
-  skipParked,
-  SMS_GATEWAY_PARKING,
-  type ParkedRecordAddress,
-} from './parking';
+import { listParked, requestRetry, skipParked, type ParkedRecordAddress } from './parking';
 
-const consumers = new Set([...Object.values(checkpointConsumers), SMS_GATEWAY_PARKING.consumer]);
+const consumers = new Set(Object.values(checkpointConsumers));
 
 const usage = `usage:
   npm run parked -- list [--all]

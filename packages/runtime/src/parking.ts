@@ -31,8 +31,6 @@ export function parkedTableOf(checkpoints: CheckpointTable): ParkingPlace {
   };
 }
 
-export const SMS_GATEWAY_PARKING: ParkingPlace = { table: 'parked_records', consumer: 'sms_gateway' };
-
 export interface ParkedRecordNotice {
   topic: string;
   partition: number;

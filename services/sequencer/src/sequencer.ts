@@ -369,6 +369,9 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
     topics: [topics.account],
     checkpoints: CHECKPOINTS,
     handleBatch,
+    // Only what it acts on is decoded (the header names the type): a record of another type is not its
+    // to read, nor to park.
+    decodes: (type) => type !== undefined && watched.has(type),
     actsOn: (event) => watched.has(event.type),
     // Kafka kept this consumer's position before Postgres did: an upgrade continues from there.
     startAtGroupOffsets: true,

@@ -82,7 +82,10 @@ export async function claimPending(
   leaseMs: number,
   limit: number,
   perAccount: number,
+  /** At most this many accounts; the rows are leased under `token` (marked in flight only under it). */
+  options: { accounts?: number; token?: string } = {},
 ): Promise<OutboxRow[]> {
+  const accountLimit = options.accounts ?? 1_000_000;
   const claim = async (trx: Kysely<Database>) => {
     // The free accounts, oldest first, are locked one by one until their rows fill the claim: an account
     // another claim holds is passed over for the next, and no account is locked that this claim will
@@ -94,23 +97,25 @@ export async function claimPending(
         from (${rankedRows(now)}) ranked
         where state = 'pending' and not busy
         group by account_id
-      ), walk(place, account_id, locked, rows_taken) as (
-        select 0::bigint, null::text, false, 0::bigint
+      ), walk(place, account_id, locked, rows_taken, accounts_taken) as (
+        select 0::bigint, null::text, false, 0::bigint, 0::bigint
         union all
         select free.place, free.account_id, attempt.locked,
-          walk.rows_taken + case when attempt.locked then free.claimable else 0 end
+          walk.rows_taken + case when attempt.locked then free.claimable else 0 end,
+          walk.accounts_taken + case when attempt.locked then 1 else 0 end
         from walk
         join free on free.place = walk.place + 1
         cross join lateral (
           select pg_try_advisory_xact_lock(hashtextextended('sms-gateway.claim:' || free.account_id, 0)) as locked
         ) attempt
-        where walk.rows_taken < ${limit}
+        where walk.rows_taken < ${limit} and walk.accounts_taken < ${accountLimit}
       )
       select account_id from walk where locked`.execute(trx);
     if (accounts.length === 0) return [];
     const locked = accounts.map((account) => account.account_id);
     const { rows } = await sql<OutboxRow>`
-      update sms_outbox set lease_until = ${leaseUntil(now, leaseMs)}, updated_at = ${now}
+      update sms_outbox
+      set lease_until = ${leaseUntil(now, leaseMs)}, updated_at = ${now}, claim_token = ${options.token ?? null}
       where message_id in (
         select message_id from sms_outbox
         where state = 'pending' and message_id in (
@@ -159,10 +164,10 @@ export interface OwedSettlement {
 
 /**
  * Committed before the provider is called: from here on the message may have left, so the row is
- * never sent again, only settled (sent or failed) by what we learn. `taken` when the row was not
- * pending any more (another instance took it after our lease ran out); `opted_out` when the number
- * opted out since the row was decided (the read models learned it meanwhile): the row stays pending,
- * for a new decision to refuse.
+ * never sent again, only settled (sent or failed) by what we learn. `taken` when the row is not
+ * pending under our claim any more (handed back, or taken by another instance after our lease ran
+ * out); `opted_out` when the number opted out since the row was decided (the read models learned it
+ * meanwhile): the row stays pending, for a new decision to refuse.
  *
  * `previous`, the outcome of the send before, is settled in the same statement (one commit for both:
  * each commit waits for the disk, and a backlog is sent one commit per message instead of two);
@@ -174,6 +179,8 @@ export async function markSending(
   messageId: string,
   now: Date,
   leaseMs: number,
+  /** The claim the row was leased under: a row handed back or claimed by another worker since is `taken`. */
+  token: string | null,
   previous?: OwedSettlement,
 ): Promise<{ claim: 'sending' | 'taken' | 'opted_out'; settledPrevious: boolean }> {
   const settle = previous
@@ -184,7 +191,7 @@ export async function markSending(
     marked as (
       update sms_outbox
       set state = 'sending', sending_at = ${now}, updated_at = ${now}, lease_until = ${leaseUntil(now, leaseMs)}
-      where message_id = ${messageId} and state = 'pending'
+      where message_id = ${messageId} and state = 'pending' and claim_token is not distinct from ${token}
         and (source = 'system' or not exists (
           select 1 from conversations c
           where c.account_id = sms_outbox.account_id and c.phone = sms_outbox.phone and c.opted_out
@@ -198,7 +205,8 @@ export async function markSending(
       (select count(*) from marked)::int as marked,
       -- Every part of the statement sees the rows as they were before it: pending here and not marked
       -- means the opt-out check stopped it.
-      exists (select 1 from sms_outbox where message_id = ${messageId} and state = 'pending') as pending,
+      exists (select 1 from sms_outbox where message_id = ${messageId} and state = 'pending'
+        and claim_token is not distinct from ${token}) as pending,
       (select count(*) from settled)::int as settled`.execute(db);
   const { marked, pending, settled } = rows[0]!;
   return {
@@ -229,6 +237,26 @@ export async function settleSending(
 ): Promise<boolean> {
   const { rows } = await settleStatement(messageId, now, report).execute(db);
   return rows.length === 1;
+}
+
+/**
+ * Hands a claim's rows that are still pending back: free again at `until` (at once without it). Rows in
+ * flight keep their lease (they are never sent again; their account stays busy until they are settled).
+ */
+export async function releaseClaim(
+  db: Kysely<Database>,
+  messageIds: readonly string[],
+  token: string,
+  until?: Date,
+) {
+  if (messageIds.length === 0) return;
+  await db
+    .updateTable('sms_outbox')
+    .set({ lease_until: until ?? null, claim_token: null })
+    .where('message_id', 'in', messageIds)
+    .where('claim_token', '=', token)
+    .where('state', '=', 'pending')
+    .execute();
 }
 
 export async function markReported(db: Kysely<Database>, messageIds: readonly string[], now: Date) {

@@ -536,6 +536,65 @@ describe('the SMS gateway', () => {
     expect(bodiesFrom('+15125551022')).toEqual(['B first', 'B second']);
   });
 
+  it("gives up on an account's pass past its time budget, so another account's message goes out meanwhile, in order for both", async () => {
+    await account('acc-stuck', '+15125551031');
+    await account('acc-next', '+15125551032');
+    // The provider never answers for one number (a request Twilio holds open): its send waits on it.
+    const stuckPhone = '+15125552031';
+    const hanging: SmsSender = {
+      send: (message) => (message.to === stuckPhone ? new Promise(() => undefined) : sender.send(message)),
+    };
+    // One worker, whose passes may last a second (half the lease); the provider call itself may take ten minutes.
+    await gateway({ sender: hanging, concurrency: 1, leaseMs: 2000, sendTimeoutMs: 600_000 });
+    const first = request(stuckPhone, 'Never answered');
+    const behind = request('+15125552032', 'Waits behind it');
+    await append('acc-stuck', [first, behind]);
+    await eventually(async () =>
+      (await outboxState(first.data.message_id))?.state === 'sending' ? true : undefined,
+    );
+    const other = request('+15125552033', 'Another account');
+    await append('acc-next', [other]);
+    expect(await settled(other.data.message_id)).toBe('sent');
+    // The stuck pass sent nothing more: the message behind the unanswered one is still waiting, in order.
+    expect(await outboxState(first.data.message_id)).toEqual({ state: 'sending' });
+    expect(await outboxState(behind.data.message_id)).toEqual({ state: 'pending' });
+    expect(sentTo('+15125552032')).toHaveLength(0);
+  });
+
+  it('stops without waiting for a send the provider never answers, handing the rest of its pass back at once', async () => {
+    await account('acc-stopping', '+15125551041');
+    const stuckPhone = '+15125552041';
+    const hanging: SmsSender = {
+      send: (message) => (message.to === stuckPhone ? new Promise(() => undefined) : sender.send(message)),
+    };
+    const instance = await gateway({ sender: hanging, sendTimeoutMs: 600_000, drainMs: 100 });
+    const first = request(stuckPhone, 'Never answered');
+    const behind = request('+15125552042', 'Next in line');
+    await append('acc-stopping', [first, behind]);
+    await eventually(async () =>
+      (await outboxState(first.data.message_id))?.state === 'sending' ? true : undefined,
+    );
+    await instance.stop();
+    running.splice(running.indexOf(instance), 1);
+    const rows = await gatewayDb
+      .selectFrom('sms_outbox')
+      .select(['message_id', 'state', 'lease_until', 'claim_token'])
+      .where('account_id', '=', 'acc-stopping')
+      .orderBy('created_at')
+      .orderBy('message_id')
+      .execute();
+    const byId = new Map(rows.map((row) => [row.message_id, row]));
+    // The unanswered send is never sent again (reconciliation settles it); the message behind it is free
+    // for the next gateway now, not when the lease would have run out.
+    expect(byId.get(first.data.message_id)).toMatchObject({ state: 'sending' });
+    expect(byId.get(behind.data.message_id)).toEqual({
+      message_id: behind.data.message_id,
+      state: 'pending',
+      lease_until: null,
+      claim_token: null,
+    });
+  });
+
   it("never splits an account's rows between two claims made at once", async () => {
     // Older than any other test's messages: claims take the oldest accounts first.
     await sql`

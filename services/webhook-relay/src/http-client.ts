@@ -14,7 +14,8 @@ export interface SendResult {
 }
 
 export interface WebhookClient {
-  post(url: string, headers: Record<string, string>, body: string): Promise<SendResult>;
+  /** `signal` ends the request (the attempt's time budget ran out, or the relay is stopping). */
+  post(url: string, headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<SendResult>;
   close(): void;
 }
 
@@ -58,7 +59,12 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
   const open = new Set<ReturnType<typeof https.request>>();
   let closed = false;
 
-  async function post(url: string, headers: Record<string, string>, body: string): Promise<SendResult> {
+  async function post(
+    url: string,
+    headers: Record<string, string>,
+    body: string,
+    signal?: AbortSignal,
+  ): Promise<SendResult> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     const failure = (error: string): SendResult => ({
@@ -93,6 +99,7 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        signal?.removeEventListener('abort', abort);
         open.delete(request);
         resolve(result);
       };
@@ -108,6 +115,12 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
         request.destroy();
         settle(failure(`No answer within ${options.timeoutMs} ms`));
       }, options.timeoutMs);
+      const abort = () => {
+        request.destroy();
+        settle(failure('The attempt was abandoned'));
+      };
+      if (signal?.aborted) abort();
+      else signal?.addEventListener('abort', abort, { once: true });
       request.on('error', (error) => settle(failure(error.message)));
       request.on('response', (response) => {
         const chunks: Buffer[] = [];

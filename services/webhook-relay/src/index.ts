@@ -1,4 +1,6 @@
 export * from './config';
+export * from './deliveries';
+export * from './delivery-policy';
 export * from './dispatcher';
 export * from './http-client';
 export * from './mapping';

@@ -542,6 +542,34 @@ describe('relays that stop, restart and run side by side', () => {
     expect(logged).toMatchObject({ status: 'succeeded', attempt_count: 1 });
   });
 
+  it('stops without waiting for an endpoint that never answers, handing its delivery back for another relay at once', async () => {
+    // An attempt that may wait ten minutes for its answer: stopping must not wait for it.
+    const stopping = await harness.startRelayInstance({ consume: false, timeoutMs: 600_000 });
+    const partner = await harness.createPartner('Silent CRM');
+    harness.receiver.answer('/silent', { status: 200, hang: true });
+    const webhook = await createWebhook(partner, '/silent', ['lead.created']);
+    await harness.append(partner, [leadCreated('+15125550115')]);
+    const [delivery] = await queued(webhook.id);
+    stopping.dispatcher.start();
+    await eventually(async () => (harness.receiver.requests('/silent').length === 1 ? true : undefined));
+
+    await stopping.stop();
+    // Handed back, unanswered and unrecorded: due again now, not when the lease would have run out.
+    const row = await harness.system.services.db
+      .selectFrom('webhook_deliveries')
+      .select(['status', 'attempts', 'leased_until', 'claim_token'])
+      .where('id', '=', delivery!.id)
+      .executeTakeFirstOrThrow();
+    expect(row).toEqual({ status: 'pending', attempts: 0, leased_until: null, claim_token: null });
+    harness.receiver.answer('/silent', { status: 200 });
+    expect(await relay.dispatcher.drain()).toBe(1);
+    expect(harness.receiver.requests('/silent').map((r) => r.headers['x-service-delivery-id'])).toEqual([
+      delivery!.id,
+      delivery!.id,
+    ]);
+    await partner.api.delete(`/webhooks/${webhook.id}`);
+  });
+
   it('never sends the same attempt from two relays draining together', async () => {
     const second = await harness.startRelayInstance({ consume: false });
     try {

@@ -331,6 +331,8 @@ export interface OperationalTables {
     report: ColumnType<OutboxReport | null, string | undefined, string | null>;
     /** When `report` was appended to the log; null while it is owed. */
     reported_at: Timestamp | null;
+    /** The claim the row is leased under (see the 0013_sms_gateway_checkpoints migration). */
+    claim_token: ColumnType<string | null, string | null | undefined, string | null>;
   };
   /** Embed tokens, stored only as SHA-256 hashes (see the 0010_embed_tokens migration). */
   embed_tokens: {
@@ -362,6 +364,8 @@ export interface OperationalTables {
   };
   /** Where the sequencer is on the account topic (see the 0013_sequencer_checkpoints migration). */
   sequencer_checkpoints: { topic: string; partition: number; next_offset: Int64; updated_at: Timestamp };
+  /** Where the SMS gateway is on the account topic (see the 0014_sms_gateway_checkpoints migration). */
+  sms_gateway_checkpoints: { topic: string; partition: number; next_offset: Int64; updated_at: Timestamp };
   /** Opt-outs answered but not yet decided (see the 0011_inbound_receipts migration). */
   opt_out_guards: { account_id: string; phone: string; message_sid: string; created_at: Timestamp };
   /** The AI agent's work queue (see the 0008_ai_agent migration). */

@@ -484,4 +484,24 @@ export const operationalMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0014_sms_gateway_checkpoints': {
+    async up(db: Kysely<unknown>) {
+      await sql`
+        -- The SMS gateway reads the log through the shared consumer: its progress per partition is
+        -- committed with the outbox rows it queued. Empty at first: a gateway upgraded from one that
+        -- kept its offsets in Kafka fills it from its consumer group's committed offsets on start
+        -- (startLogConsumer's startAtGroupOffsets); the outbox's primary key makes a repeat a no-op.
+        create table sms_gateway_checkpoints (
+          topic text not null,
+          partition integer not null,
+          next_offset bigint not null,
+          updated_at timestamptz not null,
+          primary key (topic, partition)
+        );
+        -- The claim a row is leased under: only that claim marks it in flight or hands it back, so a
+        -- worker that gave up on an account (past its time budget) never sends beside the next one.
+        alter table sms_outbox add column claim_token text;
+      `.execute(db);
+    },
+  },
 };

@@ -1,0 +1,219 @@
+import {
+  optedOutPhones,
+  runRemoteCall,
+  type Clock,
+  type CommandBus,
+  type CommandContext,
+  type Database,
+  type OutboxReport,
+} from '@leadline/runtime';
+import type { AcceptedSms, SmsSender } from '@leadline/telephony';
+import type { Kysely } from 'kysely';
+import {
+  markReported,
+  markSending,
+  settleRefused,
+  settleSending,
+  type OutboxRow,
+  type OwedSettlement,
+} from './outbox';
+import { inRequestOrder, refusal, sendReport, type AccountClaim } from './send-policy';
+
+export interface PassDeps {
+  db: Kysely<Database>;
+  commands: CommandBus;
+  sender: SmsSender;
+  clock: Clock;
+  decisionBatch: number;
+  leaseMs: number;
+  sendTimeoutMs: number;
+  maxQueueAgeMs: number;
+  onError: (error: unknown) => void;
+}
+
+type Settled = { row: OutboxRow; report: OutboxReport };
+
+export const contextOf = (row: OutboxRow): CommandContext => ({
+  partnerId: row.partner_id,
+  actor: { kind: 'system', service: 'sms-gateway' },
+  correlationId: row.correlation_id,
+  causationId: row.causation_id,
+});
+
+/** Appends what settled rows owe the log, one append per account, then notes them reported. */
+export async function report(
+  deps: Pick<PassDeps, 'db' | 'commands' | 'clock'>,
+  rows: readonly Settled[],
+  readYourWrites = false,
+) {
+  for (const settled of Map.groupBy(rows, ({ row }) => row.account_id).values()) {
+    const first = settled[0]!.row;
+    await deps.commands.append({
+      stream: { topic: 'account', accountId: first.account_id },
+      context: contextOf(first),
+      // Each outcome traced to its own message's request, though they share one append.
+      events: settled.map(({ row, report }) => ({
+        ...report,
+        correlationId: row.correlation_id,
+        causationId: row.causation_id,
+      })),
+      readYourWrites,
+    });
+    await markReported(
+      deps.db,
+      settled.map(({ row }) => row.message_id),
+      deps.clock.now(),
+    );
+  }
+}
+
+/**
+ * One account's pass, run by the worker for each claim:
+ *   1. decide, in a short transaction on the account's decide-and-append path (its lock, read models
+ *      caught up): a refused row (opted-out number except the compliance replies, deactivated account,
+ *      a manual message that waited longer than `maxQueueAgeMs`) is settled failed and committed, and
+ *      only then reported with `message.failed`;
+ *   2. mark: the row is marked `sending` under the claim (committed), so it is never sent again, and
+ *      the number's opt-out is checked again right there;
+ *   3. call the provider, bounded by `sendTimeoutMs`, with nothing open in the database;
+ *   4. record: the row is settled with the event that reports it (with the next row's mark, or at the
+ *      end); at the end every outcome of the pass (the refusals of 1 included) is appended at once, in
+ *      the rows' order: one append per account and pass, with no lock and no wait for the projector.
+ * A decision covers at most `decisionBatch` rows; a number that opted out since is decided again (and
+ * refused). Once `signal` aborts (the pass's time budget, or shutdown) nothing more is marked: the
+ * worker has handed the rest of the claim back.
+ */
+export function accountPass(deps: PassDeps) {
+  const { db, commands, sender, clock } = deps;
+
+  /**
+   * The short decision: under the account's lock, against caught-up read models, refused rows are
+   * settled in the same transaction; the rows that may go out are returned with the account's number.
+   */
+  async function decide(accountId: string, rows: readonly OutboxRow[]) {
+    const { result } = await commands.execute({
+      stream: { topic: 'account', accountId },
+      context: contextOf(rows[0]!),
+      lockKeys: [`account:${accountId}`],
+      consistency: 'partition',
+      async decide(trx) {
+        const account = await trx
+          .selectFrom('accounts')
+          .select(['status', 'phone_number'])
+          .where('id', '=', accountId)
+          .executeTakeFirst();
+        // The projected opt-outs, and STOPs already answered whose decisions are still queued.
+        const optedOut = await optedOutPhones(
+          trx,
+          accountId,
+          rows.map((row) => row.phone),
+        );
+        const refused: Settled[] = [];
+        const allowed: OutboxRow[] = [];
+        for (const row of rows) {
+          const reason = refusal(row, account, optedOut.has(row.phone), clock.now(), deps.maxQueueAgeMs);
+          if (reason) refused.push({ row, report: reason });
+          else allowed.push(row);
+        }
+        const settled = await settleRefused(
+          trx,
+          refused.map(({ row, report }) => ({ messageId: row.message_id, report })),
+          clock.now(),
+        );
+        return {
+          events: [],
+          result: {
+            from: account?.phone_number ?? '',
+            allowed,
+            refused: refused.filter(({ row }) => settled.has(row.message_id)),
+          },
+        };
+      },
+    });
+    return result;
+  }
+
+  /**
+   * One send in the remote-call shape. Its mark also settles the send before (`owed`), so a backlog
+   * costs one commit per message; its own outcome is returned as owed, for the next mark or the end.
+   */
+  async function send(row: OutboxRow, from: string, token: string, owed: OwedSettlement | undefined) {
+    let claim = 'taken' as 'sending' | 'taken' | 'opted_out';
+    let settledOwed = false;
+    let outcome: OwedSettlement | undefined;
+    await runRemoteCall<OutboxRow, AcceptedSms>('SMS provider', deps.sendTimeoutMs, {
+      async claim() {
+        ({ claim, settledPrevious: settledOwed } = await markSending(
+          db,
+          row.message_id,
+          clock.now(),
+          deps.leaseMs,
+          token,
+          owed,
+        ));
+        return claim === 'sending' ? row : undefined;
+      },
+      call: () =>
+        sender.send({
+          messageId: row.message_id,
+          accountId: row.account_id,
+          from,
+          to: row.phone,
+          body: row.body,
+        }),
+      async record(claimed, result) {
+        const report = sendReport(claimed, result);
+        if (report) outcome = { messageId: claimed.message_id, report };
+        // Maybe accepted, maybe not (a timeout, a reset connection): never resend; reconcile() settles it.
+        else if (!result.ok) deps.onError(result.error);
+      },
+    });
+    return { claim, settledOwed, owed: outcome };
+  }
+
+  /**
+   * Every outcome is settled in the outbox before it is appended (a refusal in its decision's
+   * transaction, a send with the next mark or at the end), so a crash before the append loses nothing:
+   * reconciliation reports what was settled and not reported.
+   */
+  return async function pass({ rows, token }: AccountClaim, signal: AbortSignal): Promise<void> {
+    const byId = new Map(rows.map((row) => [row.message_id, row]));
+    const outcomes: Settled[] = [];
+    let owed: OwedSettlement | undefined;
+    const owedSettled = () => {
+      if (owed) outcomes.push({ row: byId.get(owed.messageId)!, report: owed.report });
+      owed = undefined;
+    };
+    try {
+      let todo: readonly OutboxRow[] = rows;
+      let redecided: string | undefined;
+      while (todo.length > 0 && !signal.aborted) {
+        const chunk = todo.slice(0, deps.decisionBatch);
+        let next = todo.slice(chunk.length);
+        // Nothing is settled when the decision fails (the log or the read models are unavailable): the
+        // worker hands the claim back and the rows are tried again, in order; this account stops here.
+        const decided = await decide(chunk[0]!.account_id, chunk);
+        outcomes.push(...decided.refused);
+        for (const row of decided.allowed) {
+          if (signal.aborted) break;
+          const result = await send(row, decided.from, token, owed);
+          if (result.settledOwed) owedSettled();
+          owed = result.owed;
+          if (result.claim === 'opted_out') {
+            // An opt-out arrived while this pass went out: decide again from this row on (once; a row
+            // still refused by the mark then waits for its lease to run out, with the rest behind it).
+            next = row.message_id === redecided ? [] : todo.slice(todo.indexOf(row));
+            redecided = row.message_id;
+            break;
+          }
+        }
+        todo = next;
+      }
+    } finally {
+      // The last outcome is settled on its own; what was settled is reported even if a later send of
+      // the pass failed to record.
+      if (owed && (await settleSending(db, owed.messageId, clock.now(), owed.report))) owedSettled();
+      await report(deps, inRequestOrder(outcomes, rows));
+    }
+  };
+}
