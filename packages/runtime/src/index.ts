@@ -27,3 +27,5 @@ export * from './opt-out';
 export * from './inbound-receipts';
 export * from './log-writer';
 export * from './db/listen';
+export * from './log-generations';
+export * from './generation-switch';
