@@ -29,3 +29,6 @@ export * from './log-writer';
 export * from './db/listen';
 export * from './log-generations';
 export * from './generation-switch';
+export * from './log-migration';
+export * from './log-reader';
+export * from './log-transforms';
