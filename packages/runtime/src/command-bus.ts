@@ -301,14 +301,14 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
 
       const { events, result, position } = await inTransaction(async (trx) => {
         // Sorted, so two commands that share locks always take them in the same order.
-        await timeStage('lock', async () => {
+        const topic = await timeStage('lock', async () => {
           for (const lockKey of [...new Set(command.lockKeys)].sort()) {
             await sql`select ${lockId(lockKey)}`.execute(trx);
           }
+          // After the stream's locks: a cutover waits for the commands already deciding, not for
+          // those queued behind one account's lock; those are refused at once when their turn comes.
+          return topicsOf(await enterWriteFence(trx, { waitMs: 0 }))[stream.topic];
         });
-        // After the stream's locks: a cutover waits for the commands already deciding, not for those
-        // queued behind one account's lock; those are refused at once when their turn comes.
-        const topic = topicsOf(await enterWriteFence(trx, { waitMs: 0 }))[stream.topic];
         if (command.consistency === 'partition') await waitForHighWatermark(topic, key);
         await refuseHeldStream(trx, key);
         const decision = await timeStage('decide', () => command.decide(trx));

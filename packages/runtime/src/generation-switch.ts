@@ -90,9 +90,10 @@ export async function generationToRead(
 /**
  * A consumer that has never read the log reads its whole history on the active generation, from
  * offset 0 of each partition: it is placed there, so that it stays on that generation if it stops
- * before its first batch. The generations still being drained by others hold nothing it does not
- * read there, so it is placed at their ends, as far on them as a consumer that read them and moved
- * over (a rebuild's fresh read models then compare with the live ones position for position).
+ * before its first batch. The earlier generations (still drained by others, or retired) hold nothing
+ * it does not read there, so it is placed at their ends, as far on them as a consumer that read them
+ * and moved over (a rebuild's fresh read models then compare with the live ones position for
+ * position).
  */
 export async function placeFreshConsumer(
   db: Kysely<Database>,
@@ -103,7 +104,7 @@ export async function placeFreshConsumer(
   now: Date,
 ): Promise<void> {
   const ends = generations
-    .filter((generation) => generation.state === 'draining')
+    .filter((generation) => generation.state === 'draining' || generation.state === 'retired')
     .flatMap((generation) =>
       [...endLimits(generation, layout)].map(([key, end]) => {
         const [topic, partition] = key.split('\u0000') as [string, string];

@@ -28,6 +28,63 @@ function stopIdleRequestQueueTimers() {
 }
 stopIdleRequestQueueTimers();
 
+/** Topics deleted on purpose (see `forgetTopics`). */
+const forgottenTopics = new Set<string>();
+
+/**
+ * kafkajs asks the broker, on every metadata refresh of a client, about every topic that client has
+ * used, and a topic deleted since fails the whole refresh (UNKNOWN_TOPIC_OR_PARTITION, retried for
+ * seconds, then thrown; only the admin that deletes a topic forgets it). Once `migrate-log --retire`
+ * deletes an old generation's topics, every long-running producer, admin and consumer that wrote to or
+ * looked at them would fail its next refresh, and with it every send and lookup, until restarted. So
+ * no client asks about a topic the process was told is gone (`forgetTopics`), and a refresh refused
+ * for an unknown topic all the same (before the process heard) is tried again once without the
+ * topics the broker no longer has.
+ */
+function forgetDeletedTopics() {
+  interface Metadata {
+    topicMetadata: { topic: string }[];
+  }
+  interface Cluster {
+    targetTopics: Set<string>;
+    brokerPool: {
+      withBroker<T>(
+        call: (pool: { broker: { metadata(topics: string[]): Promise<T> } }) => Promise<T>,
+      ): Promise<T>;
+    };
+  }
+  type Refresh = (this: Cluster) => Promise<void>;
+  const { prototype } = createRequire(import.meta.url)('kafkajs/src/cluster/index.js') as {
+    prototype: Record<'refreshMetadata' | 'refreshMetadataIfNecessary', Refresh>;
+  };
+  for (const name of ['refreshMetadata', 'refreshMetadataIfNecessary'] as const) {
+    const refresh = prototype[name];
+    prototype[name] = async function (this: Cluster) {
+      for (const topic of forgottenTopics) this.targetTopics.delete(topic);
+      try {
+        return await refresh.call(this);
+      } catch (error) {
+        if ((error as { type?: string }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw error;
+        // Every topic the cluster has (an empty list asks for all of them).
+        const { topicMetadata } = await this.brokerPool.withBroker<Metadata>(({ broker }) =>
+          broker.metadata([]),
+        );
+        const existing = new Set(topicMetadata.map((metadata) => metadata.topic));
+        const deleted = [...this.targetTopics].filter((topic) => !existing.has(topic));
+        if (deleted.length === 0) throw error;
+        for (const topic of deleted) this.targetTopics.delete(topic);
+        return refresh.call(this);
+      }
+    };
+  }
+}
+forgetDeletedTopics();
+
+/** Tells every Kafka client of the process that these topics are deleted: none asks about them again. */
+export function forgetTopics(topics: Iterable<string>): void {
+  for (const topic of topics) forgottenTopics.add(topic);
+}
+
 export function createKafka(brokers: string[], clientId: string): Kafka {
   return new Kafka({
     clientId,

@@ -2,6 +2,7 @@ import { parseTopicName, topicNames, type TopicKind, type TopicNames } from '@le
 import { unavailable } from '@leadline/domain';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, TopicOffsets } from './db/schema';
+import { forgetTopics } from './kafka';
 
 /**
  * The log's topic generations. The log moves to a new generation of topics (more partitions, or its
@@ -134,7 +135,7 @@ export async function enterWriteFence(
   return activeGeneration(trx);
 }
 
-/** How often processes look for a new active generation; a cutover's commands see it at once anyway. */
+/** How often processes look at the generations; a cutover's commands see it at once anyway. */
 const FOLLOW_MS = 2_000;
 
 /**
@@ -142,7 +143,8 @@ const FOLLOW_MS = 2_000;
  * generation is active as of the last look (every `FOLLOW_MS`), so code that holds the object (a
  * readiness check, a wait for the projector) follows a migration without a restart. Appends and
  * consumers do not rely on it: they read the generation themselves (see `enterWriteFence` and
- * `startLogConsumer`).
+ * `startLogConsumer`). A retired generation's topics are forgotten by the process's Kafka clients,
+ * which would otherwise fail on them once they are deleted (see `forgetTopics`).
  */
 export function followActiveTopics(db: Kysely<Database>, prefix: string, initial: LogGeneration) {
   let current = topicNames(prefix, initial.generation);
@@ -155,9 +157,14 @@ export function followActiveTopics(db: Kysely<Database>, prefix: string, initial
     },
   };
   const timer = setInterval(() => {
-    activeGeneration(db).then(
-      (active) => {
-        current = topicNames(prefix, active.generation);
+    readGenerations(db).then(
+      (generations) => {
+        const active = generations.find((generation) => generation.state === 'active');
+        if (active) current = topicNames(prefix, active.generation);
+        for (const generation of generations) {
+          if (generation.state === 'retired')
+            forgetTopics(Object.values(topicNames(prefix, generation.generation)));
+        }
       },
       () => undefined,
     );

@@ -800,7 +800,14 @@ export async function retireGeneration(
 ): Promise<{ generation: number; topics: string[] }> {
   const generations = await readGenerations(deps.db);
   const draining = generations.find((generation) => generation.state === 'draining');
-  if (!draining) throw new Error('migrate-log: no generation is waiting to be retired');
+  if (!draining) {
+    if ((await deleteRetiredTopics(deps)) > 0) {
+      throw new Error(
+        'migrate-log: no generation is waiting to be retired; deleted the topics an interrupted --retire left',
+      );
+    }
+    throw new Error('migrate-log: no generation is waiting to be retired');
+  }
   const topics = Object.values(topicNames(deps.prefix, draining.generation));
   const behind: string[] = [];
   for (const position of await consumerPositions(deps, generations)) {
@@ -818,9 +825,8 @@ export async function retireGeneration(
       `migrate-log: generation ${draining.generation} cannot be retired yet:\n  ${behind.join('\n  ')}`,
     );
   }
-  const existing = new Set(await deps.admin.listTopics());
-  const present = topics.filter((topic) => existing.has(topic));
-  if (present.length > 0) await deps.admin.deleteTopics({ topics: present });
+  // Retired first, deleted after: every process stops asking its Kafka clients about the topics once
+  // it sees the state (it looks every 2 s), and a run interrupted in between deletes them when run again.
   await deps.db.transaction().execute(async (trx) => {
     await trx
       .updateTable('log_generations')
@@ -837,7 +843,19 @@ export async function retireGeneration(
       .where('generation', '=', draining.generation + 1)
       .execute();
   });
+  await deleteRetiredTopics(deps);
   return { generation: draining.generation, topics };
+}
+
+/** Deletes what is left of retired generations' topics; how many there were. */
+async function deleteRetiredTopics(deps: MigrateLogDeps): Promise<number> {
+  const retired = (await readGenerations(deps.db)).filter((generation) => generation.state === 'retired');
+  const existing = new Set(await deps.admin.listTopics());
+  const present = retired
+    .flatMap((generation) => Object.values(topicNames(deps.prefix, generation.generation)))
+    .filter((topic) => existing.has(topic));
+  if (present.length > 0) await deps.admin.deleteTopics({ topics: present });
+  return present.length;
 }
 
 /** `--abort`: gives up a migration before its cutover: its topics and records go, writes carry on. */
