@@ -2101,6 +2101,7 @@ export interface components {
              *     | `internal_error` | 500 | Something went wrong on our side; the details are in our logs, not here. |
              *     | `projection_lagging` | 503 | The read models are catching up with the event log; nothing was written, retry after `Retry-After`. |
              *     | `event_log_unavailable` | 503 | The event log did not accept the write; nothing was written, retry after `Retry-After`. |
+             *     | `log_migrating` | 503 | The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`. |
              *     | `database_busy` | 503 | The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`. |
              *     | `telephony_unavailable` | 503 | The telephony provider did not answer; nothing was written, retry after `Retry-After`. |
              *     | `account_held` | 503 | A record of this account waits for an operator; writes to it are paused, nothing was written. |
@@ -2109,7 +2110,7 @@ export interface components {
              *     | `not_ready` | 503 | The service is not ready (readiness probe only). |
              * @enum {string}
              */
-            code: "validation_failed" | "invalid_phone" | "multipart_required" | "file_required" | "unsupported_file_type" | "invalid_idempotency_key" | "idempotency_key_in_progress" | "idempotency_key_reused" | "bad_request" | "missing_api_key" | "invalid_api_key" | "invalid_signature" | "account_not_found" | "lead_not_found" | "requirement_not_found" | "sequence_not_found" | "context_file_not_found" | "context_url_not_found" | "document_not_found" | "webhook_not_found" | "delivery_not_found" | "message_not_found" | "phone_number_not_found" | "partner_not_found" | "api_key_not_found" | "ambiguous_api_key" | "too_many_active_keys" | "missing_embed_token" | "invalid_embed_token" | "embed_role_forbidden" | "asset_not_found" | "route_not_found" | "phone_number_in_use" | "phone_number_not_owned" | "account_active" | "phone_number_released" | "sequence_limit_reached" | "invalid_sending_window" | "sequence_inactive" | "context_file_limit_reached" | "context_url_limit_reached" | "context_url_unreachable" | "team_member_exists" | "external_id_in_use" | "requirement_exists" | "requirement_limit_reached" | "account_deactivated" | "lead_opted_out" | "webhook_limit_reached" | "delivery_pending" | "webhook_inactive" | "uri_too_long" | "file_too_large" | "payload_too_large" | "event_batch_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_failed_authentications" | "internal_error" | "projection_lagging" | "event_log_unavailable" | "database_busy" | "telephony_unavailable" | "account_held" | "live_updates_unavailable" | "dashboard_not_built" | "not_ready";
+            code: "validation_failed" | "invalid_phone" | "multipart_required" | "file_required" | "unsupported_file_type" | "invalid_idempotency_key" | "idempotency_key_in_progress" | "idempotency_key_reused" | "bad_request" | "missing_api_key" | "invalid_api_key" | "invalid_signature" | "account_not_found" | "lead_not_found" | "requirement_not_found" | "sequence_not_found" | "context_file_not_found" | "context_url_not_found" | "document_not_found" | "webhook_not_found" | "delivery_not_found" | "message_not_found" | "phone_number_not_found" | "partner_not_found" | "api_key_not_found" | "ambiguous_api_key" | "too_many_active_keys" | "missing_embed_token" | "invalid_embed_token" | "embed_role_forbidden" | "asset_not_found" | "route_not_found" | "phone_number_in_use" | "phone_number_not_owned" | "account_active" | "phone_number_released" | "sequence_limit_reached" | "invalid_sending_window" | "sequence_inactive" | "context_file_limit_reached" | "context_url_limit_reached" | "context_url_unreachable" | "team_member_exists" | "external_id_in_use" | "requirement_exists" | "requirement_limit_reached" | "account_deactivated" | "lead_opted_out" | "webhook_limit_reached" | "delivery_pending" | "webhook_inactive" | "uri_too_long" | "file_too_large" | "payload_too_large" | "event_batch_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_failed_authentications" | "internal_error" | "projection_lagging" | "event_log_unavailable" | "log_migrating" | "database_busy" | "telephony_unavailable" | "account_held" | "live_updates_unavailable" | "dashboard_not_built" | "not_ready";
             /** @description The path of the request that failed. */
             instance: string;
             /** @description For `validation_failed`: one entry per invalid field. */
@@ -2812,6 +2813,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
+             *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `telephony_unavailable`: The telephony provider did not answer; nothing was written, retry after `Retry-After`.
@@ -3047,6 +3050,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
+             *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
@@ -3245,6 +3250,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
+             *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
@@ -3410,6 +3417,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
@@ -3606,6 +3615,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
@@ -4034,6 +4045,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
+             *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
@@ -4229,6 +4242,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
@@ -4477,6 +4492,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
+             *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
@@ -4678,6 +4695,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
@@ -5540,6 +5559,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
+             *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
@@ -5673,6 +5694,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
@@ -5875,6 +5898,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
@@ -6182,6 +6207,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
+             *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
@@ -6429,6 +6456,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
+             *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
@@ -6626,6 +6655,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
@@ -6832,6 +6863,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
@@ -7143,6 +7176,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
@@ -7580,6 +7615,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
+             *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
@@ -7747,6 +7784,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
@@ -8084,6 +8123,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
+             *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              */
             503: {
@@ -8209,6 +8250,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              */
@@ -8399,6 +8442,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              */
@@ -8684,6 +8729,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
+             *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              */
             503: {
@@ -8847,6 +8894,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              */
@@ -9042,6 +9091,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
+             *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
@@ -9169,6 +9220,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
@@ -9475,6 +9528,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
@@ -9791,6 +9846,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
+             *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
@@ -9929,6 +9986,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
@@ -10239,6 +10298,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
+             *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
@@ -10377,6 +10438,8 @@ export interface operations {
              * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *

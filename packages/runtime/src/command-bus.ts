@@ -4,8 +4,9 @@ import {
   type DomainEvent,
   type EventCodec,
   type NewEvent,
-  type TopicKind,
   type TopicNames,
+  parseTopicName,
+  topicNames,
   UnstorableTextError,
 } from '@leadline/events';
 import { sql, type Kysely, type Transaction } from 'kysely';
@@ -14,6 +15,7 @@ import { DomainError, unavailable } from '@leadline/domain';
 import type { Clock, NewId } from './clock';
 import type { Database } from './db/schema';
 import { APPEND_MAX_BYTES, createEventProducer, partitionForKey } from './kafka';
+import { enterWriteFence, type LogGeneration } from './log-generations';
 import { createGroupAppender, createOffsetsCoalescer, type AppendPosition } from './log-writer';
 import { timeStage } from './metrics';
 import { refuseHeldStream } from './parking';
@@ -89,6 +91,10 @@ export interface CommandBusDeps {
   kafka: Kafka;
   admin: Admin;
   codec: EventCodec;
+  /**
+   * The log's topics, for their prefix: each append goes to the generation active when it entered the
+   * write fence (see log-generations.ts), whatever generation these name.
+   */
   topics: TopicNames;
   progress: ProjectionProgress;
   clock: Clock;
@@ -134,7 +140,8 @@ const lockId = (key: string) => sql`pg_advisory_xact_lock(hashtextextended(${key
 /**
  * The decide-and-append path: Kafka is the only source of truth, and decisions are made against read
  * models that are provably caught up with it.
- *   1. take the stream's advisory locks (a Postgres transaction holds them);
+ *   1. take the stream's advisory locks (a Postgres transaction holds them), enter the write fence
+ *      (refused while a migration of the log cuts over) and read the generation of topics to append to;
  *   2. wait until the projector has applied everything up to the partition's high watermark;
  *   3. decide against the read models;
  *   4. append the events (idempotent, acks=all) and release the locks;
@@ -144,6 +151,10 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
   const { db, kafka, admin, codec, topics, progress, clock, newId, projectionWaitMs } = deps;
   const eventLogTimeoutMs = deps.eventLogTimeoutMs ?? 3000;
   const appendMaxBytes = deps.appendMaxBytes ?? APPEND_MAX_BYTES;
+  // Topics that are not the log's (a test's own) are written as named, whatever the generation.
+  const layout = parseTopicName(topics.account);
+  const topicsOf = (generation: LogGeneration): TopicNames =>
+    layout ? topicNames(layout.prefix, generation.generation) : topics;
 
   /**
    * A call to Kafka, bounded: a broker that is down or silent is a 503 within the bound, never a hang.
@@ -234,12 +245,7 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
     }
   }
 
-  async function appendToLog(
-    topicKind: TopicKind,
-    key: string,
-    events: DomainEvent[],
-  ): Promise<AppendPosition> {
-    const topic = topics[topicKind];
+  async function appendToLog(topic: string, key: string, events: DomainEvent[]): Promise<AppendPosition> {
     const messages = await Promise.all(
       events.map(async (event) => ({
         key,
@@ -292,23 +298,23 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
     async execute(command) {
       const { stream, context } = command;
       const key = keyOf(stream, context);
-      const topic = topics[stream.topic];
 
       const { events, result, position } = await inTransaction(async (trx) => {
         // Sorted, so two commands that share locks always take them in the same order.
-        await timeStage('lock', async () => {
+        const topic = await timeStage('lock', async () => {
           for (const lockKey of [...new Set(command.lockKeys)].sort()) {
             await sql`select ${lockId(lockKey)}`.execute(trx);
           }
+          // After the stream's locks: a cutover waits for the commands already deciding, not for
+          // those queued behind one account's lock; those are refused at once when their turn comes.
+          return topicsOf(await enterWriteFence(trx, { waitMs: 0 }))[stream.topic];
         });
         if (command.consistency === 'partition') await waitForHighWatermark(topic, key);
         await refuseHeldStream(trx, key);
         const decision = await timeStage('decide', () => command.decide(trx));
         const stamped = decision.events.map((event) => stamp(event, stream, context));
         const position =
-          stamped.length > 0
-            ? await timeStage('append', () => appendToLog(stream.topic, key, stamped))
-            : undefined;
+          stamped.length > 0 ? await timeStage('append', () => appendToLog(topic, key, stamped)) : undefined;
         return { events: stamped, result: decision.result, position };
       });
 
@@ -323,7 +329,12 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
     async append({ stream, context, events, readYourWrites }) {
       const stamped = events.map((event) => stamp(event, stream, context));
       if (stamped.length === 0) return stamped;
-      const position = await appendToLog(stream.topic, keyOf(stream, context), stamped);
+      // The fence is held until the append is acknowledged or given up on, as a command holds it; facts
+      // wait out a cutover (within the log's bound) rather than be refused.
+      const position = await inTransaction(async (trx) => {
+        const generation = await enterWriteFence(trx, { waitMs: eventLogTimeoutMs });
+        return appendToLog(topicsOf(generation)[stream.topic], keyOf(stream, context), stamped);
+      });
       if (readYourWrites !== false)
         await progress.waitFor(position.topic, position.partition, position.nextOffset, projectionWaitMs);
       return stamped;

@@ -28,3 +28,8 @@ export * from './inbound-receipts';
 export * from './log-writer';
 export * from './db/listen';
 export * from './worker';
+export * from './log-generations';
+export * from './generation-switch';
+export * from './log-migration';
+export * from './log-reader';
+export * from './log-transforms';

@@ -12,11 +12,16 @@ import { createDb } from './db/database';
 import { migrate } from './db/migrate';
 import type { Database } from './db/schema';
 import { createKafka, ensureTopics } from './kafka';
+import { activeGeneration, followActiveTopics } from './log-generations';
 
 export interface Infrastructure {
   kafka: Kafka;
   admin: Admin;
   codec: EventCodec;
+  /**
+   * The active generation's topics, following a migration of the log while the process runs (see
+   * `followActiveTopics`): hold on to the object, not to the names it gives at one moment.
+   */
   topics: TopicNames;
   db: Kysely<Database>;
   close(): Promise<void>;
@@ -32,16 +37,24 @@ export async function connectInfrastructure(
   options: { maxConnections?: number } = {},
 ): Promise<Infrastructure> {
   await migrate(config.DATABASE_URL);
-  const kafka = createKafka(config.KAFKA_BROKERS, clientId);
-  const admin = kafka.admin();
-  await admin.connect();
-  const topics = topicNames(config.TOPIC_PREFIX);
-  await ensureTopics(admin, topics);
-  const codec = await createEventCodec(createSchemaRegistry(config.SCHEMA_REGISTRY_URL), topics);
   const db = createDb(config.DATABASE_URL, {
     maxConnections: options.maxConnections ?? 10,
     timeouts: databaseTimeouts(config),
   });
+  const kafka = createKafka(config.KAFKA_BROKERS, clientId);
+  const admin = kafka.admin();
+  await admin.connect();
+  // Generation 1's topics are created on a fresh deployment; a later generation's were made, with its
+  // copied history, by `migrate-log`, and are never made again empty.
+  const active = await activeGeneration(db);
+  const startTopics = topicNames(config.TOPIC_PREFIX, active.generation);
+  await ensureTopics(admin, startTopics, {
+    partitions: active.partitions,
+    createMissing: active.generation === 1,
+  });
+  const codec = await createEventCodec(createSchemaRegistry(config.SCHEMA_REGISTRY_URL), startTopics);
+  const following = followActiveTopics(db, config.TOPIC_PREFIX, active);
+  const topics = following.topics;
   return {
     kafka,
     admin,
@@ -49,6 +62,7 @@ export async function connectInfrastructure(
     topics,
     db,
     async close() {
+      following.stop();
       await admin.disconnect();
       await db.destroy();
     },

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import kafkajs, { Kafka, logLevel, Partitioners, type Admin, type Producer } from 'kafkajs';
-import { topicPartitions, type TopicNames } from '@leadline/events';
+import { topicPartitions, type TopicKind, type TopicNames } from '@leadline/events';
 
 /**
  * kafkajs 2.2.4, its last release, re-arms a timer on every broker connection each time it checks for
@@ -27,6 +27,63 @@ function stopIdleRequestQueueTimers() {
   };
 }
 stopIdleRequestQueueTimers();
+
+/** Topics deleted on purpose (see `forgetTopics`). */
+const forgottenTopics = new Set<string>();
+
+/**
+ * kafkajs asks the broker, on every metadata refresh of a client, about every topic that client has
+ * used, and a topic deleted since fails the whole refresh (UNKNOWN_TOPIC_OR_PARTITION, retried for
+ * seconds, then thrown; only the admin that deletes a topic forgets it). Once `migrate-log --retire`
+ * deletes an old generation's topics, every long-running producer, admin and consumer that wrote to or
+ * looked at them would fail its next refresh, and with it every send and lookup, until restarted. So
+ * no client asks about a topic the process was told is gone (`forgetTopics`), and a refresh refused
+ * for an unknown topic all the same (before the process heard) is tried again once without the
+ * topics the broker no longer has.
+ */
+function forgetDeletedTopics() {
+  interface Metadata {
+    topicMetadata: { topic: string }[];
+  }
+  interface Cluster {
+    targetTopics: Set<string>;
+    brokerPool: {
+      withBroker<T>(
+        call: (pool: { broker: { metadata(topics: string[]): Promise<T> } }) => Promise<T>,
+      ): Promise<T>;
+    };
+  }
+  type Refresh = (this: Cluster) => Promise<void>;
+  const { prototype } = createRequire(import.meta.url)('kafkajs/src/cluster/index.js') as {
+    prototype: Record<'refreshMetadata' | 'refreshMetadataIfNecessary', Refresh>;
+  };
+  for (const name of ['refreshMetadata', 'refreshMetadataIfNecessary'] as const) {
+    const refresh = prototype[name];
+    prototype[name] = async function (this: Cluster) {
+      for (const topic of forgottenTopics) this.targetTopics.delete(topic);
+      try {
+        return await refresh.call(this);
+      } catch (error) {
+        if ((error as { type?: string }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw error;
+        // Every topic the cluster has (an empty list asks for all of them).
+        const { topicMetadata } = await this.brokerPool.withBroker<Metadata>(({ broker }) =>
+          broker.metadata([]),
+        );
+        const existing = new Set(topicMetadata.map((metadata) => metadata.topic));
+        const deleted = [...this.targetTopics].filter((topic) => !existing.has(topic));
+        if (deleted.length === 0) throw error;
+        for (const topic of deleted) this.targetTopics.delete(topic);
+        return refresh.call(this);
+      }
+    };
+  }
+}
+forgetDeletedTopics();
+
+/** Tells every Kafka client of the process that these topics are deleted: none asks about them again. */
+export function forgetTopics(topics: Iterable<string>): void {
+  for (const topic of topics) forgottenTopics.add(topic);
+}
 
 export function createKafka(brokers: string[], clientId: string): Kafka {
   return new Kafka({
@@ -87,18 +144,30 @@ const topicConfig = {
 /**
  * Creates the log's topics if missing (broker auto-creation is off): retention is infinite and record
  * batches up to `LOG_MAX_MESSAGE_BYTES` are accepted. A topic created by an earlier version, with a
- * smaller limit, is raised to it (its other settings kept).
+ * smaller limit, is raised to it (its other settings kept). `createMissing: false` (a generation made by
+ * `migrate-log`, whose topics hold copied history) refuses to start on topics that are gone rather than
+ * create empty ones.
  */
-export async function ensureTopics(admin: Admin, topics: TopicNames): Promise<void> {
+export async function ensureTopics(
+  admin: Admin,
+  topics: TopicNames,
+  options: { partitions?: Readonly<Record<TopicKind, number>>; createMissing?: boolean } = {},
+): Promise<void> {
+  const partitions = options.partitions ?? topicPartitions;
   const existing = new Set(await admin.listTopics());
   const kinds = Object.keys(topics) as (keyof TopicNames)[];
   const missing = kinds.filter((kind) => !existing.has(topics[kind]));
+  if (missing.length > 0 && options.createMissing === false) {
+    throw new Error(
+      `The log's topics ${missing.map((kind) => topics[kind]).join(', ')} are missing from the cluster`,
+    );
+  }
   if (missing.length > 0) {
     await admin.createTopics({
       waitForLeaders: true,
       topics: missing.map((kind) => ({
         topic: topics[kind],
-        numPartitions: topicPartitions[kind],
+        numPartitions: partitions[kind],
         replicationFactor: 1,
         configEntries: Object.entries(topicConfig).map(([name, value]) => ({ name, value })),
       })),
@@ -108,20 +177,31 @@ export async function ensureTopics(admin: Admin, topics: TopicNames): Promise<vo
   if (present.length > 0) await raiseMessageLimit(admin, present);
 }
 
-async function raiseMessageLimit(admin: Admin, topics: string[]): Promise<void> {
+/** Every topic's `max.message.bytes`, as the broker has it. */
+export async function messageLimits(admin: Admin, topics: string[]): Promise<Map<string, string>> {
   const { resources } = await admin.describeConfigs({
     includeSynonyms: false,
     resources: topics.map((name) => ({ type: ConfigResourceTypes.TOPIC, name })),
   });
-  const tooSmall = resources.filter((resource) => {
-    const entry = resource.configEntries.find((config) => config.configName === 'max.message.bytes');
-    return Number(entry?.configValue ?? 0) < LOG_MAX_MESSAGE_BYTES;
+  return new Map(
+    resources.map((resource) => [
+      resource.resourceName,
+      resource.configEntries.find((config) => config.configName === 'max.message.bytes')?.configValue ?? '0',
+    ]),
+  );
+}
+
+/** Sets the topics' `max.message.bytes`, keeping every other setting made on them. */
+async function setMessageLimits(admin: Admin, limits: ReadonlyMap<string, string>): Promise<void> {
+  if (limits.size === 0) return;
+  const { resources } = await admin.describeConfigs({
+    includeSynonyms: false,
+    resources: [...limits.keys()].map((name) => ({ type: ConfigResourceTypes.TOPIC, name })),
   });
-  if (tooSmall.length === 0) return;
   // AlterConfigs replaces a topic's whole configuration: the settings made on the topic are sent back.
   await admin.alterConfigs({
     validateOnly: false,
-    resources: tooSmall.map((resource) => {
+    resources: resources.map((resource) => {
       const kept = resource.configEntries.filter(
         (config) =>
           config.configSource === ConfigSource.TOPIC_CONFIG && config.configName !== 'max.message.bytes',
@@ -131,11 +211,48 @@ async function raiseMessageLimit(admin: Admin, topics: string[]): Promise<void> 
         name: resource.resourceName,
         configEntries: [
           ...kept.map((config) => ({ name: config.configName, value: config.configValue })),
-          { name: 'max.message.bytes', value: String(LOG_MAX_MESSAGE_BYTES) },
+          { name: 'max.message.bytes', value: limits.get(resource.resourceName)! },
         ],
       };
     }),
   });
+}
+
+/**
+ * The value of `max.message.bytes` that makes a topic read-only: every record batch is larger, so
+ * the broker refuses every produce request (not retriable), while reads go on. A migration sets it on
+ * the old generation for its cutover, so an append abandoned by its caller earlier cannot land after
+ * the old generation's end has been read.
+ */
+export const READ_ONLY_MESSAGE_BYTES = '0';
+
+async function raiseMessageLimit(admin: Admin, topics: string[]): Promise<void> {
+  const limits = await messageLimits(admin, topics);
+  const tooSmall = new Map(
+    [...limits]
+      // A topic made read-only by a migration's cutover stays so (see READ_ONLY_MESSAGE_BYTES).
+      .filter(([, limit]) => limit !== READ_ONLY_MESSAGE_BYTES && Number(limit) < LOG_MAX_MESSAGE_BYTES)
+      .map(([topic]) => [topic, String(LOG_MAX_MESSAGE_BYTES)]),
+  );
+  await setMessageLimits(admin, tooSmall);
+}
+
+/** Makes the topics read-only (see READ_ONLY_MESSAGE_BYTES); read their limits first to give them back. */
+export async function makeTopicsReadOnly(admin: Admin, topics: string[]): Promise<void> {
+  await setMessageLimits(admin, new Map(topics.map((topic) => [topic, READ_ONLY_MESSAGE_BYTES])));
+}
+
+/** Gives topics made read-only their limits back (at least what the log needs). */
+export async function restoreMessageLimits(admin: Admin, limits: ReadonlyMap<string, string>) {
+  await setMessageLimits(
+    admin,
+    new Map(
+      [...limits].map(([topic, limit]) => [
+        topic,
+        limit === READ_ONLY_MESSAGE_BYTES ? String(LOG_MAX_MESSAGE_BYTES) : limit,
+      ]),
+    ),
+  );
 }
 
 const defaultPartitioner = Partitioners.DefaultPartitioner();

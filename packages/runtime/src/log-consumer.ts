@@ -2,6 +2,23 @@ import { UnknownEventTypeError, type DomainEvent, type EventCodec } from '@leadl
 import type { Admin, Kafka } from 'kafkajs';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './db/schema';
+import {
+  checkpointsOn,
+  drained,
+  endLimits,
+  generationToRead,
+  limitKey,
+  placeFreshConsumer,
+  switchGeneration,
+  type ConsumerLayout,
+} from './generation-switch';
+import {
+  generationGroupId,
+  logLayoutOf,
+  readGenerations,
+  topicsOfKinds,
+  type LogGeneration,
+} from './log-generations';
 import { checkpointConsumers, type CheckpointTable, type PositionedEvent } from './log-records';
 import { watchConsumerLag } from './metrics';
 import { PROGRESS_CHANNEL } from './projection-progress';
@@ -252,13 +269,159 @@ export interface RunningConsumer {
  * in Kafka: Kafka's committed offsets are only a hint, so on every assignment the consumer seeks to
  * its checkpoints. Used by the projector, the webhook relay, the AI agent, the inbound decider, the
  * sequencer and the SMS gateway.
+ *
+ * It follows the log's topic generations (see log-generations.ts): it reads the generation it holds
+ * positions on, and once that generation has stopped taking writes and every partition of it is
+ * applied up to its end (by whichever instances of the consumer hold them), it moves onto the next
+ * one, where live writes began (see generation-switch.ts), in a consumer group of that generation.
+ * Topics that are not the log's are read as they are.
  */
 export async function startLogConsumer(deps: LogConsumerDeps): Promise<RunningConsumer> {
-  const { kafka, db, codec, groupId } = deps;
+  const layout = logLayoutOf(deps.topics);
+  if (!layout) {
+    return consumeTopics(deps, {
+      topics: deps.topics,
+      groupId: deps.groupId,
+      startAtGroupOffsets: deps.startAtGroupOffsets ?? false,
+    });
+  }
+  return followGenerations(deps, layout);
+}
+
+/** How often a consumer looks at the generations: often while a migration is under way. */
+const FOLLOW_MS = 2_000;
+const FOLLOW_MIGRATING_MS = 200;
+
+async function followGenerations(deps: LogConsumerDeps, layout: ConsumerLayout): Promise<RunningConsumer> {
+  const { db } = deps;
+  const table = deps.checkpoints;
+  const topicsOf = (generation: LogGeneration) =>
+    topicsOfKinds(layout.prefix, generation.generation, layout.kinds);
+  const startingGenerations = await readGenerations(db);
+  let { generation, fresh } = await generationToRead(db, table, layout, startingGenerations);
+  if (deps.startAtGroupOffsets) {
+    // A consumer that kept its place in Kafka before Postgres continues from its group's offsets on
+    // the oldest generation it may still read (on upgrade, generation 1 and its original group).
+    const from = fresh
+      ? startingGenerations.find(
+          (candidate) => candidate.state === 'draining' || candidate.state === 'active',
+        )!
+      : generation;
+    const admin = deps.kafka.admin();
+    await admin.connect();
+    try {
+      await checkpointsFromGroup(
+        db,
+        admin,
+        table,
+        generationGroupId(deps.groupId, from.generation),
+        topicsOf(from),
+      );
+    } finally {
+      await admin.disconnect();
+    }
+    ({ generation, fresh } = await generationToRead(db, table, layout, startingGenerations));
+  }
+  if (fresh) await placeFreshConsumer(db, table, layout, startingGenerations, generation, new Date());
+  /** The end of the generation being read, once it has stopped taking writes: nothing past it is applied. */
+  let limits = new Map<string, bigint>();
+  let inner: RunningConsumer | undefined;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let checking: Promise<void> | undefined;
+
+  /** Moves past every generation the consumer has drained; true if it moved. */
+  async function advance(generations: readonly LogGeneration[]): Promise<boolean> {
+    let moved = false;
+    for (;;) {
+      const current = generations.find((candidate) => candidate.generation === generation.generation)!;
+      generation = current;
+      if (current.state !== 'draining' && current.state !== 'retired') return moved;
+      limits = endLimits(current, layout);
+      const checkpoints = await checkpointsOn(db, table, topicsOf(current));
+      if (!drained(current, layout, checkpoints)) {
+        if (current.state === 'retired') {
+          throw new LogGapError(
+            `${deps.groupId}: its position is on generation ${current.generation} of the log, which was retired before it read it to its end`,
+          );
+        }
+        return moved;
+      }
+      const next = generations.find((candidate) => candidate.generation === current.generation + 1);
+      if (!next?.startOffsets) return moved;
+      await inner?.stop();
+      inner = undefined;
+      await switchGeneration(db, table, layout, current, next, new Date());
+      console.warn(
+        `${deps.groupId}: read generation ${current.generation} of the log to its end; continuing on generation ${next.generation}`,
+      );
+      generation = next;
+      limits = new Map();
+      moved = true;
+    }
+  }
+
+  const startInner = () =>
+    consumeTopics(deps, {
+      topics: topicsOf(generation),
+      groupId: generationGroupId(deps.groupId, generation.generation),
+      startAtGroupOffsets: false,
+      limitOf: (topic, partition) => limits.get(limitKey(topic, partition)),
+    });
+
+  async function check() {
+    const generations = await readGenerations(db);
+    if (await advance(generations)) inner = await startInner();
+    const migrating = generations.some((candidate) => candidate.state === 'migrating');
+    return migrating || generation.state !== 'active' ? FOLLOW_MIGRATING_MS : FOLLOW_MS;
+  }
+
+  const schedule = (ms: number) => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      checking = check().then(schedule, (error: unknown) => {
+        if (error instanceof LogGapError) {
+          console.error(error.message);
+          deps.onCrash?.(error, false);
+          return;
+        }
+        console.warn(`${deps.groupId}: following the log's generations: ${(error as Error).message}`);
+        schedule(FOLLOW_MS);
+      });
+    }, ms);
+  };
+
+  await advance(startingGenerations);
+  inner = await startInner();
+  schedule(FOLLOW_MIGRATING_MS);
+
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await checking?.catch(() => undefined);
+      await inner?.stop();
+    },
+  };
+}
+
+/** One generation's (or a plain list of) topics, read by one consumer group. */
+async function consumeTopics(
+  deps: LogConsumerDeps,
+  options: {
+    topics: string[];
+    groupId: string;
+    startAtGroupOffsets: boolean;
+    /** The offset from which records of a partition are not applied (the generation's end). */
+    limitOf?: (topic: string, partition: number) => bigint | undefined;
+  },
+): Promise<RunningConsumer> {
+  const { kafka, db, codec } = deps;
+  const { groupId, topics } = options;
   // For the group's committed offsets (at start) and the partitions' ends (lag, at scrape time).
   const admin = kafka.admin();
   await admin.connect();
-  if (deps.startAtGroupOffsets) await checkpointsFromGroup(db, admin, deps.checkpoints, groupId, deps.topics);
+  if (options.startAtGroupOffsets) await checkpointsFromGroup(db, admin, deps.checkpoints, groupId, topics);
   const consumer = kafka.consumer({
     groupId,
     allowAutoTopicCreation: false,
@@ -269,7 +432,7 @@ export async function startLogConsumer(deps: LogConsumerDeps): Promise<RunningCo
     heartbeatInterval: 2_000,
   });
   await consumer.connect();
-  await consumer.subscribe({ topics: deps.topics, fromBeginning: true });
+  await consumer.subscribe({ topics, fromBeginning: true });
 
   // Where each assigned partition must continue: the Postgres checkpoint, not Kafka's committed offset
   // (only a hint, and ahead of Postgres after a restore or a failover) nor the consumer's own position.
@@ -315,7 +478,16 @@ export async function startLogConsumer(deps: LogConsumerDeps): Promise<RunningCo
     eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
       if (!isRunning() || isStale() || batch.messages.length === 0) return;
       const key = keyOf(batch.topic, batch.partition);
-      const records = await decodeAll(codec, batch.messages, deps.decodes);
+      const limit = options.limitOf?.(batch.topic, batch.partition);
+      // Past a generation's end there is nothing to apply: appends are refused there from its cutover on.
+      const messages =
+        limit === undefined ? batch.messages : batch.messages.filter(({ offset }) => BigInt(offset) < limit);
+      if (messages.length === 0) {
+        resolveOffset(batch.lastOffset());
+        await heartbeat();
+        return;
+      }
+      const records = await decodeAll(codec, messages, deps.decodes);
       // kafkajs keeps the offset a batch was fetched from (not in its typings).
       const fetchedFrom = (batch as typeof batch & { fetchedOffset?: string }).fetchedOffset;
       if (fetchedFrom !== undefined && records[0]) records[0] = { ...records[0], fetchedFrom };
@@ -360,7 +532,7 @@ export async function startLogConsumer(deps: LogConsumerDeps): Promise<RunningCo
   const unwatchLag = watchConsumerLag({
     db,
     admin,
-    topics: deps.topics,
+    topics,
     consumer: checkpointConsumers[deps.checkpoints],
     checkpoints: deps.checkpoints,
   });

@@ -59,8 +59,12 @@ export function parkingFailure(error: unknown): string {
  * command bus's 503s for a lagging projector or an unreachable log.
  */
 export function isTransientFailure(error: unknown): boolean {
-  // A consumer that decides through the command bus: the read models or the log are behind or down.
-  if (error instanceof DomainError && ['projection_lagging', 'event_log_unavailable'].includes(error.code))
+  // A consumer that decides through the command bus: the read models or the log are behind or down,
+  // or the log is cutting over to a new generation.
+  if (
+    error instanceof DomainError &&
+    ['projection_lagging', 'event_log_unavailable', 'log_migrating'].includes(error.code)
+  )
     return true;
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string') {

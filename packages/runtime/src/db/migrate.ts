@@ -2,6 +2,7 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import { Migrator, type Migration } from 'kysely/migration';
 import pg from 'pg';
 import { createPool, READ_MODEL_SCHEMA } from './database';
+import { logGenerationMigrations } from './migrations/log-generations';
 import { operationalMigrations } from './migrations/operational';
 
 export { reserveExistingPhoneNumbers, reserveExistingSlugs } from './migrations/operational';
@@ -60,6 +61,6 @@ async function migrateSchema(url: string, schema: string, migrations: Record<str
 /** Brings the operational tables and the read models of `readModelSchema` to the latest version. */
 export async function migrate(url: string, readModelSchema = READ_MODEL_SCHEMA): Promise<void> {
   await ensureDatabase(url);
-  await migrateSchema(url, 'public', operationalMigrations);
+  await migrateSchema(url, 'public', { ...operationalMigrations, ...logGenerationMigrations });
   await migrateSchema(url, readModelSchema, readModelMigrations);
 }

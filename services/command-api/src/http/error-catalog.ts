@@ -260,6 +260,11 @@ export const errorCatalog = {
     'The event log did not accept the write; nothing was written, retry after `Retry-After`.',
     writes,
   ),
+  log_migrating: entry(
+    503,
+    'The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.',
+    writes,
+  ),
   database_busy: entry(
     503,
     'The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.',

@@ -82,7 +82,7 @@ describe('the error catalog', () => {
       422: ['idempotency_key_reused'],
       429: ['rate_limited', 'too_many_failed_authentications'],
       500: ['internal_error'],
-      503: ['account_held', 'database_busy', 'event_log_unavailable', 'projection_lagging'],
+      503: ['account_held', 'database_busy', 'event_log_unavailable', 'log_migrating', 'projection_lagging'],
     } satisfies Record<number, ErrorCode[]>);
     expect(
       statuses({
