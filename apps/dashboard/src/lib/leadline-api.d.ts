@@ -5139,6 +5139,8 @@ export interface operations {
              *
              *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
              *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
+             *
              *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
