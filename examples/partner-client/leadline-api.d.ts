@@ -1016,15 +1016,48 @@ export interface components {
             /** Format: int32 */
             documents_collected: number;
         };
+        /** @description A system prompt of your own. */
+        AdvancedPromptSettings: {
+            /** @constant */
+            mode: "advanced";
+            /** @description Replaces the guided composition entirely. */
+            system_prompt: string;
+        };
         AiResumed: {
             /** @constant */
             success: true;
             /** @constant */
             ai_enabled: true;
         };
+        /** @description A step the AI writes from its instructions and the conversation. */
+        AiStepInput: {
+            /** @constant */
+            type: "ai";
+            /** @description What the AI should say. */
+            instructions: string;
+            /**
+             * Format: int32
+             * @description Hours after the previous step was sent or skipped (after enrollment for step 0). Default: `0`.
+             */
+            delay_hours?: number;
+            /** @description Skip the step when the lead has sent any message since the enrollment began. Default: `true`. */
+            skip_if_replied?: boolean;
+        };
         Branding: {
             logo_url: string | null;
             accent_color: string | null;
+        };
+        /** @description The logo and colour of the embedded dashboard. */
+        BrandingSettings: {
+            /** Format: uri */
+            logo_url?: string;
+            /** @example #1A73E8 */
+            accent_color?: string;
+        };
+        /** @description Only the given fields change; null removes one. */
+        BrandingUpdate: {
+            logo_url?: string | null;
+            accent_color?: string | null;
         };
         BulkImportError: {
             /**
@@ -1082,21 +1115,22 @@ export interface components {
              * @description When the event happened, ISO 8601 UTC.
              */
             created_at: string;
-            data: {
-                /**
-                 * @description The lead phone number, E.164.
-                 * @example +15125550123
-                 */
-                phone: string;
-                /** @description The lead's `name`, else first and last name joined, else null. */
-                lead_name: string | null;
-                /** @description Fraction of items collected, 0 to 1. */
-                checklist_progress: number;
-                /** Format: int32 */
-                completed_items: number;
-                /** Format: int32 */
-                total_items: number;
-            };
+            data: components["schemas"]["ChecklistCompletedEventData"];
+        };
+        ChecklistCompletedEventData: {
+            /**
+             * @description The lead phone number, E.164.
+             * @example +15125550123
+             */
+            phone: string;
+            /** @description The lead's `name`, else first and last name joined, else null. */
+            lead_name: string | null;
+            /** @description Fraction of items collected, 0 to 1. */
+            checklist_progress: number;
+            /** Format: int32 */
+            completed_items: number;
+            /** Format: int32 */
+            total_items: number;
         };
         ChecklistItem: {
             /** Format: uuid */
@@ -1107,7 +1141,10 @@ export interface components {
             required: boolean;
             /** @enum {string} */
             status: "completed" | "pending";
-            /** @description For a collected document: a signed URL that serves it, valid for a limited time. */
+            /**
+             * Format: uri
+             * @description For a collected document: a signed URL that serves it, valid for a limited time.
+             */
             file_url?: string;
             /**
              * Format: date-time
@@ -1132,37 +1169,49 @@ export interface components {
              * @description When the event happened, ISO 8601 UTC.
              */
             created_at: string;
-            data: {
-                /**
-                 * @description The lead phone number, E.164.
-                 * @example +15125550123
-                 */
-                phone: string;
-                /** @description The lead's `name`, else first and last name joined, else null. */
-                lead_name: string | null;
-                /** Format: uuid */
-                requirement_id: string;
-                requirement_name: string;
-                /** @enum {string} */
-                requirement_type: "document" | "text" | "email" | "phone" | "number" | "date";
-                /** @description The collected value; null for a document. */
-                value: string | null;
-                /** @description Signed URL of a document; null otherwise. */
-                file_url: string | null;
-                /** Format: date-time */
-                collected_at: string;
-                /** @description Fraction of items collected, 0 to 1. */
-                checklist_progress: number;
-            };
+            data: components["schemas"]["ChecklistItemCollectedEventData"];
+        };
+        ChecklistItemCollectedEventData: {
+            /**
+             * @description The lead phone number, E.164.
+             * @example +15125550123
+             */
+            phone: string;
+            /** @description The lead's `name`, else first and last name joined, else null. */
+            lead_name: string | null;
+            /** Format: uuid */
+            requirement_id: string;
+            requirement_name: string;
+            /** @enum {string} */
+            requirement_type: "document" | "text" | "email" | "phone" | "number" | "date";
+            /** @description The collected value; null for a document. */
+            value: string | null;
+            /** @description Signed URL of a document; null otherwise. */
+            file_url: string | null;
+            /** Format: date-time */
+            collected_at: string;
+            /** @description Fraction of items collected, 0 to 1. */
+            checklist_progress: number;
         };
         ContextFile: {
+            /** Format: uuid */
             id: string;
             name: string;
             /** @enum {string} */
             file_type: "txt" | "md";
-            /** Format: int64 */
+            /**
+             * Format: int32
+             * @description Bytes.
+             */
             file_size: number;
+            /**
+             * Format: date-time
+             * @example 2026-01-15T14:30:00.000Z
+             */
             created_at: string;
+        };
+        ContextFileList: {
+            files: components["schemas"]["ContextFile"][];
         };
         ContextFileUpload: {
             /**
@@ -1172,7 +1221,9 @@ export interface components {
             file: string;
         };
         ContextUrl: {
+            /** Format: uuid */
             id: string;
+            /** Format: uri */
             url: string;
             title: string | null;
             /** @description When the content last changed or was confirmed unchanged. */
@@ -1184,7 +1235,7 @@ export interface components {
             status: "ok" | "failing";
             last_error: string | null;
             /**
-             * Format: int64
+             * Format: int32
              * @description Characters of extracted text used as context.
              */
             content_length: number;
@@ -1195,6 +1246,9 @@ export interface components {
              * @description An http or https page.
              */
             url: string;
+        };
+        ContextUrlList: {
+            urls: components["schemas"]["ContextUrl"][];
         };
         Conversation: {
             /**
@@ -1240,16 +1294,17 @@ export interface components {
              * @description When the event happened, ISO 8601 UTC.
              */
             created_at: string;
-            data: {
-                /**
-                 * @description The lead phone number, E.164.
-                 * @example +15125550123
-                 */
-                phone: string;
-                /** @description The lead's `name`, else first and last name joined, else null. */
-                lead_name: string | null;
-                reason: string;
-            };
+            data: components["schemas"]["ConversationHandoffRequestedEventData"];
+        };
+        ConversationHandoffRequestedEventData: {
+            /**
+             * @description The lead phone number, E.164.
+             * @example +15125550123
+             */
+            phone: string;
+            /** @description The lead's `name`, else first and last name joined, else null. */
+            lead_name: string | null;
+            reason: string;
         };
         ConversationList: {
             conversations: components["schemas"]["Conversation"][];
@@ -1276,18 +1331,19 @@ export interface components {
              * @description When the event happened, ISO 8601 UTC.
              */
             created_at: string;
-            data: {
-                /**
-                 * @description The lead phone number, E.164.
-                 * @example +15125550123
-                 */
-                phone: string;
-                /** @description The lead's `name`, else first and last name joined, else null. */
-                lead_name: string | null;
-                message_body: string;
-                /** @enum {string} */
-                message_direction: "inbound" | "outbound";
-            };
+            data: components["schemas"]["ConversationReplyReceivedEventData"];
+        };
+        ConversationReplyReceivedEventData: {
+            /**
+             * @description The lead phone number, E.164.
+             * @example +15125550123
+             */
+            phone: string;
+            /** @description The lead's `name`, else first and last name joined, else null. */
+            lead_name: string | null;
+            message_body: string;
+            /** @enum {string} */
+            message_direction: "inbound" | "outbound";
         };
         /** @description The first message is exchanged with a new lead. */
         ConversationStartedEvent: {
@@ -1305,21 +1361,22 @@ export interface components {
              * @description When the event happened, ISO 8601 UTC.
              */
             created_at: string;
-            data: {
-                /**
-                 * @description The lead phone number, E.164.
-                 * @example +15125550123
-                 */
-                phone: string;
-                /** @description The lead's `name`, else first and last name joined, else null. */
-                lead_name: string | null;
-                /** @description The first message exchanged. */
-                message_body: string;
-                /** @enum {string} */
-                message_direction: "inbound" | "outbound";
-                /** @description Who sent the first message when outbound; null when inbound. */
-                message_source: ("sequence" | "ai" | "manual") | null;
-            };
+            data: components["schemas"]["ConversationStartedEventData"];
+        };
+        ConversationStartedEventData: {
+            /**
+             * @description The lead phone number, E.164.
+             * @example +15125550123
+             */
+            phone: string;
+            /** @description The lead's `name`, else first and last name joined, else null. */
+            lead_name: string | null;
+            /** @description The first message exchanged. */
+            message_body: string;
+            /** @enum {string} */
+            message_direction: "inbound" | "outbound";
+            /** @description Who sent the first message when outbound; null when inbound. */
+            message_source: ("sequence" | "ai" | "manual") | null;
         };
         CreateAccountRequest: {
             name: string;
@@ -1329,33 +1386,17 @@ export interface components {
             phone_number?: string;
             /** @description E.164, or 10 digits meaning +1; stored and answered as E.164. */
             forwarding_number?: string;
-            branding?: {
-                /** Format: uri */
-                logo_url?: string;
-                /** @example #1A73E8 */
-                accent_color?: string;
-            };
+            branding?: components["schemas"]["BrandingSettings"];
             /** @description Arbitrary key-value pairs for your own tracking (at most 50 keys, 16 KB, 32 levels deep). */
             metadata?: {
                 [key: string]: unknown;
             };
             /**
              * Format: int32
-             * @description Minutes a manual message pauses the AI in its conversation (until resume-ai at the latest).
-             * @default 1440
+             * @description Minutes a manual message pauses the AI in its conversation (until resume-ai at the latest). Default: `1440`.
              */
             ai_pause_minutes?: number;
-            /** @description When sequence steps may go out, local to the lead (time zone from the area code). Only the given fields change. Default `{enabled: true, start: "08:00", end: "21:00", time_zone: "America/New_York"}`; a window wider than a stricter state allows (Florida, Oklahoma: 08:00-20:00) is narrowed there. */
-            sending_window?: {
-                /** @description False turns quiet hours off for the account (see the README: legal risk). */
-                enabled?: boolean;
-                /** @description Local to the lead, `HH:MM`. */
-                start?: string;
-                /** @description Local to the lead, `HH:MM`; after `start`. */
-                end?: string;
-                /** @description Used when the lead's area code says nothing of its zone. */
-                time_zone?: string;
-            };
+            sending_window?: components["schemas"]["SendingWindowUpdate"];
         };
         CreateRequirementRequest: {
             name: string;
@@ -1363,18 +1404,15 @@ export interface components {
             type: "document" | "text" | "email" | "phone" | "number" | "date";
             /** @description Instructions for the AI on how to collect the item. */
             description?: string;
-            /** @default true */
+            /** @description Default: `true`. */
             required?: boolean;
         };
         CreateSequence: {
             name: string;
             description?: string;
-            /** @default true */
+            /** @description Default: `true`. */
             is_active?: boolean;
-            /**
-             * @description The default sequence is the one `auto_sequence` imports start.
-             * @default false
-             */
+            /** @description The default sequence is the one `auto_sequence` imports start. */
             is_default?: boolean;
             steps: components["schemas"]["SequenceStepInput"][];
         };
@@ -1464,15 +1502,21 @@ export interface components {
         };
         EmbedToken: {
             token: string;
+            /**
+             * Format: date-time
+             * @example 2026-01-15T14:30:00.000Z
+             */
             expires_at: string;
-            /** @description `{app_url}/embed?token=…`, with `&view=` when a view was chosen. */
+            /**
+             * Format: uri
+             * @description `{app_url}/embed?token=…`, with `&view=` when a view was chosen.
+             */
             embed_url: string;
         };
         EmbedTokenRequest: {
             /**
              * Format: int32
              * @description Lifetime in seconds, 1 to 86400 (24 hours); 28800 (8 hours) by default.
-             * @default 28800
              */
             expires_in?: number;
             /**
@@ -1483,8 +1527,7 @@ export interface components {
             /** @description Shown as the sender of manual messages sent from the embed. */
             user_name?: string;
             /**
-             * @description member: read, send manual messages, change lead status, resume the AI. admin and owner: also import, edit and delete leads and manage checklist requirements and settings.
-             * @default admin
+             * @description member: read, send manual messages, change lead status, resume the AI. admin and owner: also import, edit and delete leads and manage checklist requirements and settings. Default: `"admin"`.
              * @enum {string}
              */
             user_role?: "owner" | "admin" | "member";
@@ -1498,7 +1541,7 @@ export interface components {
             /** @constant */
             success: true;
             /**
-             * Format: int64
+             * Format: int32
              * @description Tokens that were still live.
              */
             revoked: number;
@@ -1516,6 +1559,40 @@ export interface components {
             message_sent: boolean;
             /** @description When the next step goes out, inside the lead's sending window; null when none is left. */
             next_step_at: string | null;
+        };
+        FieldError: {
+            /** @description Where: `body.leads.3.phone`, `query.limit`… */
+            field: string;
+            message: string;
+        };
+        /** @description A step that sends its template. */
+        FixedStepInput: {
+            /** @constant */
+            type: "fixed";
+            /** @description The template. Variables: {{first_name}}, {{last_name}}, {{name}}, {{company}}, {{email}}, {{property_address}}; `{{first_name|there}}` gives a fallback for a lead without the value. Without one, `first_name` and `name` render as "there", `property_address` as "your property", the others as nothing (the spaces they leave are tidied). */
+            message: string;
+            /**
+             * Format: int32
+             * @description Hours after the previous step was sent or skipped (after enrollment for step 0). Default: `0`.
+             */
+            delay_hours?: number;
+            /** @description Skip the step when the lead has sent any message since the enrollment began. Default: `true`. */
+            skip_if_replied?: boolean;
+        };
+        /** @description The prompt composed from its parts. */
+        GuidedPromptSettings: {
+            /** @constant */
+            mode: "guided";
+            /** @description Who the AI is, e.g. "Maya, the loan assistant of {{company}}". */
+            role_persona?: string | null;
+            /** @description How it sounds. */
+            tone_voice?: string | null;
+            /** @description How it writes (length, structure). */
+            response_style?: string | null;
+            /** @description What it must and must not do. */
+            conversation_rules?: string | null;
+            /** @description Anything else. */
+            special_instructions?: string | null;
         };
         ImportedLead: {
             /**
@@ -1541,7 +1618,7 @@ export interface components {
             email: string;
             name?: string;
             /**
-             * @default member
+             * @description Default: `"member"`.
              * @enum {string}
              */
             role?: "owner" | "admin" | "member";
@@ -1570,6 +1647,36 @@ export interface components {
              */
             created_at: string;
         };
+        LeadChecklist: {
+            /** @description Fraction collected, 0 to 1. */
+            progress: number;
+            items: components["schemas"]["LeadChecklistItem"][];
+        };
+        LeadChecklistItem: {
+            name: string;
+            /** @enum {string} */
+            type: "document" | "text" | "email" | "phone" | "number" | "date";
+            /** @enum {string} */
+            status: "completed" | "pending";
+            /**
+             * Format: date-time
+             * @example 2026-01-15T14:30:00.000Z
+             */
+            collected_at?: string;
+            value?: string;
+            /**
+             * Format: uri
+             * @description For a collected document: a signed URL that serves it, valid for a limited time.
+             */
+            file_url?: string;
+        };
+        LeadConversation: {
+            /** Format: int32 */
+            message_count: number;
+            last_message_at: string | null;
+            summary: string;
+            needs_handoff: boolean;
+        };
         /** @description A new lead is imported through the API or created from a conversation. */
         LeadCreatedEvent: {
             /**
@@ -1586,30 +1693,31 @@ export interface components {
              * @description When the event happened, ISO 8601 UTC.
              */
             created_at: string;
-            data: {
-                /**
-                 * @description The lead phone number, E.164.
-                 * @example +15125550123
-                 */
-                phone: string;
-                /** @description The lead's `name`, else first and last name joined, else null. */
-                lead_name: string | null;
-                first_name: string | null;
-                last_name: string | null;
-                email: string | null;
-                company: string | null;
-                source: string | null;
-                external_id: string | null;
-                /** @enum {string} */
-                status: "new" | "contacted" | "qualified" | "converted" | "lost";
-                /**
-                 * @description Imported one at a time (`api`), in bulk, or created by an inbound message.
-                 * @enum {string}
-                 */
-                origin: "api" | "bulk" | "inbound_message";
-                metadata: {
-                    [key: string]: unknown;
-                };
+            data: components["schemas"]["LeadCreatedEventData"];
+        };
+        LeadCreatedEventData: {
+            /**
+             * @description The lead phone number, E.164.
+             * @example +15125550123
+             */
+            phone: string;
+            /** @description The lead's `name`, else first and last name joined, else null. */
+            lead_name: string | null;
+            first_name: string | null;
+            last_name: string | null;
+            email: string | null;
+            company: string | null;
+            source: string | null;
+            external_id: string | null;
+            /** @enum {string} */
+            status: "new" | "contacted" | "qualified" | "converted" | "lost";
+            /**
+             * @description Imported one at a time (`api`), in bulk, or created by an inbound message.
+             * @enum {string}
+             */
+            origin: "api" | "bulk" | "inbound_message";
+            metadata: {
+                [key: string]: unknown;
             };
         };
         LeadDetails: {
@@ -1641,52 +1749,10 @@ export interface components {
              * @example 2026-01-15T14:30:00.000Z
              */
             created_at: string;
-            checklist: {
-                /** @description Fraction collected, 0 to 1. */
-                progress: number;
-                items: {
-                    name: string;
-                    /** @enum {string} */
-                    type: "document" | "text" | "email" | "phone" | "number" | "date";
-                    /** @enum {string} */
-                    status: "completed" | "pending";
-                    /**
-                     * Format: date-time
-                     * @example 2026-01-15T14:30:00.000Z
-                     */
-                    collected_at?: string;
-                    value?: string;
-                    /** @description For a collected document: a signed URL that serves it, valid for a limited time. */
-                    file_url?: string;
-                }[];
-            };
-            conversation: {
-                /** Format: int32 */
-                message_count: number;
-                last_message_at: string | null;
-                summary: string;
-                needs_handoff: boolean;
-            };
+            checklist: components["schemas"]["LeadChecklist"];
+            conversation: components["schemas"]["LeadConversation"];
             /** @description The active enrollment, else the latest one; null when the lead was never enrolled. */
-            sequence: {
-                /** Format: uuid */
-                sequence_id: string;
-                name: string;
-                /**
-                 * @description `paused` while the account is deactivated or the sequence inactive; `opted_out` when the number texted STOP during the sequence (it stops for good; enrolling again after START starts over).
-                 * @enum {string}
-                 */
-                status: "active" | "paused" | "completed" | "cancelled" | "opted_out";
-                /**
-                 * Format: int32
-                 * @description Steps sent or skipped so far: the 0-based order of the next one.
-                 */
-                current_step: number;
-                /** Format: int32 */
-                total_steps: number;
-                /** @description When the next step goes out, inside the lead's sending window. */
-                next_step_at: string | null;
-            } | null;
+            sequence: components["schemas"]["LeadSequence"] | null;
         };
         LeadEnrollment: {
             /** Format: uuid */
@@ -1732,10 +1798,7 @@ export interface components {
             property_address?: string;
             /** @description E.164, or 10 digits meaning +1; stored and answered as E.164. */
             phone: string;
-            /**
-             * @description Start the default sequence immediately.
-             * @default false
-             */
+            /** @description Start the default sequence immediately. */
             auto_sequence?: boolean;
             /** @description Arbitrary key-value pairs for your own tracking (at most 50 keys, 16 KB, 32 levels deep). */
             metadata?: {
@@ -1758,6 +1821,25 @@ export interface components {
             /** Format: int32 */
             offset: number;
         };
+        LeadSequence: {
+            /** Format: uuid */
+            sequence_id: string;
+            name: string;
+            /**
+             * @description `paused` while the account is deactivated or the sequence inactive; `opted_out` when the number texted STOP during the sequence (it stops for good; enrolling again after START starts over).
+             * @enum {string}
+             */
+            status: "active" | "paused" | "completed" | "cancelled" | "opted_out";
+            /**
+             * Format: int32
+             * @description Steps sent or skipped so far: the 0-based order of the next one.
+             */
+            current_step: number;
+            /** Format: int32 */
+            total_steps: number;
+            /** @description When the next step goes out, inside the lead's sending window. */
+            next_step_at: string | null;
+        };
         /** @description A lead status changes. */
         LeadStatusChangedEvent: {
             /**
@@ -1774,19 +1856,20 @@ export interface components {
              * @description When the event happened, ISO 8601 UTC.
              */
             created_at: string;
-            data: {
-                /**
-                 * @description The lead phone number, E.164.
-                 * @example +15125550123
-                 */
-                phone: string;
-                /** @description The lead's `name`, else first and last name joined, else null. */
-                lead_name: string | null;
-                /** @enum {string} */
-                previous_status: "new" | "contacted" | "qualified" | "converted" | "lost";
-                /** @enum {string} */
-                new_status: "new" | "contacted" | "qualified" | "converted" | "lost";
-            };
+            data: components["schemas"]["LeadStatusChangedEventData"];
+        };
+        LeadStatusChangedEventData: {
+            /**
+             * @description The lead phone number, E.164.
+             * @example +15125550123
+             */
+            phone: string;
+            /** @description The lead's `name`, else first and last name joined, else null. */
+            lead_name: string | null;
+            /** @enum {string} */
+            previous_status: "new" | "contacted" | "qualified" | "converted" | "lost";
+            /** @enum {string} */
+            new_status: "new" | "contacted" | "qualified" | "converted" | "lost";
         };
         Message: {
             /** Format: uuid */
@@ -1813,11 +1896,7 @@ export interface components {
              */
             status: "received" | "queued" | "sent" | "delivered" | "undelivered" | "failed";
             /** @description Inbound only: the MMS attachments. */
-            media?: {
-                /** @description A signed, expiring link to the stored file; null until the file is downloaded. Never the provider's own URL. */
-                url: string | null;
-                content_type: string | null;
-            }[];
+            media?: components["schemas"]["MessageMedia"][];
         };
         MessageList: {
             messages: components["schemas"]["Message"][];
@@ -1827,6 +1906,11 @@ export interface components {
             limit: number;
             /** Format: int32 */
             offset: number;
+        };
+        MessageMedia: {
+            /** @description A signed, expiring link to the stored file; null until the file is downloaded. Never the provider's own URL. */
+            url: string | null;
+            content_type: string | null;
         };
         /** @description RFC 9457 problem details, as `application/problem+json`. Some codes add members of their own (`webhook_limit_reached` adds `limit`). */
         Problem: {
@@ -1926,11 +2010,7 @@ export interface components {
             /** @description The path of the request that failed. */
             instance: string;
             /** @description For `validation_failed`: one entry per invalid field. */
-            errors?: {
-                /** @description Where: `body.leads.3.phone`, `query.limit`… */
-                field: string;
-                message: string;
-            }[];
+            errors?: components["schemas"]["FieldError"][];
         } & {
             [key: string]: unknown;
         };
@@ -1949,25 +2029,7 @@ export interface components {
             /** @description Null until the settings are first saved (defaults apply). */
             updated_at: string | null;
         };
-        PromptSettingsUpdate: {
-            /** @constant */
-            mode: "guided";
-            /** @description Who the AI is, e.g. "Maya, the loan assistant of {{company}}". */
-            role_persona?: string | null;
-            /** @description How it sounds. */
-            tone_voice?: string | null;
-            /** @description How it writes (length, structure). */
-            response_style?: string | null;
-            /** @description What it must and must not do. */
-            conversation_rules?: string | null;
-            /** @description Anything else. */
-            special_instructions?: string | null;
-        } | {
-            /** @constant */
-            mode: "advanced";
-            /** @description Replaces the guided composition entirely. */
-            system_prompt: string;
-        };
+        PromptSettingsUpdate: components["schemas"]["GuidedPromptSettings"] | components["schemas"]["AdvancedPromptSettings"];
         QueuedDelivery: {
             /** Format: uuid */
             delivery_id: string;
@@ -2028,6 +2090,17 @@ export interface components {
             /** @description Used when the lead's area code says nothing of its zone. */
             time_zone: string;
         };
+        /** @description When sequence steps may go out, local to the lead (time zone from the area code). Only the given fields change. Default `{enabled: true, start: "08:00", end: "21:00", time_zone: "America/New_York"}`; a window wider than a stricter state allows (Florida, Oklahoma: 08:00-20:00) is narrowed there. */
+        SendingWindowUpdate: {
+            /** @description False turns quiet hours off for the account (see the README: legal risk). */
+            enabled?: boolean;
+            /** @description Local to the lead, `HH:MM`. */
+            start?: string;
+            /** @description Local to the lead, `HH:MM`; after `start`. */
+            end?: string;
+            /** @description Used when the lead's area code says nothing of its zone. */
+            time_zone?: string;
+        };
         SentMessage: {
             /** @constant */
             success: true;
@@ -2045,20 +2118,7 @@ export interface components {
             description: string | null;
             is_active: boolean;
             is_default: boolean;
-            steps: {
-                /**
-                 * Format: int32
-                 * @description 0-based position.
-                 */
-                order: number;
-                /** @enum {string} */
-                type: "fixed" | "ai";
-                message: string | null;
-                instructions: string | null;
-                /** Format: int32 */
-                delay_hours: number;
-                skip_if_replied: boolean;
-            }[];
+            steps: components["schemas"]["SequenceStepDetails"][];
             /**
              * Format: int32
              * @description Enrollments started, reactivations included.
@@ -2091,25 +2151,26 @@ export interface components {
              * @description When the event happened, ISO 8601 UTC.
              */
             created_at: string;
-            data: {
-                /**
-                 * @description The lead phone number, E.164.
-                 * @example +15125550123
-                 */
-                phone: string;
-                /** @description The lead's `name`, else first and last name joined, else null. */
-                lead_name: string | null;
-                /** Format: uuid */
-                sequence_id: string;
-                sequence_name: string;
-                /** Format: int32 */
-                total_steps: number;
-            };
+            data: components["schemas"]["SequenceCompletedEventData"];
+        };
+        SequenceCompletedEventData: {
+            /**
+             * @description The lead phone number, E.164.
+             * @example +15125550123
+             */
+            phone: string;
+            /** @description The lead's `name`, else first and last name joined, else null. */
+            lead_name: string | null;
+            /** Format: uuid */
+            sequence_id: string;
+            sequence_name: string;
+            /** Format: int32 */
+            total_steps: number;
         };
         SequenceDeleted: {
             /** @constant */
             success: true;
-            /** Format: int64 */
+            /** Format: int32 */
             cancelled_enrollments: number;
         };
         SequenceList: {
@@ -2137,44 +2198,42 @@ export interface components {
              * @description When the event happened, ISO 8601 UTC.
              */
             created_at: string;
-            data: {
-                /**
-                 * @description The lead phone number, E.164.
-                 * @example +15125550123
-                 */
-                phone: string;
-                /** @description The lead's `name`, else first and last name joined, else null. */
-                lead_name: string | null;
-                /** Format: uuid */
-                sequence_id: string;
-                sequence_name: string;
-                /**
-                 * Format: int32
-                 * @description 0-based step the lead replied after.
-                 */
-                current_step: number;
-                message_body: string;
-            };
+            data: components["schemas"]["SequenceReplyReceivedEventData"];
         };
-        SequenceStepInput: {
-            /** @enum {string} */
-            type: "fixed" | "ai";
-            /** @description Required for `fixed` steps. Variables: {{first_name}}, {{last_name}}, {{name}}, {{company}}, {{email}}, {{property_address}}; `{{first_name|there}}` gives a fallback for a lead without the value. Without one, `first_name` and `name` render as "there", `property_address` as "your property", the others as nothing (the spaces they leave are tidied). */
-            message?: string;
-            /** @description Required for `ai` steps: what the AI should say. */
-            instructions?: string;
+        SequenceReplyReceivedEventData: {
+            /**
+             * @description The lead phone number, E.164.
+             * @example +15125550123
+             */
+            phone: string;
+            /** @description The lead's `name`, else first and last name joined, else null. */
+            lead_name: string | null;
+            /** Format: uuid */
+            sequence_id: string;
+            sequence_name: string;
             /**
              * Format: int32
-             * @description Hours after the previous step was sent or skipped (after enrollment for step 0).
-             * @default 0
+             * @description 0-based step the lead replied after.
              */
-            delay_hours?: number;
-            /**
-             * @description Skip the step when the lead has sent any message since the enrollment began.
-             * @default true
-             */
-            skip_if_replied?: boolean;
+            current_step: number;
+            message_body: string;
         };
+        /** @description A step as stored, with its position. */
+        SequenceStepDetails: {
+            /**
+             * Format: int32
+             * @description 0-based position.
+             */
+            order: number;
+            /** @enum {string} */
+            type: "fixed" | "ai";
+            message: string | null;
+            instructions: string | null;
+            /** Format: int32 */
+            delay_hours: number;
+            skip_if_replied: boolean;
+        };
+        SequenceStepInput: components["schemas"]["FixedStepInput"] | components["schemas"]["AiStepInput"];
         TeamMember: {
             /** Format: uuid */
             id: string;
@@ -2212,11 +2271,7 @@ export interface components {
             company_name?: string;
             /** @description null removes it. */
             forwarding_number?: string | null;
-            /** @description Only the given fields change; null removes one. */
-            branding?: {
-                logo_url?: string | null;
-                accent_color?: string | null;
-            };
+            branding?: components["schemas"]["BrandingUpdate"];
             /** @description Merged into the existing metadata; a key set to null is removed. */
             metadata?: {
                 [key: string]: unknown;
@@ -2226,17 +2281,7 @@ export interface components {
              * @description Minutes a manual message pauses the AI in its conversation (until resume-ai at the latest).
              */
             ai_pause_minutes?: number;
-            /** @description When sequence steps may go out, local to the lead (time zone from the area code). Only the given fields change. Default `{enabled: true, start: "08:00", end: "21:00", time_zone: "America/New_York"}`; a window wider than a stricter state allows (Florida, Oklahoma: 08:00-20:00) is narrowed there. */
-            sending_window?: {
-                /** @description False turns quiet hours off for the account (see the README: legal risk). */
-                enabled?: boolean;
-                /** @description Local to the lead, `HH:MM`. */
-                start?: string;
-                /** @description Local to the lead, `HH:MM`; after `start`. */
-                end?: string;
-                /** @description Used when the lead's area code says nothing of its zone. */
-                time_zone?: string;
-            };
+            sending_window?: components["schemas"]["SendingWindowUpdate"];
             /**
              * @description `active` reactivates an account.
              * @enum {string}
@@ -2297,30 +2342,32 @@ export interface components {
              * @example 2026-01
              */
             period: string;
-            totals: {
-                /** Format: int32 */
-                conversations: number;
-                /** Format: int32 */
-                messages_sent: number;
-                /** Format: int32 */
-                messages_received: number;
-                /** Format: int32 */
-                leads_imported: number;
-                /** Format: int32 */
-                documents_collected: number;
-                /** Format: int32 */
-                sequences_completed: number;
-                /**
-                 * Format: int32
-                 * @description Accounts that were active at some time in the period.
-                 */
-                active_accounts: number;
-            };
+            totals: components["schemas"]["UsageTotals"];
             by_account: components["schemas"]["AccountUsage"][];
+        };
+        UsageTotals: {
+            /** Format: int32 */
+            conversations: number;
+            /** Format: int32 */
+            messages_sent: number;
+            /** Format: int32 */
+            messages_received: number;
+            /** Format: int32 */
+            leads_imported: number;
+            /** Format: int32 */
+            documents_collected: number;
+            /** Format: int32 */
+            sequences_completed: number;
+            /**
+             * Format: int32
+             * @description Accounts that were active at some time in the period.
+             */
+            active_accounts: number;
         };
         Webhook: {
             /** Format: uuid */
             id: string;
+            /** Format: uri */
             url: string;
             events: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received")[];
             active: boolean;
@@ -2348,11 +2395,12 @@ export interface components {
              * @description When the event happened, ISO 8601 UTC.
              */
             created_at: string;
-            data: {
-                /** Format: uuid */
-                webhook_id: string;
-                message: string;
-            };
+            data: components["schemas"]["WebhookTestEventData"];
+        };
+        WebhookTestEventData: {
+            /** Format: uuid */
+            webhook_id: string;
+            message: string;
         };
     };
     responses: never;
@@ -7138,7 +7186,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description `current` (default), `previous`, or a UTC month `YYYY-MM`. */
-                period?: ("current" | "previous") | string;
+                period?: string;
                 /** @description Only this account. */
                 account_id?: string;
                 /** @description `account` fills `by_account` with a per-account breakdown. */
@@ -8883,9 +8931,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        files: components["schemas"]["ContextFile"][];
-                    };
+                    "application/json": components["schemas"]["ContextFileList"];
                 };
             };
             /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
@@ -9200,12 +9246,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        /** @enum {boolean} */
-                        deleted: true;
-                    };
+                    "application/json": components["schemas"]["Deleted"];
                 };
             };
             /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
@@ -9337,9 +9378,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        urls: components["schemas"]["ContextUrl"][];
-                    };
+                    "application/json": components["schemas"]["ContextUrlList"];
                 };
             };
             /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
@@ -9648,12 +9687,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        /** @enum {boolean} */
-                        deleted: true;
-                    };
+                    "application/json": components["schemas"]["Deleted"];
                 };
             };
             /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */

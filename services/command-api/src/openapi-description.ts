@@ -111,6 +111,10 @@ export const apiTags = [
     description: 'Signed event notifications to the partner, with their deliveries log.',
   },
   {
+    name: 'Webhook events',
+    description: 'The payloads Leadline posts to your webhooks, one per event type, and how each is signed.',
+  },
+  {
     name: 'Embed',
     description:
       'Short-lived tokens that open the white-labeled dashboard of one account in an iframe, scoped to a role and a user name.',

@@ -23,14 +23,13 @@ import {
   contextUrlListResponse,
   contextUrlParams,
   contextUrlResponse,
+  MAX_CONTEXT_FILE_BYTES,
   promptQuery,
   promptSettingsBody,
   promptSettingsResponse,
 } from './schemas';
 
 const tags = ['AI configuration'];
-/** Spec §8: context files are at most 100 KB. */
-export const MAX_CONTEXT_FILE_BYTES = 100 * 1024;
 
 const badRequest = (code: string, message: string) => new DomainError(400, code, message);
 

@@ -73,15 +73,17 @@ export const messageListResponse = z
               .describe('`received` for inbound messages; the delivery status of an outbound one.'),
             media: z
               .array(
-                z.object({
-                  url: z
-                    .string()
-                    .nullable()
-                    .describe(
-                      "A signed, expiring link to the stored file; null until the file is downloaded. Never the provider's own URL.",
-                    ),
-                  content_type: z.string().nullable(),
-                }),
+                z
+                  .object({
+                    url: z
+                      .url()
+                      .nullable()
+                      .describe(
+                        "A signed, expiring link to the stored file; null until the file is downloaded. Never the provider's own URL.",
+                      ),
+                    content_type: z.string().nullable(),
+                  })
+                  .meta({ id: 'MessageMedia' }),
               )
               .max(10)
               .optional()

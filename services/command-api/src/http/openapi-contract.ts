@@ -172,6 +172,46 @@ function tidySchemas(document: Document) {
   ) as Document;
 }
 
+/**
+ * A default in what a client sends is said in words, not with `default`: openapi-typescript (and other
+ * generators) read `default` as "always present" and make the field required in a client's request
+ * type, where it is exactly the field a client may leave out. Schemas that answers use keep theirs.
+ */
+function describeRequestDefaults(document: Document) {
+  const schemas = document.components?.schemas ?? {};
+  const reached = (roots: unknown[]) => {
+    const found = new Set<string>();
+    const pending = roots.flatMap((root) => [...refsIn(root)]);
+    while (pending.length > 0) {
+      const name = pending.pop()!;
+      if (found.has(name) || !(name in schemas)) continue;
+      found.add(name);
+      pending.push(...refsIn(schemas[name]));
+    }
+    return found;
+  };
+  const operations = Object.values(document.paths ?? {}).flatMap((item) => Object.values(item));
+  const answered = reached([operations.map((operation) => operation.responses), document.webhooks]);
+  for (const name of reached(operations.map((operation) => operation.requestBody))) {
+    if (!answered.has(name)) moveDefaultsToDescriptions(schemas[name]);
+  }
+}
+
+function moveDefaultsToDescriptions(value: unknown) {
+  if (Array.isArray(value)) value.forEach(moveDefaultsToDescriptions);
+  else if (value && typeof value === 'object') {
+    const schema = value as Record<string, unknown>;
+    if ('default' in schema && typeof schema.type === 'string') {
+      const said = typeof schema.description === 'string' ? schema.description : '';
+      if (!/default/i.test(said)) {
+        schema.description = `${said}${said ? ' ' : ''}Default: \`${JSON.stringify(schema.default)}\`.`;
+      }
+      delete schema.default;
+    }
+    Object.values(schema).forEach(moveDefaultsToDescriptions);
+  }
+}
+
 /** `transformObject` for @fastify/swagger: the named schemas, then the derived parts of the contract. */
 export const finishOpenApiDocument: typeof jsonSchemaTransformObject = (input) => {
   const document = jsonSchemaTransformObject(input) as Document;
@@ -194,5 +234,7 @@ export const finishOpenApiDocument: typeof jsonSchemaTransformObject = (input) =
   };
   addIntegerFormats(document.components.schemas);
   addIntegerFormats(document.paths);
-  return tidySchemas(document) as ReturnType<typeof jsonSchemaTransformObject>;
+  const tidy = tidySchemas(document);
+  describeRequestDefaults(tidy);
+  return tidy as ReturnType<typeof jsonSchemaTransformObject>;
 };

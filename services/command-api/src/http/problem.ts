@@ -38,10 +38,12 @@ export const problemSchema = z
     instance: z.string().max(2048).meta({ description: 'The path of the request that failed.' }),
     errors: z
       .array(
-        z.object({
-          field: z.string().max(200).meta({ description: 'Where: `body.leads.3.phone`, `query.limit`…' }),
-          message: z.string().max(500),
-        }),
+        z
+          .object({
+            field: z.string().max(200).meta({ description: 'Where: `body.leads.3.phone`, `query.limit`…' }),
+            message: z.string().max(500),
+          })
+          .meta({ id: 'FieldError' }),
       )
       .max(1000)
       .optional()

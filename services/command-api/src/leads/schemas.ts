@@ -7,6 +7,10 @@ import { phoneNumberSchema } from '../http/phone';
 
 const text = (max: number) => z.string().trim().max(max);
 
+/** A collected document's URL: it carries its own signature, so it needs no partner key. */
+const signedUrl = () =>
+  z.url().describe('For a collected document: a signed URL that serves it, valid for a limited time.');
+
 const progress = z.number().min(0).max(1).meta({ description: 'Fraction collected, 0 to 1.' });
 
 /** The lead fields a partner may set; all optional but the phone on import. */
@@ -186,30 +190,33 @@ export const leadDetailsResponse = z
       .describe('The number texted STOP (or another opt-out keyword): no message can be sent to it.'),
     last_message_at: timestamp().nullable(),
     created_at: timestamp(),
-    checklist: z.object({
-      progress,
-      items: z
-        .array(
-          z.object({
-            name: z.string(),
-            type: z.enum(requirementTypes),
-            status: checklistStatus,
-            collected_at: timestamp().optional(),
-            value: z.string().optional(),
-            file_url: z
-              .string()
-              .optional()
-              .describe('For a collected document: a signed URL that serves it, valid for a limited time.'),
-          }),
-        )
-        .max(CHECKLIST_MAX),
-    }),
-    conversation: z.object({
-      message_count: count(),
-      last_message_at: timestamp().nullable(),
-      summary: z.string(),
-      needs_handoff: z.boolean(),
-    }),
+    checklist: z
+      .object({
+        progress,
+        items: z
+          .array(
+            z
+              .object({
+                name: z.string(),
+                type: z.enum(requirementTypes),
+                status: checklistStatus,
+                collected_at: timestamp().optional(),
+                value: z.string().optional(),
+                file_url: signedUrl().optional(),
+              })
+              .meta({ id: 'LeadChecklistItem' }),
+          )
+          .max(CHECKLIST_MAX),
+      })
+      .meta({ id: 'LeadChecklist' }),
+    conversation: z
+      .object({
+        message_count: count(),
+        last_message_at: timestamp().nullable(),
+        summary: z.string(),
+        needs_handoff: z.boolean(),
+      })
+      .meta({ id: 'LeadConversation' }),
     sequence: z
       .object({
         sequence_id: uuid(),
@@ -226,6 +233,7 @@ export const leadDetailsResponse = z
           .nullable()
           .describe("When the next step goes out, inside the lead's sending window."),
       })
+      .meta({ id: 'LeadSequence' })
       .nullable()
       .describe('The active enrollment, else the latest one; null when the lead was never enrolled.'),
   })
@@ -242,10 +250,7 @@ export const checklistResponse = z
             type: z.enum(requirementTypes),
             required: z.boolean(),
             status: checklistStatus,
-            file_url: z
-              .string()
-              .optional()
-              .describe('For a collected document: a signed URL that serves it, valid for a limited time.'),
+            file_url: signedUrl().optional(),
             collected_at: timestamp().optional(),
             value: z.string().optional(),
           })
