@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fakeClock } from '@leadline/test-kit';
@@ -230,7 +231,7 @@ describe('AI configuration', () => {
       await other.delete(`${base}/context/files/${file.body.id}`),
       await other.get(`${base}/context/urls`),
       await other.post(`${base}/context/urls`, { url: `${site.url}/rates` }),
-      await other.delete(`${base}/context/urls/anything`),
+      await other.delete(`${base}/context/urls/${randomUUID()}`),
     ];
     expect(responses.map((response) => [response.status, response.body.code])).toEqual(
       responses.map(() => [404, 'account_not_found']),

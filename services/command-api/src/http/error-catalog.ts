@@ -262,8 +262,8 @@ export const errorCatalog = {
   ),
   database_busy: entry(
     503,
-    'The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.',
-    writes,
+    'The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.',
+    every,
   ),
   telephony_unavailable: entry(
     503,

@@ -96,6 +96,8 @@ describe('the error catalog', () => {
       401: ['invalid_api_key', 'missing_api_key'],
       429: ['rate_limited', 'too_many_failed_authentications'],
       500: ['internal_error'],
+      // A read can find the database busy as a write can.
+      503: ['database_busy'],
     });
   });
 });
