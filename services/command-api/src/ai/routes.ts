@@ -85,6 +85,22 @@ function asText(bytes: Buffer): string | undefined {
   return text;
 }
 
+/**
+ * The multipart parser's own errors (no boundary in the content type, no closing boundary, a part
+ * header it cannot read) carry no HTTP status: they are the client's malformed body, a 400, not ours;
+ * the plugin's own errors (too many parts, a file too large) keep their status.
+ */
+function refuseMalformedMultipart(error: unknown): never {
+  const { statusCode, message } = error as { statusCode?: number; message?: string };
+  if (statusCode === undefined) {
+    throw badRequest(
+      'malformed_multipart',
+      `The multipart body could not be read: ${message ?? 'malformed'}.`,
+    );
+  }
+  throw error;
+}
+
 export const aiRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
   const { db, commands, newId } = deps;
   await app.register(fastifyMultipart, {
@@ -196,7 +212,7 @@ export const aiRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
     async (request, reply) => {
       if (!request.isMultipart())
         throw badRequest('multipart_required', 'Upload the file as multipart/form-data, field `file`.');
-      const part = await request.file();
+      const part = await request.file().catch(refuseMalformedMultipart);
       if (!part || part.fieldname !== 'file')
         throw badRequest('file_required', 'The multipart part `file` is required.');
       const extension = /\.([A-Za-z0-9]+)$/.exec(part.filename)?.[1]?.toLowerCase();
@@ -211,7 +227,7 @@ export const aiRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
             `Context files are at most ${MAX_CONTEXT_FILE_BYTES / 1024} KB.`,
           );
         }
-        throw error;
+        return refuseMalformedMultipart(error);
       }
       if (extension !== 'txt' && extension !== 'md') {
         throw badRequest('unsupported_file_type', 'Context files are .txt or .md.');

@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { DomainError } from '@leadline/runtime';
 import { z } from 'zod';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
@@ -63,11 +64,13 @@ const titles: Record<number, string> = {
   403: 'Forbidden',
   404: 'Not Found',
   409: 'Conflict',
+  408: 'Request Timeout',
   413: 'Content Too Large',
   414: 'URI Too Long',
   415: 'Unsupported Media Type',
   422: 'Unprocessable Content',
   429: 'Too Many Requests',
+  431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
 };
@@ -155,6 +158,44 @@ export function problemErrorHandler(error: FastifyError, request: FastifyRequest
   // Fastify's own client errors: malformed JSON, body too large, unsupported media type...
   const code = fastifyClientErrorCodes[status] ?? 'bad_request';
   return sendProblem(reply, request, status, code, error.message);
+}
+
+/**
+ * Requests Node's HTTP parser refuses before any route sees them (framing, chunking, a header name or a
+ * path byte it cannot read, Content-Length with Transfer-Encoding, headers over the limit, a request
+ * too slow to arrive) are answered as problem+json with a `code` too, then the connection is closed: no
+ * request was read, so nothing runs.
+ */
+export function problemClientErrorHandler(
+  this: { log: { trace(object: object, message: string): void } },
+  error: Error & { code?: string },
+  socket: Socket,
+) {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, code, detail] =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'request_timeout', 'The request did not arrive in time.']
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'headers_too_large', 'The request line and headers are over the size the server reads.']
+        : [400, 'malformed_request', `The HTTP request could not be read (${error.code ?? 'unknown'}).`];
+  this.log.trace({ err: error }, 'client error');
+  const problem: Problem = {
+    type: `https://docs.leadline.dev/problems/${code}`,
+    title: titles[status]!,
+    status,
+    detail,
+    code,
+    // The request line was not read, so there is no path to name.
+    instance: '',
+  };
+  const body = JSON.stringify(problem);
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${titles[status]}\r\nContent-Type: application/problem+json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
 }
 
 export function notFoundHandler(request: FastifyRequest, reply: FastifyReply) {
