@@ -179,6 +179,12 @@ describe('AI configuration', () => {
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ url: `${site.url}/rates`, title: 'Our rates', status: 'ok' });
     expect(created.body.last_scraped_at).toEqual(expect.any(String));
+    // The same page again, however spelt, is a 409 and stores nothing: the AI would read it twice.
+    for (const again of [`${site.url}/rates`, `${site.url.replace('http://', 'HTTP://')}/rates`]) {
+      const twice = await partner.post(`/accounts/${account.id}/context/urls`, { url: again });
+      expect([twice.status, twice.body.code], again).toEqual([409, 'context_url_exists']);
+    }
+    expect((await partner.get(`/accounts/${account.id}/context/urls`)).body.urls).toHaveLength(1);
     let prompt = (await partner.get(`/accounts/${account.id}/settings/prompt`)).body.composed_system_prompt;
     expect(prompt).toContain('30-year fixed mortgages');
 

@@ -156,10 +156,12 @@ describe('the contract every route follows', () => {
         'WebhookTestEvent',
       ]),
     );
+    // Any entry is valid in a bulk import (each is validated on its own and an invalid one is reported
+    // in the 200's `errors`), so the document does not call one invalid.
     const bulkItems = resolve(
       document.paths['/accounts/{id}/leads/bulk'].post.requestBody.content['application/json'].schema,
     ).properties.leads.items;
-    expect(bulkItems).toEqual({ $ref: '#/components/schemas/LeadImport' });
+    expect(bulkItems).toEqual({ description: expect.stringContaining('`LeadImport`') });
   });
 
   it("keeps the webhook payloads' tag apart from the operations' tags", () => {
@@ -234,5 +236,24 @@ describe('the contract every route follows', () => {
       expect(Math.abs(schema.maximum ?? 0), where).toBeLessThan(Number.MAX_SAFE_INTEGER);
       expect(Math.abs(schema.minimum ?? 0), where).toBeLessThan(Number.MAX_SAFE_INTEGER);
     }
+  });
+
+  it("states the context file's part: its content types and a file name ending in .txt or .md", () => {
+    const media =
+      document.paths['/accounts/{id}/context/files'].post.requestBody.content['multipart/form-data'];
+    expect(media.encoding.file.contentType).toBe('text/plain, text/markdown');
+    const pattern = new RegExp(media.encoding.file.headers['Content-Disposition'].schema.pattern);
+    expect(pattern.test('form-data; name="file"; filename="faq.MD"')).toBe(true);
+    expect(pattern.test('form-data; name="file"; filename="rates.pdf"')).toBe(false);
+  });
+
+  it('declares what resume-ai takes: no body, or an empty one', () => {
+    const body = document.paths['/accounts/{id}/conversations/{phone}/resume-ai'].post.requestBody;
+    expect(body.required).toBeFalsy();
+    expect(resolve(body.content['application/json'].schema)).toMatchObject({
+      type: 'object',
+      properties: {},
+      additionalProperties: false,
+    });
   });
 });

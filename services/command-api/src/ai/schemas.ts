@@ -70,7 +70,25 @@ export const contextFileUpload = z
     file: z
       .file()
       .max(MAX_CONTEXT_FILE_BYTES)
-      .meta({ maxLength: MAX_CONTEXT_FILE_BYTES })
+      .meta({
+        maxLength: MAX_CONTEXT_FILE_BYTES,
+        // The part's own headers, as the server reads them: the file name's extension decides.
+        'x-encoding': {
+          contentType: 'text/plain, text/markdown',
+          headers: {
+            'Content-Disposition': {
+              description:
+                'Names the part `file` and gives a file name ending in `.txt` or `.md` (any case).',
+              required: true,
+              schema: {
+                type: 'string',
+                maxLength: 1024,
+                pattern: '^form-data; *name="file"; *filename="[^"]*\\.([Tt][Xx][Tt]|[Mm][Dd])"$',
+              },
+            },
+          },
+        },
+      })
       .describe('The `.txt` or `.md` file: UTF-8 text, at most 100 KB. Its name gives the extension.'),
   })
   .meta({ id: 'ContextFileUpload' });

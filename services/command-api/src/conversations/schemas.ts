@@ -118,6 +118,12 @@ export const sendMessageResponse = z
   })
   .meta({ id: 'SentMessage' });
 
+/** A command without fields: no body or `{}`; anything in it is an unknown field, a 400. */
+export const emptyBody = z
+  .strictObject({})
+  .meta({ id: 'EmptyBody', description: 'No fields: send no body, or `{}`.' })
+  .optional();
+
 export const resumeAiResponse = z
   .object({ success: z.literal(true), ai_enabled: z.literal(true) })
   .meta({ id: 'AiResumed' });

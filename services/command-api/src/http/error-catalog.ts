@@ -191,6 +191,7 @@ export const errorCatalog = {
     'The account has 20 context files, the most it can have.',
     operations('uploadContextFile'),
   ),
+  context_url_exists: entry(409, 'The account already has this context URL.', operations('createContextUrl')),
   context_url_limit_reached: entry(
     409,
     'The account has 20 context URLs, the most it can have.',

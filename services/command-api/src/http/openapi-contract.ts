@@ -212,6 +212,49 @@ function moveDefaultsToDescriptions(value: unknown) {
   }
 }
 
+/**
+ * A multipart part's encoding (its content types and headers, such as the file name a server reads) is
+ * declared on the part's zod schema as `x-encoding` and belongs on the request body's media type.
+ */
+function documentPartEncodings(document: Document) {
+  const schemas = document.components?.schemas ?? {};
+  for (const item of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(item)) {
+      const media = (operation.requestBody as { content?: Record<string, Record<string, unknown>> })
+        ?.content?.['multipart/form-data'];
+      const reference = (media?.schema as { $ref?: string } | undefined)?.$ref;
+      const schema = (reference ? schemas[reference.slice(SCHEMAS.length)] : media?.schema) as
+        { properties?: Record<string, Record<string, unknown>> } | undefined;
+      for (const [part, property] of Object.entries(schema?.properties ?? {})) {
+        if (!property['x-encoding']) continue;
+        media!.encoding = { ...(media!.encoding as object), [part]: property['x-encoding'] };
+        delete property['x-encoding'];
+      }
+    }
+  }
+}
+
+/**
+ * A body without fields (`EmptyBody`) may be left out, as its route's validator allows: @fastify/swagger
+ * marks every body required.
+ */
+function optionalEmptyBodies(document: Document) {
+  const schemas = document.components?.schemas ?? {};
+  for (const item of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(item)) {
+      const body = operation.requestBody as
+        { required?: boolean; content?: Record<string, { schema?: { $ref?: string } }> } | undefined;
+      const media = Object.values(body?.content ?? {});
+      const empty = media.every(({ schema }) => {
+        const resolved = (schema?.$ref ? schemas[schema.$ref.slice(SCHEMAS.length)] : schema) as
+          { properties?: object; required?: unknown[] } | undefined;
+        return resolved?.properties !== undefined && Object.keys(resolved.properties).length === 0;
+      });
+      if (body && media.length > 0 && empty) body.required = false;
+    }
+  }
+}
+
 /** `transformObject` for @fastify/swagger: the named schemas, then the derived parts of the contract. */
 export const finishOpenApiDocument: typeof jsonSchemaTransformObject = (input) => {
   const document = jsonSchemaTransformObject(input) as Document;
@@ -236,5 +279,7 @@ export const finishOpenApiDocument: typeof jsonSchemaTransformObject = (input) =
   addIntegerFormats(document.paths);
   const tidy = tidySchemas(document);
   describeRequestDefaults(tidy);
+  documentPartEncodings(tidy);
+  optionalEmptyBodies(tidy);
   return tidy as ReturnType<typeof jsonSchemaTransformObject>;
 };

@@ -52,15 +52,16 @@ export const BULK_BODY_LIMIT = 24 * 1024 * 1024;
 export const bulkImportBody = z
   .strictObject({
     leads: z
-      .array(z.unknown())
-      // Each entry is validated on its own by the route (one bad lead must not refuse the others), so
-      // the validator takes anything while the document shows what each entry must be.
-      .meta({ items: { $ref: '#/components/schemas/LeadImportInput' } })
+      // Each entry is validated on its own by the route (one bad lead must not refuse the others, and is
+      // reported in the 200's `errors`), so an entry of any shape is valid here, in the validator and the
+      // document alike; the shape each should have is LeadImport's.
+      .array(z.unknown().meta({ description: 'A lead import object, shaped as the `LeadImport` schema.' }))
       .min(1)
       .max(BULK_LIMIT, `At most ${BULK_LIMIT} leads per request.`)
       .describe(
-        `Up to ${BULK_LIMIT} lead import objects, as for POST /accounts/{id}/leads. Each is validated on its own: ` +
-          'an invalid one is reported in `errors` and the valid ones are imported.',
+        `Up to ${BULK_LIMIT} lead import objects, each shaped as \`LeadImport\` (POST /accounts/{id}/leads). ` +
+          'Each is validated on its own: an invalid one (a bad phone, an unknown field, not an object) is ' +
+          'reported in `errors` of the 200 answer and the valid ones are imported.',
       ),
   })
   .meta({ id: 'BulkLeadImport' });
