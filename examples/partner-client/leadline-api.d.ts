@@ -2417,6 +2417,20 @@ export interface components {
          * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
          */
         "Idempotency-Key": string;
+        /** @description Page size, 1-250. */
+        QueryLimit: number;
+        /** @description Items to skip. */
+        QueryOffset: number;
+        /** @description The account id. */
+        PathId: string;
+        /** @description The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`. */
+        PathPhone: string;
+        /** @description The requirement id. */
+        PathRequirementId: string;
+        /** @description The sequence id. */
+        PathSequenceId: string;
+        /** @description The webhook id. */
+        PathWebhookId: string;
     };
     requestBodies: never;
     headers: {
@@ -2437,9 +2451,9 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Page size, 1-250. */
-                limit?: number;
+                limit?: components["parameters"]["QueryLimit"];
                 /** @description Items to skip. */
-                offset?: number;
+                offset?: components["parameters"]["QueryOffset"];
                 status?: "active" | "deactivated";
                 /** @description Case-insensitive match on the name. */
                 search?: string;
@@ -2745,7 +2759,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -2881,7 +2895,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -3031,7 +3045,7 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -3243,7 +3257,7 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -3423,7 +3437,7 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -3627,7 +3641,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -3761,9 +3775,9 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Page size, 1-250. */
-                limit?: number;
+                limit?: components["parameters"]["QueryLimit"];
                 /** @description Items to skip. */
-                offset?: number;
+                offset?: components["parameters"]["QueryOffset"];
                 status?: "new" | "contacted" | "qualified" | "converted" | "lost";
                 source?: string;
                 /** @description Matches name, email or phone, case-insensitive. */
@@ -3772,7 +3786,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -3914,7 +3928,7 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -4132,7 +4146,7 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -4336,9 +4350,9 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`. */
-                phone: string;
+                phone: components["parameters"]["PathPhone"];
             };
             cookie?: never;
         };
@@ -4478,9 +4492,9 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`. */
-                phone: string;
+                phone: components["parameters"]["PathPhone"];
             };
             cookie?: never;
         };
@@ -4634,9 +4648,9 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`. */
-                phone: string;
+                phone: components["parameters"]["PathPhone"];
             };
             cookie?: never;
         };
@@ -4844,9 +4858,9 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`. */
-                phone: string;
+                phone: components["parameters"]["PathPhone"];
             };
             cookie?: never;
         };
@@ -4986,7 +5000,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -5128,7 +5142,7 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -5334,9 +5348,9 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The requirement id. */
-                requirement_id: string;
+                requirement_id: components["parameters"]["PathRequirementId"];
             };
             cookie?: never;
         };
@@ -5490,9 +5504,9 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The requirement id. */
-                requirement_id: string;
+                requirement_id: components["parameters"]["PathRequirementId"];
             };
             cookie?: never;
         };
@@ -5698,14 +5712,14 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Page size, 1-250. */
-                limit?: number;
+                limit?: components["parameters"]["QueryLimit"];
                 /** @description Items to skip. */
-                offset?: number;
+                offset?: components["parameters"]["QueryOffset"];
             };
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -5847,7 +5861,7 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -6049,9 +6063,9 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The sequence id. */
-                sequence_id: string;
+                sequence_id: components["parameters"]["PathSequenceId"];
             };
             cookie?: never;
         };
@@ -6191,9 +6205,9 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The sequence id. */
-                sequence_id: string;
+                sequence_id: components["parameters"]["PathSequenceId"];
             };
             cookie?: never;
         };
@@ -6347,9 +6361,9 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The sequence id. */
-                sequence_id: string;
+                sequence_id: components["parameters"]["PathSequenceId"];
             };
             cookie?: never;
         };
@@ -6559,9 +6573,9 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The sequence id. */
-                sequence_id: string;
+                sequence_id: components["parameters"]["PathSequenceId"];
             };
             cookie?: never;
         };
@@ -6773,9 +6787,9 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`. */
-                phone: string;
+                phone: components["parameters"]["PathPhone"];
             };
             cookie?: never;
         };
@@ -6921,9 +6935,9 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The sequence id. */
-                sequence_id: string;
+                sequence_id: components["parameters"]["PathSequenceId"];
             };
             cookie?: never;
         };
@@ -7125,16 +7139,16 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Page size, 1-250. */
-                limit?: number;
+                limit?: components["parameters"]["QueryLimit"];
                 /** @description Items to skip. */
-                offset?: number;
+                offset?: components["parameters"]["QueryOffset"];
                 /** @description Only conversations flagged for a human (`true`) or not flagged (`false`). */
                 needs_handoff?: "true" | "false";
             };
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -7268,16 +7282,16 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Page size, 1-250. */
-                limit?: number;
+                limit?: components["parameters"]["QueryLimit"];
                 /** @description Items to skip. */
-                offset?: number;
+                offset?: components["parameters"]["QueryOffset"];
             };
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`. */
-                phone: string;
+                phone: components["parameters"]["PathPhone"];
             };
             cookie?: never;
         };
@@ -7423,9 +7437,9 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`. */
-                phone: string;
+                phone: components["parameters"]["PathPhone"];
             };
             cookie?: never;
         };
@@ -7641,9 +7655,9 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`. */
-                phone: string;
+                phone: components["parameters"]["PathPhone"];
             };
             cookie?: never;
         };
@@ -8261,7 +8275,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The webhook id. */
-                webhook_id: string;
+                webhook_id: components["parameters"]["PathWebhookId"];
             };
             cookie?: never;
         };
@@ -8409,7 +8423,7 @@ export interface operations {
             };
             path: {
                 /** @description The webhook id. */
-                webhook_id: string;
+                webhook_id: components["parameters"]["PathWebhookId"];
             };
             cookie?: never;
         };
@@ -8605,16 +8619,16 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Page size, 1-250. */
-                limit?: number;
+                limit?: components["parameters"]["QueryLimit"];
                 /** @description Items to skip. */
-                offset?: number;
+                offset?: components["parameters"]["QueryOffset"];
                 /** @description `pending`: an attempt is scheduled at `next_attempt_at`. `succeeded`: a 2xx arrived. `failed`: the retries are exhausted, or the endpoint answered 410 (the `webhook.delivery_failed` entry). `cancelled`: the webhook was disabled or deleted before the delivery succeeded. */
                 status?: "pending" | "succeeded" | "failed" | "cancelled";
             };
             header?: never;
             path: {
                 /** @description The webhook id. */
-                webhook_id: string;
+                webhook_id: components["parameters"]["PathWebhookId"];
             };
             cookie?: never;
         };
@@ -8756,7 +8770,7 @@ export interface operations {
             };
             path: {
                 /** @description The webhook id. */
-                webhook_id: string;
+                webhook_id: components["parameters"]["PathWebhookId"];
                 /** @description The delivery id. */
                 delivery_id: string;
             };
@@ -8940,7 +8954,7 @@ export interface operations {
             };
             path: {
                 /** @description The webhook id. */
-                webhook_id: string;
+                webhook_id: components["parameters"]["PathWebhookId"];
             };
             cookie?: never;
         };
@@ -9118,7 +9132,7 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -9322,7 +9336,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -9469,7 +9483,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -9613,7 +9627,7 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -9813,7 +9827,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -9955,7 +9969,7 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -10171,7 +10185,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The context file id. */
                 file_id: string;
             };
@@ -10321,7 +10335,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -10463,7 +10477,7 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -10673,7 +10687,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The context URL id. */
                 url_id: string;
             };

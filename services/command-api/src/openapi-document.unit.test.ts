@@ -194,6 +194,16 @@ describe('the contract every route follows', () => {
     }
   });
 
+  it('makes a parameter that several operations declare alike one component', () => {
+    const inline = new Map<string, number>();
+    for (const { operation } of operations())
+      for (const parameter of operation.parameters ?? [])
+        if (!parameter.$ref)
+          inline.set(JSON.stringify(parameter), (inline.get(JSON.stringify(parameter)) ?? 0) + 1);
+    expect([...inline].filter(([, count]) => count > 1).map(([parameter]) => parameter)).toEqual([]);
+    expect(document.components.parameters.PathId).toMatchObject({ in: 'path', name: 'id', required: true });
+  });
+
   it('declares no default in what a client sends, so generated types keep those fields optional', () => {
     // openapi-typescript makes a property with a `default` required (the server fills it in answers).
     const response = componentsReachedFrom(responseBodies());

@@ -255,6 +255,55 @@ function optionalEmptyBodies(document: Document) {
   }
 }
 
+interface Parameter {
+  name: string;
+  in: string;
+}
+const pascal = (text: string) =>
+  text
+    .split(/[^A-Za-z0-9]+/)
+    .map((word) => word.charAt(0).toUpperCase() + word.slice(1))
+    .join('');
+
+/**
+ * A parameter that several operations declare alike (an account's `id`, `limit`, `offset`) becomes one
+ * component (`PathId`, `QueryLimit`), referred to by each, so a generator and a reader see one
+ * definition.
+ */
+function shareParameters(document: Document) {
+  const operations = Object.values(document.paths ?? {}).flatMap((item) => Object.values(item));
+  const uses = new Map<string, { parameter: Parameter; count: number }>();
+  for (const operation of operations) {
+    for (const parameter of (operation.parameters ?? []) as Parameter[]) {
+      if ('$ref' in parameter) continue;
+      const key = JSON.stringify(parameter);
+      uses.set(key, { parameter, count: (uses.get(key)?.count ?? 0) + 1 });
+    }
+  }
+  const shared = new Map<string, string>();
+  const names = new Set<string>();
+  for (const [key, { parameter, count }] of uses) {
+    const name = `${pascal(parameter.in)}${pascal(parameter.name)}`;
+    // Two different parameters of one name stay where they are: neither is the shared one.
+    const variants = [...uses.values()].filter(
+      (use) => use.count > 1 && use.parameter.in === parameter.in && use.parameter.name === parameter.name,
+    );
+    if (count < 2 || variants.length > 1 || names.has(name)) continue;
+    shared.set(key, name);
+    names.add(name);
+    document.components = {
+      ...document.components,
+      parameters: { ...document.components?.parameters, [name]: parameter },
+    };
+  }
+  for (const operation of operations) {
+    operation.parameters = operation.parameters?.map((parameter) => {
+      const name = shared.get(JSON.stringify(parameter));
+      return name ? ref('parameters', name) : parameter;
+    });
+  }
+}
+
 /** `transformObject` for @fastify/swagger: the named schemas, then the derived parts of the contract. */
 export const finishOpenApiDocument: typeof jsonSchemaTransformObject = (input) => {
   const document = jsonSchemaTransformObject(input) as Document;
@@ -281,5 +330,6 @@ export const finishOpenApiDocument: typeof jsonSchemaTransformObject = (input) =
   describeRequestDefaults(tidy);
   documentPartEncodings(tidy);
   optionalEmptyBodies(tidy);
+  shareParameters(tidy);
   return tidy as ReturnType<typeof jsonSchemaTransformObject>;
 };
