@@ -26,9 +26,16 @@ fail() {
   exit 1
 }
 
-for tool in java javac mvn; do
-  command -v "$tool" >/dev/null 2>&1 || fail "$tool is missing: install Java 17+ (JDK) and Maven."
-done
+# A JDK (javac, not only the JRE the infrastructure needs) and Maven, installed as scripts/infra does.
+if ! command -v javac >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
+  if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    say "installing a JDK and Maven (default-jdk-headless, maven)"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jdk-headless maven >/dev/null
+  else
+    fail "javac or mvn is missing: install a JDK 17+ and Maven (apt-get install default-jdk-headless maven)."
+  fi
+fi
 
 if [[ ! -s $jar ]]; then
   say "fetching openapi-generator-cli $GENERATOR_VERSION from Maven Central into $(dirname "$jar")"
