@@ -86,7 +86,8 @@ const problems = [
   invented.length > 0 &&
     `Models the generator had to name (${invented.join(', ')}). Name the schema each comes from with ` +
       '`.meta({ id })` on its zod schema: every request body, response, nested object and union variant. ' +
-      'A query or path parameter should be a plain string, number or enum (a `pattern`, not a union).' +
+      'A union of plain types (an enum or a pattern, an IPv4 or an IPv6 address) should be one string ' +
+      'with one `pattern`, in a parameter or a property alike.' +
       (inlineNames.length > 0
         ? ` Where the generator found them (operation_status_response, Parent_property, Parent_oneOf): ` +
           `${inlineNames.join(', ')}.`

@@ -177,9 +177,11 @@ describe('the contract every route follows', () => {
       const where = `${method.toUpperCase()} ${path}`;
       for (const content of Object.values(operation.requestBody?.content ?? {}) as any[])
         expect(content.schema.$ref, `${where} request body`).toBeDefined();
+      // A plain string (a CSV export) needs no name: generators make no model of it.
       for (const [status, response] of Object.entries(operation.responses) as [string, any][])
         for (const content of Object.values(response.content ?? {}) as any[])
-          expect(content.schema.$ref, `${where} ${status}`).toBeDefined();
+          if (content.schema.type !== 'string')
+            expect(content.schema.$ref, `${where} ${status}`).toBeDefined();
       // A union in a parameter becomes a wrapper class that Java's client cannot put in a query string.
       for (const parameter of operation.parameters ?? []) {
         const schema = parameter.schema ?? {};
