@@ -2,7 +2,16 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.infra/', '.tools/', 'apps/dashboard/dist/', 'test-output/'] },
+  {
+    ignores: [
+      'node_modules/',
+      '.infra/',
+      '.tools/',
+      'apps/dashboard/dist/',
+      'test-output/',
+      '.generated-clients/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

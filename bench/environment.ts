@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { infrastructureConfig, loadConfig, type InfrastructureConfig } from '@leadline/runtime';
+import { deleteSubjectsUnder } from '@leadline/test-kit';
 import pg from 'pg';
 
 /** A throwaway database and topic prefix on the running infrastructure, like a test file's. */
@@ -16,6 +17,8 @@ export async function benchEnvironment(): Promise<{
   return {
     config: { ...base, DATABASE_URL: url.toString(), TOPIC_PREFIX: `bench-${id}.` },
     async dispose() {
+      // Its registry subjects too, as a test file's: the registry would grow with every run.
+      await deleteSubjectsUnder(base.SCHEMA_REGISTRY_URL, `bench-${id}.`);
       const client = new pg.Client({ connectionString: adminUrl.toString() });
       await client.connect();
       await client.query(`drop database if exists "leadline_bench_${id}" with (force)`);

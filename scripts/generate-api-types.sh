@@ -11,8 +11,8 @@ document="$(mktemp --suffix=.json)"
 types="$(mktemp --suffix=.d.ts)"
 trap 'rm -f "$document" "$types"' EXIT
 npx tsx services/command-api/src/openapi-cli.ts "$document"
-# Fields with a default are optional in what a client sends, so defaults do not make them required.
-npx openapi-typescript "$document" --default-non-nullable false --output "$types" >/dev/null
+# Default flags, as any partner would run it: the document keeps request fields with a default optional.
+npx openapi-typescript "$document" --output "$types" >/dev/null
 if [ -n "$out" ]; then
   cp "$types" "$out"
 else

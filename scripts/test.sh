@@ -13,6 +13,8 @@ npx eslint .
 npx depcruise packages services apps bench examples --config .dependency-cruiser.cjs
 npx prettier --check . >/dev/null || { npx prettier --check .; exit 1; }
 bash scripts/lint-openapi.sh
+# Clients generated from the document, as partners make them: complete, named by it, compiling.
+bash scripts/check-generated-clients.sh
 
 if ! docker info >/dev/null 2>&1 && ! bash scripts/infra/status.sh >/dev/null 2>&1; then
   [ "${LEADLINE_KEEP_INFRA:-}" = 1 ] || trap 'bash scripts/infra/down.sh' EXIT

@@ -467,7 +467,7 @@ export interface paths {
         put?: never;
         /**
          * Resume the AI
-         * @description Ends a pause from a manual message and clears `needs_handoff`. Resuming an active AI changes nothing.
+         * @description Ends a pause from a manual message and clears `needs_handoff`. Resuming an active AI changes nothing. Takes no body (or `{}`); a field in it is a 400.
          */
         post: operations["resumeAi"];
         delete?: never;
@@ -485,7 +485,7 @@ export interface paths {
         };
         /**
          * Usage counters for billing
-         * @description Counted per UTC month as events happen, and exact after any replay of the log. `leads_imported` counts leads created by import (not leads who texted first). `active_accounts` counts accounts that existed and were not deactivated at some time in the period. `by_account` lists those accounts and any other with usage in the period when `group_by=account`, and is empty otherwise.
+         * @description Counted per UTC month as events happen, and exact after any replay of the log. `leads_imported` counts leads created by import (not leads who texted first). `active_accounts` counts accounts that existed and were not deactivated at some time in the period. `by_account` lists those accounts and any other with usage in the period when `group_by=account`, and is empty otherwise. An unknown query parameter is a 400.
          */
         get: operations["getUsage"];
         put?: never;
@@ -727,7 +727,7 @@ export interface paths {
         put?: never;
         /**
          * Add a context URL
-         * @description The page is fetched now (through the SSRF guard; at most 2 MB and 10 s, HTML or plain text), its main text extracted and its `<title>` kept; a page that cannot be fetched is a 422 `context_url_unreachable` and nothing is stored. Pages are fetched again on a schedule with conditional requests. At most 20 URLs per account (409 `context_url_limit_reached`).
+         * @description The page is fetched now (through the SSRF guard; at most 2 MB and 10 s, HTML or plain text), its main text extracted and its `<title>` kept; a page that cannot be fetched is a 422 `context_url_unreachable` and nothing is stored. Pages are fetched again on a schedule with conditional requests. At most 20 URLs per account (409 `context_url_limit_reached`); a URL the account already has (the same page, however its host is cased or its default port written) is a 409 `context_url_exists`.
          */
         post: operations["createContextUrl"];
         delete?: never;
@@ -1062,15 +1062,48 @@ export interface components {
             /** Format: int32 */
             documents_collected: number;
         };
+        /** @description A system prompt of your own. */
+        AdvancedPromptSettings: {
+            /** @constant */
+            mode: "advanced";
+            /** @description Replaces the guided composition entirely. */
+            system_prompt: string;
+        };
         AiResumed: {
             /** @constant */
             success: true;
             /** @constant */
             ai_enabled: true;
         };
+        /** @description A step the AI writes from its instructions and the conversation. */
+        AiStepInput: {
+            /** @constant */
+            type: "ai";
+            /** @description What the AI should say. */
+            instructions: string;
+            /**
+             * Format: int32
+             * @description Hours after the previous step was sent or skipped (after enrollment for step 0). Default: `0`.
+             */
+            delay_hours?: number;
+            /** @description Skip the step when the lead has sent any message since the enrollment began. Default: `true`. */
+            skip_if_replied?: boolean;
+        };
         Branding: {
             logo_url: string | null;
             accent_color: string | null;
+        };
+        /** @description The logo and colour of the embedded dashboard. */
+        BrandingSettings: {
+            /** Format: uri */
+            logo_url?: string;
+            /** @example #1A73E8 */
+            accent_color?: string;
+        };
+        /** @description Only the given fields change; null removes one. */
+        BrandingUpdate: {
+            logo_url?: string | null;
+            accent_color?: string | null;
         };
         BulkImportError: {
             /**
@@ -1105,8 +1138,8 @@ export interface components {
             errors: components["schemas"]["BulkImportError"][];
         };
         BulkLeadImport: {
-            /** @description Up to 1000 lead import objects, as for POST /accounts/{id}/leads. Each is validated on its own: an invalid one is reported in `errors` and the valid ones are imported. */
-            leads: components["schemas"]["LeadImport"][];
+            /** @description Up to 1000 lead import objects, each shaped as `LeadImport` (POST /accounts/{id}/leads). Each is validated on its own: an invalid one (a bad phone, an unknown field, not an object) is reported in `errors` of the 200 answer and the valid ones are imported. */
+            leads: unknown[];
         };
         Checklist: {
             checklist: components["schemas"]["ChecklistItem"][];
@@ -1133,21 +1166,22 @@ export interface components {
              * @description When the event happened, ISO 8601 UTC.
              */
             created_at: string;
-            data: {
-                /**
-                 * @description The lead phone number, E.164.
-                 * @example +15125550123
-                 */
-                phone: string;
-                /** @description The lead's `name`, else first and last name joined, else null. */
-                lead_name: string | null;
-                /** @description Fraction of items collected, 0 to 1. */
-                checklist_progress: number;
-                /** Format: int32 */
-                completed_items: number;
-                /** Format: int32 */
-                total_items: number;
-            };
+            data: components["schemas"]["ChecklistCompletedEventData"];
+        };
+        ChecklistCompletedEventData: {
+            /**
+             * @description The lead phone number, E.164.
+             * @example +15125550123
+             */
+            phone: string;
+            /** @description The lead's `name`, else first and last name joined, else null. */
+            lead_name: string | null;
+            /** @description Fraction of items collected, 0 to 1. */
+            checklist_progress: number;
+            /** Format: int32 */
+            completed_items: number;
+            /** Format: int32 */
+            total_items: number;
         };
         ChecklistItem: {
             /** Format: uuid */
@@ -1158,7 +1192,10 @@ export interface components {
             required: boolean;
             /** @enum {string} */
             status: "completed" | "pending";
-            /** @description For a collected document: a signed URL that serves it, valid for a limited time. */
+            /**
+             * Format: uri
+             * @description For a collected document: a signed URL that serves it, valid for a limited time.
+             */
             file_url?: string;
             /**
              * Format: date-time
@@ -1183,28 +1220,29 @@ export interface components {
              * @description When the event happened, ISO 8601 UTC.
              */
             created_at: string;
-            data: {
-                /**
-                 * @description The lead phone number, E.164.
-                 * @example +15125550123
-                 */
-                phone: string;
-                /** @description The lead's `name`, else first and last name joined, else null. */
-                lead_name: string | null;
-                /** Format: uuid */
-                requirement_id: string;
-                requirement_name: string;
-                /** @enum {string} */
-                requirement_type: "document" | "text" | "email" | "phone" | "number" | "date";
-                /** @description The collected value; null for a document. */
-                value: string | null;
-                /** @description Signed URL of a document; null otherwise. */
-                file_url: string | null;
-                /** Format: date-time */
-                collected_at: string;
-                /** @description Fraction of items collected, 0 to 1. */
-                checklist_progress: number;
-            };
+            data: components["schemas"]["ChecklistItemCollectedEventData"];
+        };
+        ChecklistItemCollectedEventData: {
+            /**
+             * @description The lead phone number, E.164.
+             * @example +15125550123
+             */
+            phone: string;
+            /** @description The lead's `name`, else first and last name joined, else null. */
+            lead_name: string | null;
+            /** Format: uuid */
+            requirement_id: string;
+            requirement_name: string;
+            /** @enum {string} */
+            requirement_type: "document" | "text" | "email" | "phone" | "number" | "date";
+            /** @description The collected value; null for a document. */
+            value: string | null;
+            /** @description Signed URL of a document; null otherwise. */
+            file_url: string | null;
+            /** Format: date-time */
+            collected_at: string;
+            /** @description Fraction of items collected, 0 to 1. */
+            checklist_progress: number;
         };
         /** @description A lead's consent to be texted, with its evidence. Recording the same grant again (every field equal) records nothing. */
         ConsentGrant: {
@@ -1224,7 +1262,7 @@ export interface components {
              * @description The page the consent was given on.
              */
             source_url?: string;
-            /** @description The address the form was submitted from. */
+            /** @description The address the form was submitted from: IPv4 or IPv6. */
             ip_address?: string;
             /** @description The exact consent language the lead was shown or read, word for word. */
             disclosure_text?: string;
@@ -1246,6 +1284,17 @@ export interface components {
             status: "granted" | "revoked" | "none";
             /** @description The grant: the one recorded now, or the identical one it repeats. */
             record: components["schemas"]["ConsentRecord"];
+        };
+        /** @description A message the lead texted. */
+        ConsentMessage: {
+            /** Format: uuid */
+            id: string;
+            body: string;
+            /**
+             * Format: date-time
+             * @example 2026-01-15T14:30:00.000Z
+             */
+            received_at: string;
         };
         ConsentRecord: {
             /** Format: uuid */
@@ -1290,16 +1339,7 @@ export interface components {
             /** @description For a texted record: the keyword it was read as (`STOP`, `START`...), the rule that read a sentence, or `AI`. */
             keyword: string | null;
             /** @description For a texted record: the message that revoked or granted consent, as the lead sent it. */
-            message: {
-                /** Format: uuid */
-                id: string;
-                body: string;
-                /**
-                 * Format: date-time
-                 * @example 2026-01-15T14:30:00.000Z
-                 */
-                received_at: string;
-            } | null;
+            message: components["schemas"]["ConsentMessage"] | null;
         };
         ConsentTrail: {
             /**
@@ -1326,13 +1366,24 @@ export interface components {
             offset: number;
         };
         ContextFile: {
+            /** Format: uuid */
             id: string;
             name: string;
             /** @enum {string} */
             file_type: "txt" | "md";
-            /** Format: int64 */
+            /**
+             * Format: int32
+             * @description Bytes.
+             */
             file_size: number;
+            /**
+             * Format: date-time
+             * @example 2026-01-15T14:30:00.000Z
+             */
             created_at: string;
+        };
+        ContextFileList: {
+            files: components["schemas"]["ContextFile"][];
         };
         ContextFileUpload: {
             /**
@@ -1342,7 +1393,9 @@ export interface components {
             file: string;
         };
         ContextUrl: {
+            /** Format: uuid */
             id: string;
+            /** Format: uri */
             url: string;
             title: string | null;
             /** @description When the content last changed or was confirmed unchanged. */
@@ -1354,7 +1407,7 @@ export interface components {
             status: "ok" | "failing";
             last_error: string | null;
             /**
-             * Format: int64
+             * Format: int32
              * @description Characters of extracted text used as context.
              */
             content_length: number;
@@ -1365,6 +1418,9 @@ export interface components {
              * @description An http or https page.
              */
             url: string;
+        };
+        ContextUrlList: {
+            urls: components["schemas"]["ContextUrl"][];
         };
         Conversation: {
             /**
@@ -1410,16 +1466,17 @@ export interface components {
              * @description When the event happened, ISO 8601 UTC.
              */
             created_at: string;
-            data: {
-                /**
-                 * @description The lead phone number, E.164.
-                 * @example +15125550123
-                 */
-                phone: string;
-                /** @description The lead's `name`, else first and last name joined, else null. */
-                lead_name: string | null;
-                reason: string;
-            };
+            data: components["schemas"]["ConversationHandoffRequestedEventData"];
+        };
+        ConversationHandoffRequestedEventData: {
+            /**
+             * @description The lead phone number, E.164.
+             * @example +15125550123
+             */
+            phone: string;
+            /** @description The lead's `name`, else first and last name joined, else null. */
+            lead_name: string | null;
+            reason: string;
         };
         ConversationList: {
             conversations: components["schemas"]["Conversation"][];
@@ -1446,18 +1503,19 @@ export interface components {
              * @description When the event happened, ISO 8601 UTC.
              */
             created_at: string;
-            data: {
-                /**
-                 * @description The lead phone number, E.164.
-                 * @example +15125550123
-                 */
-                phone: string;
-                /** @description The lead's `name`, else first and last name joined, else null. */
-                lead_name: string | null;
-                message_body: string;
-                /** @enum {string} */
-                message_direction: "inbound" | "outbound";
-            };
+            data: components["schemas"]["ConversationReplyReceivedEventData"];
+        };
+        ConversationReplyReceivedEventData: {
+            /**
+             * @description The lead phone number, E.164.
+             * @example +15125550123
+             */
+            phone: string;
+            /** @description The lead's `name`, else first and last name joined, else null. */
+            lead_name: string | null;
+            message_body: string;
+            /** @enum {string} */
+            message_direction: "inbound" | "outbound";
         };
         /** @description The first message is exchanged with a new lead. */
         ConversationStartedEvent: {
@@ -1475,21 +1533,22 @@ export interface components {
              * @description When the event happened, ISO 8601 UTC.
              */
             created_at: string;
-            data: {
-                /**
-                 * @description The lead phone number, E.164.
-                 * @example +15125550123
-                 */
-                phone: string;
-                /** @description The lead's `name`, else first and last name joined, else null. */
-                lead_name: string | null;
-                /** @description The first message exchanged. */
-                message_body: string;
-                /** @enum {string} */
-                message_direction: "inbound" | "outbound";
-                /** @description Who sent the first message when outbound; null when inbound. */
-                message_source: ("sequence" | "ai" | "manual") | null;
-            };
+            data: components["schemas"]["ConversationStartedEventData"];
+        };
+        ConversationStartedEventData: {
+            /**
+             * @description The lead phone number, E.164.
+             * @example +15125550123
+             */
+            phone: string;
+            /** @description The lead's `name`, else first and last name joined, else null. */
+            lead_name: string | null;
+            /** @description The first message exchanged. */
+            message_body: string;
+            /** @enum {string} */
+            message_direction: "inbound" | "outbound";
+            /** @description Who sent the first message when outbound; null when inbound. */
+            message_source: ("sequence" | "ai" | "manual") | null;
         };
         CreateAccountRequest: {
             name: string;
@@ -1499,37 +1558,18 @@ export interface components {
             phone_number?: string;
             /** @description E.164, or 10 digits meaning +1; stored and answered as E.164. */
             forwarding_number?: string;
-            branding?: {
-                /** Format: uri */
-                logo_url?: string;
-                /** @example #1A73E8 */
-                accent_color?: string;
-            };
+            branding?: components["schemas"]["BrandingSettings"];
             /** @description Arbitrary key-value pairs for your own tracking (at most 50 keys, 16 KB, 32 levels deep). */
             metadata?: {
                 [key: string]: unknown;
             };
             /**
              * Format: int32
-             * @description Minutes a manual message pauses the AI in its conversation (until resume-ai at the latest).
-             * @default 1440
+             * @description Minutes a manual message pauses the AI in its conversation (until resume-ai at the latest). Default: `1440`.
              */
             ai_pause_minutes?: number;
-            /** @description When sequence steps may go out, local to the lead (time zone from the area code). Only the given fields change. Default `{enabled: true, start: "08:00", end: "21:00", time_zone: "America/New_York"}`; a window wider than a stricter state allows (Florida, Oklahoma: 08:00-20:00) is narrowed there. */
-            sending_window?: {
-                /** @description False turns quiet hours off for the account (see the README: legal risk). */
-                enabled?: boolean;
-                /** @description Local to the lead, `HH:MM`. */
-                start?: string;
-                /** @description Local to the lead, `HH:MM`; after `start`. */
-                end?: string;
-                /** @description Used when the lead's area code says nothing of its zone. */
-                time_zone?: string;
-            };
-            /**
-             * @description Sequence steps (AI-written ones too) go only to leads whose consent is recorded (`GET …/leads/{phone}/consent`); others' steps wait (`hold_reason: no_consent`) until it is. Replies to a lead who wrote first and manual messages are not held. Accounts created before consent was recorded have `false`.
-             * @default true
-             */
+            sending_window?: components["schemas"]["SendingWindowUpdate"];
+            /** @description Sequence steps (AI-written ones too) go only to leads whose consent is recorded (`GET …/leads/{phone}/consent`); others' steps wait (`hold_reason: no_consent`) until it is. Replies to a lead who wrote first and manual messages are not held. Accounts created before consent was recorded have `false`. Default: `true`. */
             consent_required?: boolean;
         };
         CreateRequirementRequest: {
@@ -1538,18 +1578,15 @@ export interface components {
             type: "document" | "text" | "email" | "phone" | "number" | "date";
             /** @description Instructions for the AI on how to collect the item. */
             description?: string;
-            /** @default true */
+            /** @description Default: `true`. */
             required?: boolean;
         };
         CreateSequence: {
             name: string;
             description?: string;
-            /** @default true */
+            /** @description Default: `true`. */
             is_active?: boolean;
-            /**
-             * @description The default sequence is the one `auto_sequence` imports start.
-             * @default false
-             */
+            /** @description The default sequence is the one `auto_sequence` imports start. */
             is_default?: boolean;
             steps: components["schemas"]["SequenceStepInput"][];
         };
@@ -1639,15 +1676,21 @@ export interface components {
         };
         EmbedToken: {
             token: string;
+            /**
+             * Format: date-time
+             * @example 2026-01-15T14:30:00.000Z
+             */
             expires_at: string;
-            /** @description `{app_url}/embed?token=…`, with `&view=` when a view was chosen. */
+            /**
+             * Format: uri
+             * @description `{app_url}/embed?token=…`, with `&view=` when a view was chosen.
+             */
             embed_url: string;
         };
         EmbedTokenRequest: {
             /**
              * Format: int32
              * @description Lifetime in seconds, 1 to 86400 (24 hours); 28800 (8 hours) by default.
-             * @default 28800
              */
             expires_in?: number;
             /**
@@ -1658,8 +1701,7 @@ export interface components {
             /** @description Shown as the sender of manual messages sent from the embed. */
             user_name?: string;
             /**
-             * @description member: read, send manual messages, change lead status, resume the AI. admin and owner: also import, edit and delete leads and manage checklist requirements and settings.
-             * @default admin
+             * @description member: read, send manual messages, change lead status, resume the AI. admin and owner: also import, edit and delete leads and manage checklist requirements and settings. Default: `"admin"`.
              * @enum {string}
              */
             user_role?: "owner" | "admin" | "member";
@@ -1673,11 +1715,13 @@ export interface components {
             /** @constant */
             success: true;
             /**
-             * Format: int64
+             * Format: int32
              * @description Tokens that were still live.
              */
             revoked: number;
         };
+        /** @description No fields: send no body, or `{}`. */
+        EmptyBody: Record<string, never>;
         EnrollLead: {
             /** @description E.164, or 10 digits meaning +1; stored and answered as E.164. */
             phone: string;
@@ -1692,6 +1736,40 @@ export interface components {
             /** @description When the next step goes out, inside the lead's sending window; null when none is left or it waits for consent. */
             next_step_at: string | null;
             hold_reason: components["schemas"]["HoldReason"];
+        };
+        FieldError: {
+            /** @description Where: `body.leads.3.phone`, `query.limit`… */
+            field: string;
+            message: string;
+        };
+        /** @description A step that sends its template. */
+        FixedStepInput: {
+            /** @constant */
+            type: "fixed";
+            /** @description The template. Variables: {{first_name}}, {{last_name}}, {{name}}, {{company}}, {{email}}, {{property_address}}; `{{first_name|there}}` gives a fallback for a lead without the value. Without one, `first_name` and `name` render as "there", `property_address` as "your property", the others as nothing (the spaces they leave are tidied). */
+            message: string;
+            /**
+             * Format: int32
+             * @description Hours after the previous step was sent or skipped (after enrollment for step 0). Default: `0`.
+             */
+            delay_hours?: number;
+            /** @description Skip the step when the lead has sent any message since the enrollment began. Default: `true`. */
+            skip_if_replied?: boolean;
+        };
+        /** @description The prompt composed from its parts. */
+        GuidedPromptSettings: {
+            /** @constant */
+            mode: "guided";
+            /** @description Who the AI is, e.g. "Maya, the loan assistant of {{company}}". */
+            role_persona?: string | null;
+            /** @description How it sounds. */
+            tone_voice?: string | null;
+            /** @description How it writes (length, structure). */
+            response_style?: string | null;
+            /** @description What it must and must not do. */
+            conversation_rules?: string | null;
+            /** @description Anything else. */
+            special_instructions?: string | null;
         };
         /** @description Why the next step waits, if a rule holds it: `quiet_hours` (the account's sending window), `state_hours`, `state_sunday`, `state_holiday` or `frequency_cap` (the lead's state's law) until `next_step_at`; `no_consent` (the account has `consent_required` and the lead has no consent recorded) until consent is recorded, with no `next_step_at` meanwhile. Null when nothing holds it. */
         HoldReason: ("quiet_hours" | "state_hours" | "state_sunday" | "state_holiday" | "frequency_cap" | "no_consent") | null;
@@ -1719,7 +1797,7 @@ export interface components {
             email: string;
             name?: string;
             /**
-             * @default member
+             * @description Default: `"member"`.
              * @enum {string}
              */
             role?: "owner" | "admin" | "member";
@@ -1748,6 +1826,36 @@ export interface components {
              */
             created_at: string;
         };
+        LeadChecklist: {
+            /** @description Fraction collected, 0 to 1. */
+            progress: number;
+            items: components["schemas"]["LeadChecklistItem"][];
+        };
+        LeadChecklistItem: {
+            name: string;
+            /** @enum {string} */
+            type: "document" | "text" | "email" | "phone" | "number" | "date";
+            /** @enum {string} */
+            status: "completed" | "pending";
+            /**
+             * Format: date-time
+             * @example 2026-01-15T14:30:00.000Z
+             */
+            collected_at?: string;
+            value?: string;
+            /**
+             * Format: uri
+             * @description For a collected document: a signed URL that serves it, valid for a limited time.
+             */
+            file_url?: string;
+        };
+        LeadConversation: {
+            /** Format: int32 */
+            message_count: number;
+            last_message_at: string | null;
+            summary: string;
+            needs_handoff: boolean;
+        };
         /** @description A new lead is imported through the API or created from a conversation. */
         LeadCreatedEvent: {
             /**
@@ -1764,30 +1872,31 @@ export interface components {
              * @description When the event happened, ISO 8601 UTC.
              */
             created_at: string;
-            data: {
-                /**
-                 * @description The lead phone number, E.164.
-                 * @example +15125550123
-                 */
-                phone: string;
-                /** @description The lead's `name`, else first and last name joined, else null. */
-                lead_name: string | null;
-                first_name: string | null;
-                last_name: string | null;
-                email: string | null;
-                company: string | null;
-                source: string | null;
-                external_id: string | null;
-                /** @enum {string} */
-                status: "new" | "contacted" | "qualified" | "converted" | "lost";
-                /**
-                 * @description Imported one at a time (`api`), in bulk, or created by an inbound message.
-                 * @enum {string}
-                 */
-                origin: "api" | "bulk" | "inbound_message";
-                metadata: {
-                    [key: string]: unknown;
-                };
+            data: components["schemas"]["LeadCreatedEventData"];
+        };
+        LeadCreatedEventData: {
+            /**
+             * @description The lead phone number, E.164.
+             * @example +15125550123
+             */
+            phone: string;
+            /** @description The lead's `name`, else first and last name joined, else null. */
+            lead_name: string | null;
+            first_name: string | null;
+            last_name: string | null;
+            email: string | null;
+            company: string | null;
+            source: string | null;
+            external_id: string | null;
+            /** @enum {string} */
+            status: "new" | "contacted" | "qualified" | "converted" | "lost";
+            /**
+             * @description Imported one at a time (`api`), in bulk, or created by an inbound message.
+             * @enum {string}
+             */
+            origin: "api" | "bulk" | "inbound_message";
+            metadata: {
+                [key: string]: unknown;
             };
         };
         LeadDetails: {
@@ -1819,53 +1928,10 @@ export interface components {
              * @example 2026-01-15T14:30:00.000Z
              */
             created_at: string;
-            checklist: {
-                /** @description Fraction collected, 0 to 1. */
-                progress: number;
-                items: {
-                    name: string;
-                    /** @enum {string} */
-                    type: "document" | "text" | "email" | "phone" | "number" | "date";
-                    /** @enum {string} */
-                    status: "completed" | "pending";
-                    /**
-                     * Format: date-time
-                     * @example 2026-01-15T14:30:00.000Z
-                     */
-                    collected_at?: string;
-                    value?: string;
-                    /** @description For a collected document: a signed URL that serves it, valid for a limited time. */
-                    file_url?: string;
-                }[];
-            };
-            conversation: {
-                /** Format: int32 */
-                message_count: number;
-                last_message_at: string | null;
-                summary: string;
-                needs_handoff: boolean;
-            };
+            checklist: components["schemas"]["LeadChecklist"];
+            conversation: components["schemas"]["LeadConversation"];
             /** @description The active enrollment, else the latest one; null when the lead was never enrolled. */
-            sequence: {
-                /** Format: uuid */
-                sequence_id: string;
-                name: string;
-                /**
-                 * @description `paused` while the account is deactivated or the sequence inactive; `opted_out` when the number opted out during the sequence (it stops for good; enrolling again after START starts over).
-                 * @enum {string}
-                 */
-                status: "active" | "paused" | "completed" | "cancelled" | "opted_out";
-                /**
-                 * Format: int32
-                 * @description Steps sent or skipped so far: the 0-based order of the next one.
-                 */
-                current_step: number;
-                /** Format: int32 */
-                total_steps: number;
-                /** @description When the next step goes out, inside the lead's sending window; null while it waits for consent. */
-                next_step_at: string | null;
-                hold_reason: components["schemas"]["HoldReason"];
-            } | null;
+            sequence: components["schemas"]["LeadSequence"] | null;
         };
         LeadEnrollment: {
             /** Format: uuid */
@@ -1912,10 +1978,7 @@ export interface components {
             property_address?: string;
             /** @description E.164, or 10 digits meaning +1; stored and answered as E.164. */
             phone: string;
-            /**
-             * @description Start the default sequence immediately.
-             * @default false
-             */
+            /** @description Start the default sequence immediately. */
             auto_sequence?: boolean;
             /** @description Arbitrary key-value pairs for your own tracking (at most 50 keys, 16 KB, 32 levels deep). */
             metadata?: {
@@ -1945,6 +2008,26 @@ export interface components {
             /** Format: int32 */
             offset: number;
         };
+        LeadSequence: {
+            /** Format: uuid */
+            sequence_id: string;
+            name: string;
+            /**
+             * @description `paused` while the account is deactivated or the sequence inactive; `opted_out` when the number opted out during the sequence (it stops for good; enrolling again after START starts over).
+             * @enum {string}
+             */
+            status: "active" | "paused" | "completed" | "cancelled" | "opted_out";
+            /**
+             * Format: int32
+             * @description Steps sent or skipped so far: the 0-based order of the next one.
+             */
+            current_step: number;
+            /** Format: int32 */
+            total_steps: number;
+            /** @description When the next step goes out, inside the lead's sending window; null while it waits for consent. */
+            next_step_at: string | null;
+            hold_reason: components["schemas"]["HoldReason"];
+        };
         /** @description A lead status changes. */
         LeadStatusChangedEvent: {
             /**
@@ -1961,19 +2044,20 @@ export interface components {
              * @description When the event happened, ISO 8601 UTC.
              */
             created_at: string;
-            data: {
-                /**
-                 * @description The lead phone number, E.164.
-                 * @example +15125550123
-                 */
-                phone: string;
-                /** @description The lead's `name`, else first and last name joined, else null. */
-                lead_name: string | null;
-                /** @enum {string} */
-                previous_status: "new" | "contacted" | "qualified" | "converted" | "lost";
-                /** @enum {string} */
-                new_status: "new" | "contacted" | "qualified" | "converted" | "lost";
-            };
+            data: components["schemas"]["LeadStatusChangedEventData"];
+        };
+        LeadStatusChangedEventData: {
+            /**
+             * @description The lead phone number, E.164.
+             * @example +15125550123
+             */
+            phone: string;
+            /** @description The lead's `name`, else first and last name joined, else null. */
+            lead_name: string | null;
+            /** @enum {string} */
+            previous_status: "new" | "contacted" | "qualified" | "converted" | "lost";
+            /** @enum {string} */
+            new_status: "new" | "contacted" | "qualified" | "converted" | "lost";
         };
         Message: {
             /** Format: uuid */
@@ -2000,11 +2084,7 @@ export interface components {
              */
             status: "received" | "queued" | "sent" | "delivered" | "undelivered" | "failed";
             /** @description Inbound only: the MMS attachments. */
-            media?: {
-                /** @description A signed, expiring link to the stored file; null until the file is downloaded. Never the provider's own URL. */
-                url: string | null;
-                content_type: string | null;
-            }[];
+            media?: components["schemas"]["MessageMedia"][];
         };
         MessageList: {
             messages: components["schemas"]["Message"][];
@@ -2014,6 +2094,11 @@ export interface components {
             limit: number;
             /** Format: int32 */
             offset: number;
+        };
+        MessageMedia: {
+            /** @description A signed, expiring link to the stored file; null until the file is downloaded. Never the provider's own URL. */
+            url: string | null;
+            content_type: string | null;
         };
         /** @description RFC 9457 problem details, as `application/problem+json`. Some codes add members of their own (`webhook_limit_reached` adds `limit`). */
         Problem: {
@@ -2043,12 +2128,16 @@ export interface components {
              *     | `validation_failed` | 400 | A path, query or body field is invalid; `errors[]` names each field. |
              *     | `invalid_phone` | 400 | `phone` is not a phone number. |
              *     | `multipart_required` | 400 | The upload is not `multipart/form-data`. |
+             *     | `malformed_multipart` | 400 | The multipart body cannot be read: no boundary in `Content-Type`, no closing boundary, or a malformed part. |
              *     | `file_required` | 400 | The multipart part `file` is missing. |
              *     | `unsupported_file_type` | 400 | Context files are `.txt` or `.md` files of UTF-8 text. |
              *     | `invalid_idempotency_key` | 400 | `Idempotency-Key` is empty, over 255 characters or not printable ASCII. |
              *     | `idempotency_key_in_progress` | 409 | A request with this `Idempotency-Key` is still running; retry once it has answered. |
              *     | `idempotency_key_reused` | 422 | This `Idempotency-Key` was used with another method, path or body in the last 24 hours. |
-             *     | `bad_request` | 400 | The body is not well-formed JSON, or is empty where one is required. |
+             *     | `bad_request` | 400 | The body is not well-formed JSON (or not UTF-8), or is empty where one is required. |
+             *     | `malformed_request` | 400 | Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed. |
+             *     | `request_timeout` | 408 | The request did not arrive in time; the connection is closed. |
+             *     | `headers_too_large` | 431 | The request line and headers are over the size the server reads; the connection is closed. |
              *     | `missing_api_key` | 401 | No `X-Partner-Key` header. |
              *     | `invalid_api_key` | 401 | The partner key is unknown or revoked. |
              *     | `invalid_signature` | 403 | Twilio's `X-Twilio-Signature` does not match the request (Twilio webhooks only). |
@@ -2080,6 +2169,7 @@ export interface components {
              *     | `invalid_sending_window` | 400 | The sending window would end before it starts. |
              *     | `sequence_inactive` | 409 | The sequence is inactive; activate it before enrolling leads. |
              *     | `context_file_limit_reached` | 409 | The account has 20 context files, the most it can have. |
+             *     | `context_url_exists` | 409 | The account already has this context URL. |
              *     | `context_url_limit_reached` | 409 | The account has 20 context URLs, the most it can have. |
              *     | `context_url_unreachable` | 422 | The page could not be fetched, or held no text to use. |
              *     | `team_member_exists` | 409 | This e-mail address is already on the team. |
@@ -2095,14 +2185,14 @@ export interface components {
              *     | `file_too_large` | 413 | Context files are at most 100 KB. |
              *     | `payload_too_large` | 413 | The body is over 2 MB (24 MB for a bulk lead import). |
              *     | `event_batch_too_large` | 413 | The events the request produces are over what one request may append (30 MB); nothing was written, split the request. |
-             *     | `unsupported_media_type` | 415 | The body is not `application/json`. |
+             *     | `unsupported_media_type` | 415 | The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`. |
              *     | `rate_limited` | 429 | Over the rate limit of the partner key; retry after `Retry-After` seconds. |
              *     | `too_many_failed_authentications` | 429 | Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds. |
              *     | `internal_error` | 500 | Something went wrong on our side; the details are in our logs, not here. |
              *     | `projection_lagging` | 503 | The read models are catching up with the event log; nothing was written, retry after `Retry-After`. |
              *     | `event_log_unavailable` | 503 | The event log did not accept the write; nothing was written, retry after `Retry-After`. |
              *     | `log_migrating` | 503 | The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`. |
-             *     | `database_busy` | 503 | The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`. |
+             *     | `database_busy` | 503 | The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. |
              *     | `telephony_unavailable` | 503 | The telephony provider did not answer; nothing was written, retry after `Retry-After`. |
              *     | `account_held` | 503 | A record of this account waits for an operator; writes to it are paused, nothing was written. |
              *     | `live_updates_unavailable` | 503 | Live updates are not available from this server (embedded dashboard only). |
@@ -2110,15 +2200,11 @@ export interface components {
              *     | `not_ready` | 503 | The service is not ready (readiness probe only). |
              * @enum {string}
              */
-            code: "validation_failed" | "invalid_phone" | "multipart_required" | "file_required" | "unsupported_file_type" | "invalid_idempotency_key" | "idempotency_key_in_progress" | "idempotency_key_reused" | "bad_request" | "missing_api_key" | "invalid_api_key" | "invalid_signature" | "account_not_found" | "lead_not_found" | "requirement_not_found" | "sequence_not_found" | "context_file_not_found" | "context_url_not_found" | "document_not_found" | "webhook_not_found" | "delivery_not_found" | "message_not_found" | "phone_number_not_found" | "partner_not_found" | "api_key_not_found" | "ambiguous_api_key" | "too_many_active_keys" | "missing_embed_token" | "invalid_embed_token" | "embed_role_forbidden" | "asset_not_found" | "route_not_found" | "phone_number_in_use" | "phone_number_not_owned" | "account_active" | "phone_number_released" | "sequence_limit_reached" | "invalid_sending_window" | "sequence_inactive" | "context_file_limit_reached" | "context_url_limit_reached" | "context_url_unreachable" | "team_member_exists" | "external_id_in_use" | "requirement_exists" | "requirement_limit_reached" | "account_deactivated" | "lead_opted_out" | "webhook_limit_reached" | "delivery_pending" | "webhook_inactive" | "uri_too_long" | "file_too_large" | "payload_too_large" | "event_batch_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_failed_authentications" | "internal_error" | "projection_lagging" | "event_log_unavailable" | "log_migrating" | "database_busy" | "telephony_unavailable" | "account_held" | "live_updates_unavailable" | "dashboard_not_built" | "not_ready";
+            code: "validation_failed" | "invalid_phone" | "multipart_required" | "malformed_multipart" | "file_required" | "unsupported_file_type" | "invalid_idempotency_key" | "idempotency_key_in_progress" | "idempotency_key_reused" | "bad_request" | "malformed_request" | "request_timeout" | "headers_too_large" | "missing_api_key" | "invalid_api_key" | "invalid_signature" | "account_not_found" | "lead_not_found" | "requirement_not_found" | "sequence_not_found" | "context_file_not_found" | "context_url_not_found" | "document_not_found" | "webhook_not_found" | "delivery_not_found" | "message_not_found" | "phone_number_not_found" | "partner_not_found" | "api_key_not_found" | "ambiguous_api_key" | "too_many_active_keys" | "missing_embed_token" | "invalid_embed_token" | "embed_role_forbidden" | "asset_not_found" | "route_not_found" | "phone_number_in_use" | "phone_number_not_owned" | "account_active" | "phone_number_released" | "sequence_limit_reached" | "invalid_sending_window" | "sequence_inactive" | "context_file_limit_reached" | "context_url_exists" | "context_url_limit_reached" | "context_url_unreachable" | "team_member_exists" | "external_id_in_use" | "requirement_exists" | "requirement_limit_reached" | "account_deactivated" | "lead_opted_out" | "webhook_limit_reached" | "delivery_pending" | "webhook_inactive" | "uri_too_long" | "file_too_large" | "payload_too_large" | "event_batch_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_failed_authentications" | "internal_error" | "projection_lagging" | "event_log_unavailable" | "log_migrating" | "database_busy" | "telephony_unavailable" | "account_held" | "live_updates_unavailable" | "dashboard_not_built" | "not_ready";
             /** @description The path of the request that failed. */
             instance: string;
             /** @description For `validation_failed`: one entry per invalid field. */
-            errors?: {
-                /** @description Where: `body.leads.3.phone`, `query.limit`… */
-                field: string;
-                message: string;
-            }[];
+            errors?: components["schemas"]["FieldError"][];
         } & {
             [key: string]: unknown;
         };
@@ -2137,25 +2223,7 @@ export interface components {
             /** @description Null until the settings are first saved (defaults apply). */
             updated_at: string | null;
         };
-        PromptSettingsUpdate: {
-            /** @constant */
-            mode: "guided";
-            /** @description Who the AI is, e.g. "Maya, the loan assistant of {{company}}". */
-            role_persona?: string | null;
-            /** @description How it sounds. */
-            tone_voice?: string | null;
-            /** @description How it writes (length, structure). */
-            response_style?: string | null;
-            /** @description What it must and must not do. */
-            conversation_rules?: string | null;
-            /** @description Anything else. */
-            special_instructions?: string | null;
-        } | {
-            /** @constant */
-            mode: "advanced";
-            /** @description Replaces the guided composition entirely. */
-            system_prompt: string;
-        };
+        PromptSettingsUpdate: components["schemas"]["GuidedPromptSettings"] | components["schemas"]["AdvancedPromptSettings"];
         QueuedDelivery: {
             /** Format: uuid */
             delivery_id: string;
@@ -2216,6 +2284,17 @@ export interface components {
             /** @description Used when the lead's area code says nothing of its zone. */
             time_zone: string;
         };
+        /** @description When sequence steps may go out, local to the lead (time zone from the area code). Only the given fields change. Default `{enabled: true, start: "08:00", end: "21:00", time_zone: "America/New_York"}`; a window wider than a stricter state allows (Florida, Oklahoma: 08:00-20:00) is narrowed there. */
+        SendingWindowUpdate: {
+            /** @description False turns quiet hours off for the account (see the README: legal risk). */
+            enabled?: boolean;
+            /** @description Local to the lead, `HH:MM`. */
+            start?: string;
+            /** @description Local to the lead, `HH:MM`; after `start`. */
+            end?: string;
+            /** @description Used when the lead's area code says nothing of its zone. */
+            time_zone?: string;
+        };
         SentMessage: {
             /** @constant */
             success: true;
@@ -2233,20 +2312,7 @@ export interface components {
             description: string | null;
             is_active: boolean;
             is_default: boolean;
-            steps: {
-                /**
-                 * Format: int32
-                 * @description 0-based position.
-                 */
-                order: number;
-                /** @enum {string} */
-                type: "fixed" | "ai";
-                message: string | null;
-                instructions: string | null;
-                /** Format: int32 */
-                delay_hours: number;
-                skip_if_replied: boolean;
-            }[];
+            steps: components["schemas"]["SequenceStepDetails"][];
             /**
              * Format: int32
              * @description Enrollments started, reactivations included.
@@ -2279,25 +2345,26 @@ export interface components {
              * @description When the event happened, ISO 8601 UTC.
              */
             created_at: string;
-            data: {
-                /**
-                 * @description The lead phone number, E.164.
-                 * @example +15125550123
-                 */
-                phone: string;
-                /** @description The lead's `name`, else first and last name joined, else null. */
-                lead_name: string | null;
-                /** Format: uuid */
-                sequence_id: string;
-                sequence_name: string;
-                /** Format: int32 */
-                total_steps: number;
-            };
+            data: components["schemas"]["SequenceCompletedEventData"];
+        };
+        SequenceCompletedEventData: {
+            /**
+             * @description The lead phone number, E.164.
+             * @example +15125550123
+             */
+            phone: string;
+            /** @description The lead's `name`, else first and last name joined, else null. */
+            lead_name: string | null;
+            /** Format: uuid */
+            sequence_id: string;
+            sequence_name: string;
+            /** Format: int32 */
+            total_steps: number;
         };
         SequenceDeleted: {
             /** @constant */
             success: true;
-            /** Format: int64 */
+            /** Format: int32 */
             cancelled_enrollments: number;
         };
         SequenceList: {
@@ -2325,44 +2392,42 @@ export interface components {
              * @description When the event happened, ISO 8601 UTC.
              */
             created_at: string;
-            data: {
-                /**
-                 * @description The lead phone number, E.164.
-                 * @example +15125550123
-                 */
-                phone: string;
-                /** @description The lead's `name`, else first and last name joined, else null. */
-                lead_name: string | null;
-                /** Format: uuid */
-                sequence_id: string;
-                sequence_name: string;
-                /**
-                 * Format: int32
-                 * @description 0-based step the lead replied after.
-                 */
-                current_step: number;
-                message_body: string;
-            };
+            data: components["schemas"]["SequenceReplyReceivedEventData"];
         };
-        SequenceStepInput: {
-            /** @enum {string} */
-            type: "fixed" | "ai";
-            /** @description Required for `fixed` steps. Variables: {{first_name}}, {{last_name}}, {{name}}, {{company}}, {{email}}, {{property_address}}; `{{first_name|there}}` gives a fallback for a lead without the value. Without one, `first_name` and `name` render as "there", `property_address` as "your property", the others as nothing (the spaces they leave are tidied). */
-            message?: string;
-            /** @description Required for `ai` steps: what the AI should say. */
-            instructions?: string;
+        SequenceReplyReceivedEventData: {
+            /**
+             * @description The lead phone number, E.164.
+             * @example +15125550123
+             */
+            phone: string;
+            /** @description The lead's `name`, else first and last name joined, else null. */
+            lead_name: string | null;
+            /** Format: uuid */
+            sequence_id: string;
+            sequence_name: string;
             /**
              * Format: int32
-             * @description Hours after the previous step was sent or skipped (after enrollment for step 0).
-             * @default 0
+             * @description 0-based step the lead replied after.
              */
-            delay_hours?: number;
-            /**
-             * @description Skip the step when the lead has sent any message since the enrollment began.
-             * @default true
-             */
-            skip_if_replied?: boolean;
+            current_step: number;
+            message_body: string;
         };
+        /** @description A step as stored, with its position. */
+        SequenceStepDetails: {
+            /**
+             * Format: int32
+             * @description 0-based position.
+             */
+            order: number;
+            /** @enum {string} */
+            type: "fixed" | "ai";
+            message: string | null;
+            instructions: string | null;
+            /** Format: int32 */
+            delay_hours: number;
+            skip_if_replied: boolean;
+        };
+        SequenceStepInput: components["schemas"]["FixedStepInput"] | components["schemas"]["AiStepInput"];
         TeamMember: {
             /** Format: uuid */
             id: string;
@@ -2400,11 +2465,7 @@ export interface components {
             company_name?: string;
             /** @description null removes it. */
             forwarding_number?: string | null;
-            /** @description Only the given fields change; null removes one. */
-            branding?: {
-                logo_url?: string | null;
-                accent_color?: string | null;
-            };
+            branding?: components["schemas"]["BrandingUpdate"];
             /** @description Merged into the existing metadata; a key set to null is removed. */
             metadata?: {
                 [key: string]: unknown;
@@ -2414,17 +2475,7 @@ export interface components {
              * @description Minutes a manual message pauses the AI in its conversation (until resume-ai at the latest).
              */
             ai_pause_minutes?: number;
-            /** @description When sequence steps may go out, local to the lead (time zone from the area code). Only the given fields change. Default `{enabled: true, start: "08:00", end: "21:00", time_zone: "America/New_York"}`; a window wider than a stricter state allows (Florida, Oklahoma: 08:00-20:00) is narrowed there. */
-            sending_window?: {
-                /** @description False turns quiet hours off for the account (see the README: legal risk). */
-                enabled?: boolean;
-                /** @description Local to the lead, `HH:MM`. */
-                start?: string;
-                /** @description Local to the lead, `HH:MM`; after `start`. */
-                end?: string;
-                /** @description Used when the lead's area code says nothing of its zone. */
-                time_zone?: string;
-            };
+            sending_window?: components["schemas"]["SendingWindowUpdate"];
             /** @description `false` releases every step held for consent at once (inside the sending window). */
             consent_required?: boolean;
             /**
@@ -2487,30 +2538,32 @@ export interface components {
              * @example 2026-01
              */
             period: string;
-            totals: {
-                /** Format: int32 */
-                conversations: number;
-                /** Format: int32 */
-                messages_sent: number;
-                /** Format: int32 */
-                messages_received: number;
-                /** Format: int32 */
-                leads_imported: number;
-                /** Format: int32 */
-                documents_collected: number;
-                /** Format: int32 */
-                sequences_completed: number;
-                /**
-                 * Format: int32
-                 * @description Accounts that were active at some time in the period.
-                 */
-                active_accounts: number;
-            };
+            totals: components["schemas"]["UsageTotals"];
             by_account: components["schemas"]["AccountUsage"][];
+        };
+        UsageTotals: {
+            /** Format: int32 */
+            conversations: number;
+            /** Format: int32 */
+            messages_sent: number;
+            /** Format: int32 */
+            messages_received: number;
+            /** Format: int32 */
+            leads_imported: number;
+            /** Format: int32 */
+            documents_collected: number;
+            /** Format: int32 */
+            sequences_completed: number;
+            /**
+             * Format: int32
+             * @description Accounts that were active at some time in the period.
+             */
+            active_accounts: number;
         };
         Webhook: {
             /** Format: uuid */
             id: string;
+            /** Format: uri */
             url: string;
             events: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received")[];
             active: boolean;
@@ -2538,11 +2591,12 @@ export interface components {
              * @description When the event happened, ISO 8601 UTC.
              */
             created_at: string;
-            data: {
-                /** Format: uuid */
-                webhook_id: string;
-                message: string;
-            };
+            data: components["schemas"]["WebhookTestEventData"];
+        };
+        WebhookTestEventData: {
+            /** Format: uuid */
+            webhook_id: string;
+            message: string;
         };
     };
     responses: never;
@@ -2552,6 +2606,20 @@ export interface components {
          * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
          */
         "Idempotency-Key": string;
+        /** @description Page size, 1-250. */
+        QueryLimit: number;
+        /** @description Items to skip. */
+        QueryOffset: number;
+        /** @description The account id. */
+        PathId: string;
+        /** @description The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`. */
+        PathPhone: string;
+        /** @description The requirement id. */
+        PathRequirementId: string;
+        /** @description The sequence id. */
+        PathSequenceId: string;
+        /** @description The webhook id. */
+        PathWebhookId: string;
     };
     requestBodies: never;
     headers: {
@@ -2572,9 +2640,9 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Page size, 1-250. */
-                limit?: number;
+                limit?: components["parameters"]["QueryLimit"];
                 /** @description Items to skip. */
-                offset?: number;
+                offset?: components["parameters"]["QueryOffset"];
                 status?: "active" | "deactivated";
                 /** @description Case-insensitive match on the name. */
                 search?: string;
@@ -2597,7 +2665,11 @@ export interface operations {
                     "application/json": components["schemas"]["AccountList"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2642,12 +2714,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2692,7 +2789,9 @@ export interface operations {
              *
              *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
-             *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
+             *     `bad_request`: The body is not well-formed JSON (or not UTF-8), or is empty where one is required.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
              *
              *     `invalid_sending_window`: The sending window would end before it starts.
              */
@@ -2751,7 +2850,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `unsupported_media_type`: The body is not `application/json`. */
+            /** @description `unsupported_media_type`: The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`. */
             415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2796,6 +2895,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -2815,7 +2926,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `telephony_unavailable`: The telephony provider did not answer; nothing was written, retry after `Retry-After`.
              */
@@ -2839,7 +2950,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -2857,7 +2968,11 @@ export interface operations {
                     "application/json": components["schemas"]["Account"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2920,6 +3035,18 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2938,6 +3065,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     deactivateAccount: {
@@ -2946,7 +3086,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -2964,7 +3104,11 @@ export interface operations {
                     "application/json": components["schemas"]["DeactivatedAccount"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3027,6 +3171,18 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3052,7 +3208,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -3082,7 +3238,7 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -3109,7 +3265,9 @@ export interface operations {
              *
              *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
-             *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
+             *     `bad_request`: The body is not well-formed JSON (or not UTF-8), or is empty where one is required.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
              *
              *     `invalid_sending_window`: The sending window would end before it starts.
              */
@@ -3192,7 +3350,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `unsupported_media_type`: The body is not `application/json`. */
+            /** @description `unsupported_media_type`: The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`. */
             415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3233,6 +3391,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -3252,7 +3422,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -3282,7 +3452,7 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -3304,6 +3474,8 @@ export interface operations {
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
              *
              *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
              */
             400: {
                 headers: {
@@ -3401,6 +3573,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -3420,7 +3604,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -3450,7 +3634,7 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -3477,7 +3661,9 @@ export interface operations {
              *
              *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
-             *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
+             *     `bad_request`: The body is not well-formed JSON (or not UTF-8), or is empty where one is required.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
              */
             400: {
                 headers: {
@@ -3558,7 +3744,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `unsupported_media_type`: The body is not `application/json`. */
+            /** @description `unsupported_media_type`: The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`. */
             415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3599,6 +3785,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -3618,7 +3816,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -3642,7 +3840,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -3660,7 +3858,11 @@ export interface operations {
                     "application/json": components["schemas"]["TeamMemberList"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3729,6 +3931,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -3741,15 +3955,28 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     listLeads: {
         parameters: {
             query?: {
                 /** @description Page size, 1-250. */
-                limit?: number;
+                limit?: components["parameters"]["QueryLimit"];
                 /** @description Items to skip. */
-                offset?: number;
+                offset?: components["parameters"]["QueryOffset"];
                 status?: "new" | "contacted" | "qualified" | "converted" | "lost";
                 source?: string;
                 /** @description Matches name, email or phone, case-insensitive. */
@@ -3758,7 +3985,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -3776,7 +4003,11 @@ export interface operations {
                     "application/json": components["schemas"]["LeadList"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3845,12 +4076,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3871,7 +4127,7 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -3910,7 +4166,9 @@ export interface operations {
              *
              *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
-             *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
+             *     `bad_request`: The body is not well-formed JSON (or not UTF-8), or is empty where one is required.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
              */
             400: {
                 headers: {
@@ -3987,7 +4245,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `unsupported_media_type`: The body is not `application/json`. */
+            /** @description `unsupported_media_type`: The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`. */
             415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4028,6 +4286,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -4047,7 +4317,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -4077,7 +4347,7 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -4104,7 +4374,9 @@ export interface operations {
              *
              *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
-             *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
+             *     `bad_request`: The body is not well-formed JSON (or not UTF-8), or is empty where one is required.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
              */
             400: {
                 headers: {
@@ -4185,7 +4457,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `unsupported_media_type`: The body is not `application/json`. */
+            /** @description `unsupported_media_type`: The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`. */
             415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4226,6 +4498,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -4245,7 +4529,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -4269,9 +4553,9 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`. */
-                phone: string;
+                phone: components["parameters"]["PathPhone"];
             };
             cookie?: never;
         };
@@ -4289,7 +4573,11 @@ export interface operations {
                     "application/json": components["schemas"]["LeadDetails"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4356,6 +4644,18 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4374,6 +4674,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     deleteLead: {
@@ -4382,9 +4695,9 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`. */
-                phone: string;
+                phone: components["parameters"]["PathPhone"];
             };
             cookie?: never;
         };
@@ -4402,7 +4715,11 @@ export interface operations {
                     "application/json": components["schemas"]["Deleted"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4469,6 +4786,18 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4494,7 +4823,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -4524,9 +4853,9 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`. */
-                phone: string;
+                phone: components["parameters"]["PathPhone"];
             };
             cookie?: never;
         };
@@ -4553,7 +4882,9 @@ export interface operations {
              *
              *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
-             *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
+             *     `bad_request`: The body is not well-formed JSON (or not UTF-8), or is empty where one is required.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
              */
             400: {
                 headers: {
@@ -4638,7 +4969,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `unsupported_media_type`: The body is not `application/json`. */
+            /** @description `unsupported_media_type`: The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`. */
             415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4679,6 +5010,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -4698,7 +5041,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -4722,9 +5065,9 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`. */
-                phone: string;
+                phone: components["parameters"]["PathPhone"];
             };
             cookie?: never;
         };
@@ -4742,7 +5085,11 @@ export interface operations {
                     "application/json": components["schemas"]["Checklist"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4815,6 +5162,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -4827,22 +5186,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     getConsentTrail: {
         parameters: {
             query?: {
                 /** @description Page size, 1-250. */
-                limit?: number;
+                limit?: components["parameters"]["QueryLimit"];
                 /** @description Items to skip. */
-                offset?: number;
+                offset?: components["parameters"]["QueryOffset"];
             };
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`. */
-                phone: string;
+                phone: components["parameters"]["PathPhone"];
             };
             cookie?: never;
         };
@@ -4860,7 +5232,11 @@ export interface operations {
                     "application/json": components["schemas"]["ConsentTrail"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4933,12 +5309,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4959,9 +5360,9 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`. */
-                phone: string;
+                phone: components["parameters"]["PathPhone"];
             };
             cookie?: never;
         };
@@ -5000,7 +5401,9 @@ export interface operations {
              *
              *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
-             *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
+             *     `bad_request`: The body is not well-formed JSON (or not UTF-8), or is empty where one is required.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
              */
             400: {
                 headers: {
@@ -5081,7 +5484,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `unsupported_media_type`: The body is not `application/json`. */
+            /** @description `unsupported_media_type`: The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`. */
             415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5122,6 +5525,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -5141,7 +5556,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -5172,7 +5587,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -5191,7 +5606,11 @@ export interface operations {
                     "text/csv": string;
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5260,12 +5679,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5280,7 +5724,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -5298,7 +5742,11 @@ export interface operations {
                     "application/json": components["schemas"]["RequirementList"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5367,12 +5815,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5393,7 +5866,7 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -5420,7 +5893,9 @@ export interface operations {
              *
              *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
-             *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
+             *     `bad_request`: The body is not well-formed JSON (or not UTF-8), or is empty where one is required.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
              */
             400: {
                 headers: {
@@ -5503,7 +5978,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `unsupported_media_type`: The body is not `application/json`. */
+            /** @description `unsupported_media_type`: The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`. */
             415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5544,6 +6019,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -5563,7 +6050,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -5587,9 +6074,9 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The requirement id. */
-                requirement_id: string;
+                requirement_id: components["parameters"]["PathRequirementId"];
             };
             cookie?: never;
         };
@@ -5607,7 +6094,11 @@ export interface operations {
                     "application/json": components["schemas"]["Deleted"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5680,6 +6171,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -5699,7 +6202,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -5729,9 +6232,9 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The requirement id. */
-                requirement_id: string;
+                requirement_id: components["parameters"]["PathRequirementId"];
             };
             cookie?: never;
         };
@@ -5758,7 +6261,9 @@ export interface operations {
              *
              *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
-             *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
+             *     `bad_request`: The body is not well-formed JSON (or not UTF-8), or is empty where one is required.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
              */
             400: {
                 headers: {
@@ -5843,7 +6348,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `unsupported_media_type`: The body is not `application/json`. */
+            /** @description `unsupported_media_type`: The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`. */
             415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5884,6 +6389,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -5903,7 +6420,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -5925,14 +6442,14 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Page size, 1-250. */
-                limit?: number;
+                limit?: components["parameters"]["QueryLimit"];
                 /** @description Items to skip. */
-                offset?: number;
+                offset?: components["parameters"]["QueryOffset"];
             };
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -5950,7 +6467,11 @@ export interface operations {
                     "application/json": components["schemas"]["SequenceList"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6019,12 +6540,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6045,7 +6591,7 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -6072,7 +6618,9 @@ export interface operations {
              *
              *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
-             *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
+             *     `bad_request`: The body is not well-formed JSON (or not UTF-8), or is empty where one is required.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
              *
              *     `sequence_limit_reached`: The account has 100 sequences, the most it can have.
              */
@@ -6151,7 +6699,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `unsupported_media_type`: The body is not `application/json`. */
+            /** @description `unsupported_media_type`: The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`. */
             415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6192,6 +6740,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -6211,7 +6771,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -6235,9 +6795,9 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The sequence id. */
-                sequence_id: string;
+                sequence_id: components["parameters"]["PathSequenceId"];
             };
             cookie?: never;
         };
@@ -6255,7 +6815,11 @@ export interface operations {
                     "application/json": components["schemas"]["Sequence"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6322,6 +6886,18 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6340,6 +6916,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     deleteSequence: {
@@ -6348,9 +6937,9 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The sequence id. */
-                sequence_id: string;
+                sequence_id: components["parameters"]["PathSequenceId"];
             };
             cookie?: never;
         };
@@ -6368,7 +6957,11 @@ export interface operations {
                     "application/json": components["schemas"]["SequenceDeleted"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6435,6 +7028,18 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6460,7 +7065,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -6490,9 +7095,9 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The sequence id. */
-                sequence_id: string;
+                sequence_id: components["parameters"]["PathSequenceId"];
             };
             cookie?: never;
         };
@@ -6519,7 +7124,9 @@ export interface operations {
              *
              *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
-             *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
+             *     `bad_request`: The body is not well-formed JSON (or not UTF-8), or is empty where one is required.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
              */
             400: {
                 headers: {
@@ -6600,7 +7207,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `unsupported_media_type`: The body is not `application/json`. */
+            /** @description `unsupported_media_type`: The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`. */
             415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6641,6 +7248,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -6660,7 +7279,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -6690,9 +7309,9 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The sequence id. */
-                sequence_id: string;
+                sequence_id: components["parameters"]["PathSequenceId"];
             };
             cookie?: never;
         };
@@ -6719,7 +7338,9 @@ export interface operations {
              *
              *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
-             *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
+             *     `bad_request`: The body is not well-formed JSON (or not UTF-8), or is empty where one is required.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
              */
             400: {
                 headers: {
@@ -6808,7 +7429,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `unsupported_media_type`: The body is not `application/json`. */
+            /** @description `unsupported_media_type`: The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`. */
             415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6849,6 +7470,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -6868,7 +7501,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -6892,9 +7525,9 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`. */
-                phone: string;
+                phone: components["parameters"]["PathPhone"];
             };
             cookie?: never;
         };
@@ -6912,7 +7545,11 @@ export interface operations {
                     "application/json": components["schemas"]["LeadEnrollments"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6985,12 +7622,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7011,9 +7673,9 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The sequence id. */
-                sequence_id: string;
+                sequence_id: components["parameters"]["PathSequenceId"];
             };
             cookie?: never;
         };
@@ -7040,7 +7702,9 @@ export interface operations {
              *
              *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
-             *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
+             *     `bad_request`: The body is not well-formed JSON (or not UTF-8), or is empty where one is required.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
              */
             400: {
                 headers: {
@@ -7121,7 +7785,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `unsupported_media_type`: The body is not `application/json`. */
+            /** @description `unsupported_media_type`: The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`. */
             415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7162,6 +7826,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -7181,7 +7857,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -7203,16 +7879,16 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Page size, 1-250. */
-                limit?: number;
+                limit?: components["parameters"]["QueryLimit"];
                 /** @description Items to skip. */
-                offset?: number;
+                offset?: components["parameters"]["QueryOffset"];
                 /** @description Only conversations flagged for a human (`true`) or not flagged (`false`). */
                 needs_handoff?: "true" | "false";
             };
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -7230,7 +7906,11 @@ export interface operations {
                     "application/json": components["schemas"]["ConversationList"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7299,6 +7979,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -7311,22 +8003,35 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     listMessages: {
         parameters: {
             query?: {
                 /** @description Page size, 1-250. */
-                limit?: number;
+                limit?: components["parameters"]["QueryLimit"];
                 /** @description Items to skip. */
-                offset?: number;
+                offset?: components["parameters"]["QueryOffset"];
             };
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`. */
-                phone: string;
+                phone: components["parameters"]["PathPhone"];
             };
             cookie?: never;
         };
@@ -7344,7 +8049,11 @@ export interface operations {
                     "application/json": components["schemas"]["MessageList"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7417,12 +8126,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7443,9 +8177,9 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`. */
-                phone: string;
+                phone: components["parameters"]["PathPhone"];
             };
             cookie?: never;
         };
@@ -7472,7 +8206,9 @@ export interface operations {
              *
              *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
-             *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
+             *     `bad_request`: The body is not well-formed JSON (or not UTF-8), or is empty where one is required.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
              */
             400: {
                 headers: {
@@ -7559,7 +8295,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `unsupported_media_type`: The body is not `application/json`. */
+            /** @description `unsupported_media_type`: The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`. */
             415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7600,6 +8336,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -7619,7 +8367,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -7649,13 +8397,17 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`. */
-                phone: string;
+                phone: components["parameters"]["PathPhone"];
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EmptyBody"];
+            };
+        };
         responses: {
             /** @description Default Response */
             200: {
@@ -7673,6 +8425,10 @@ export interface operations {
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
              *
              *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
+             *
+             *     `bad_request`: The body is not well-formed JSON (or not UTF-8), or is empty where one is required.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
              */
             400: {
                 headers: {
@@ -7729,8 +8485,32 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import). */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `uri_too_long`: A path parameter is too long. */
             414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`. */
+            415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -7770,6 +8550,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -7789,7 +8581,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -7811,7 +8603,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description `current` (default), `previous`, or a UTC month `YYYY-MM`. */
-                period?: ("current" | "previous") | string;
+                period?: string;
                 /** @description Only this account. */
                 account_id?: string;
                 /** @description `account` fills `by_account` with a per-account breakdown. */
@@ -7835,7 +8627,11 @@ export interface operations {
                     "application/json": components["schemas"]["Usage"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7892,12 +8688,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7925,6 +8746,18 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["WebhookList"];
+                };
+            };
+            /** @description `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed. */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /**
@@ -7960,12 +8793,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8010,7 +8868,9 @@ export interface operations {
              *
              *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
-             *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
+             *     `bad_request`: The body is not well-formed JSON (or not UTF-8), or is empty where one is required.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
              */
             400: {
                 headers: {
@@ -8067,7 +8927,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `unsupported_media_type`: The body is not `application/json`. */
+            /** @description `unsupported_media_type`: The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`. */
             415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -8108,6 +8968,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -8127,7 +8999,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              */
             503: {
                 headers: {
@@ -8149,7 +9021,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The webhook id. */
-                webhook_id: string;
+                webhook_id: components["parameters"]["PathWebhookId"];
             };
             cookie?: never;
         };
@@ -8167,7 +9039,11 @@ export interface operations {
                     "application/json": components["schemas"]["Deleted"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -8236,6 +9112,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -8255,7 +9143,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              */
             503: {
                 headers: {
@@ -8283,7 +9171,7 @@ export interface operations {
             };
             path: {
                 /** @description The webhook id. */
-                webhook_id: string;
+                webhook_id: components["parameters"]["PathWebhookId"];
             };
             cookie?: never;
         };
@@ -8310,7 +9198,9 @@ export interface operations {
              *
              *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
-             *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
+             *     `bad_request`: The body is not well-formed JSON (or not UTF-8), or is empty where one is required.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
              */
             400: {
                 headers: {
@@ -8387,7 +9277,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `unsupported_media_type`: The body is not `application/json`. */
+            /** @description `unsupported_media_type`: The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`. */
             415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -8428,6 +9318,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -8447,7 +9349,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              */
             503: {
                 headers: {
@@ -8467,16 +9369,16 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Page size, 1-250. */
-                limit?: number;
+                limit?: components["parameters"]["QueryLimit"];
                 /** @description Items to skip. */
-                offset?: number;
+                offset?: components["parameters"]["QueryOffset"];
                 /** @description `pending`: an attempt is scheduled at `next_attempt_at`. `succeeded`: a 2xx arrived. `failed`: the retries are exhausted, or the endpoint answered 410 (the `webhook.delivery_failed` entry). `cancelled`: the webhook was disabled or deleted before the delivery succeeded. */
                 status?: "pending" | "succeeded" | "failed" | "cancelled";
             };
             header?: never;
             path: {
                 /** @description The webhook id. */
-                webhook_id: string;
+                webhook_id: components["parameters"]["PathWebhookId"];
             };
             cookie?: never;
         };
@@ -8494,7 +9396,11 @@ export interface operations {
                     "application/json": components["schemas"]["DeliveryList"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -8563,12 +9469,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8589,7 +9520,7 @@ export interface operations {
             };
             path: {
                 /** @description The webhook id. */
-                webhook_id: string;
+                webhook_id: components["parameters"]["PathWebhookId"];
                 /** @description The delivery id. */
                 delivery_id: string;
             };
@@ -8613,6 +9544,8 @@ export interface operations {
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
              *
              *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
              */
             400: {
                 headers: {
@@ -8714,6 +9647,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -8733,7 +9678,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              */
             503: {
                 headers: {
@@ -8761,7 +9706,7 @@ export interface operations {
             };
             path: {
                 /** @description The webhook id. */
-                webhook_id: string;
+                webhook_id: components["parameters"]["PathWebhookId"];
             };
             cookie?: never;
         };
@@ -8783,6 +9728,8 @@ export interface operations {
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
              *
              *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
              */
             400: {
                 headers: {
@@ -8880,6 +9827,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -8899,7 +9858,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              */
             503: {
                 headers: {
@@ -8927,7 +9886,7 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -8954,7 +9913,9 @@ export interface operations {
              *
              *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
-             *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
+             *     `bad_request`: The body is not well-formed JSON (or not UTF-8), or is empty where one is required.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
              */
             400: {
                 headers: {
@@ -9035,7 +9996,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `unsupported_media_type`: The body is not `application/json`. */
+            /** @description `unsupported_media_type`: The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`. */
             415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -9076,6 +10037,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -9095,7 +10068,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -9119,7 +10092,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -9137,7 +10110,11 @@ export interface operations {
                     "application/json": components["schemas"]["EmbedTokensRevoked"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -9206,6 +10183,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -9225,7 +10214,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -9252,7 +10241,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -9274,6 +10263,8 @@ export interface operations {
              * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
              *
              *     `invalid_phone`: `phone` is not a phone number.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
              */
             400: {
                 headers: {
@@ -9343,12 +10334,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9369,7 +10385,7 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -9396,7 +10412,9 @@ export interface operations {
              *
              *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
-             *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
+             *     `bad_request`: The body is not well-formed JSON (or not UTF-8), or is empty where one is required.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
              */
             400: {
                 headers: {
@@ -9473,7 +10491,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `unsupported_media_type`: The body is not `application/json`. */
+            /** @description `unsupported_media_type`: The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`. */
             415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -9514,6 +10532,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -9533,7 +10563,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -9557,7 +10587,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -9572,12 +10602,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        files: components["schemas"]["ContextFile"][];
-                    };
+                    "application/json": components["schemas"]["ContextFileList"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -9646,12 +10678,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9672,7 +10729,7 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -9699,13 +10756,17 @@ export interface operations {
              *
              *     `multipart_required`: The upload is not `multipart/form-data`.
              *
+             *     `malformed_multipart`: The multipart body cannot be read: no boundary in `Content-Type`, no closing boundary, or a malformed part.
+             *
              *     `file_required`: The multipart part `file` is missing.
              *
              *     `unsupported_file_type`: Context files are `.txt` or `.md` files of UTF-8 text.
              *
              *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
-             *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
+             *     `bad_request`: The body is not well-formed JSON (or not UTF-8), or is empty where one is required.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
              */
             400: {
                 headers: {
@@ -9790,7 +10851,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `unsupported_media_type`: The body is not `application/json`. */
+            /** @description `unsupported_media_type`: The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`. */
             415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -9831,6 +10892,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -9850,7 +10923,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -9874,7 +10947,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The context file id. */
                 file_id: string;
             };
@@ -9891,15 +10964,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        /** @enum {boolean} */
-                        deleted: true;
-                    };
+                    "application/json": components["schemas"]["Deleted"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -9972,6 +11044,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -9991,7 +11075,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -10015,7 +11099,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -10030,12 +11114,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        urls: components["schemas"]["ContextUrl"][];
-                    };
+                    "application/json": components["schemas"]["ContextUrlList"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -10104,12 +11190,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10130,7 +11241,7 @@ export interface operations {
             };
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
             };
             cookie?: never;
         };
@@ -10157,7 +11268,9 @@ export interface operations {
              *
              *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
              *
-             *     `bad_request`: The body is not well-formed JSON, or is empty where one is required.
+             *     `bad_request`: The body is not well-formed JSON (or not UTF-8), or is empty where one is required.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
              */
             400: {
                 headers: {
@@ -10201,6 +11314,8 @@ export interface operations {
             /**
              * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
              *
+             *     `context_url_exists`: The account already has this context URL.
+             *
              *     `context_url_limit_reached`: The account has 20 context URLs, the most it can have.
              */
             409: {
@@ -10238,7 +11353,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `unsupported_media_type`: The body is not `application/json`. */
+            /** @description `unsupported_media_type`: The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`. */
             415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -10283,6 +11398,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -10302,7 +11429,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -10326,7 +11453,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The account id. */
-                id: string;
+                id: components["parameters"]["PathId"];
                 /** @description The context URL id. */
                 url_id: string;
             };
@@ -10343,15 +11470,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        /** @enum {boolean} */
-                        deleted: true;
-                    };
+                    "application/json": components["schemas"]["Deleted"];
                 };
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -10424,6 +11550,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
@@ -10443,7 +11581,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -10485,7 +11623,11 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field. */
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -10554,12 +11696,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
             500: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -79,7 +79,7 @@ export const webhookEventData = {
     requirement_name: z.string(),
     requirement_type: z.enum(['document', 'text', 'email', 'phone', 'number', 'date']),
     value: z.string().nullable().meta({ description: 'The collected value; null for a document.' }),
-    file_url: z.string().nullable().meta({ description: 'Signed URL of a document; null otherwise.' }),
+    file_url: z.url().nullable().meta({ description: 'Signed URL of a document; null otherwise.' }),
     collected_at: timestamp,
     checklist_progress: progress,
   }),

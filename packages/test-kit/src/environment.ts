@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createKafka, type InfrastructureConfig } from '@leadline/runtime';
 import pg from 'pg';
 import { inject } from 'vitest';
+import { deleteSubjectsUnder } from './registry-subjects';
 
 export interface TestEnvironment {
   config: InfrastructureConfig;
@@ -33,20 +34,9 @@ export async function createTestEnvironment(): Promise<TestEnvironment> {
       const created = (await admin.listTopics()).filter((topic) => topic.startsWith(config.TOPIC_PREFIX));
       if (created.length > 0) await admin.deleteTopics({ topics: created }).catch(() => undefined);
       await admin.disconnect();
-      // The file's registry subjects go too, so the registry does not grow with every run (a soft
-      // delete, then a permanent one, as the Confluent API wants). Subjects are named after topics.
-      const subjects = await fetch(`${schemaRegistryUrl}/subjects`)
-        .then((response) => response.json() as Promise<string[]>)
-        .catch((): string[] => []);
-      await Promise.all(
-        subjects
-          .filter((subject) => subject.startsWith(config.TOPIC_PREFIX))
-          .map(async (subject) => {
-            const url = `${schemaRegistryUrl}/subjects/${encodeURIComponent(subject)}`;
-            await fetch(url, { method: 'DELETE' }).catch(() => undefined);
-            await fetch(`${url}?permanent=true`, { method: 'DELETE' }).catch(() => undefined);
-          }),
-      );
+      // The file's registry subjects go too, so the registry does not grow with every run. Subjects are
+      // named after topics.
+      await deleteSubjectsUnder(schemaRegistryUrl, config.TOPIC_PREFIX);
       const client = new pg.Client({ connectionString: postgresAdminUrl });
       await client.connect();
       await client.query(`drop database if exists "leadline_test_${id}" with (force)`);

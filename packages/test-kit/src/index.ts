@@ -8,3 +8,4 @@ export * from './documents';
 export * from './private-kafka';
 export * from './kafka-proxy';
 export * from './startup-watch';
+export { deleteSubjectsUnder } from './registry-subjects';

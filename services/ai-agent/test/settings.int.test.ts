@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fakeClock } from '@leadline/test-kit';
@@ -178,6 +179,12 @@ describe('AI configuration', () => {
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ url: `${site.url}/rates`, title: 'Our rates', status: 'ok' });
     expect(created.body.last_scraped_at).toEqual(expect.any(String));
+    // The same page again, however spelt, is a 409 and stores nothing: the AI would read it twice.
+    for (const again of [`${site.url}/rates`, `${site.url.replace('http://', 'HTTP://')}/rates`]) {
+      const twice = await partner.post(`/accounts/${account.id}/context/urls`, { url: again });
+      expect([twice.status, twice.body.code], again).toEqual([409, 'context_url_exists']);
+    }
+    expect((await partner.get(`/accounts/${account.id}/context/urls`)).body.urls).toHaveLength(1);
     let prompt = (await partner.get(`/accounts/${account.id}/settings/prompt`)).body.composed_system_prompt;
     expect(prompt).toContain('30-year fixed mortgages');
 
@@ -230,7 +237,7 @@ describe('AI configuration', () => {
       await other.delete(`${base}/context/files/${file.body.id}`),
       await other.get(`${base}/context/urls`),
       await other.post(`${base}/context/urls`, { url: `${site.url}/rates` }),
-      await other.delete(`${base}/context/urls/anything`),
+      await other.delete(`${base}/context/urls/${randomUUID()}`),
     ];
     expect(responses.map((response) => [response.status, response.body.code])).toEqual(
       responses.map(() => [404, 'account_not_found']),

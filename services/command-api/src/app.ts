@@ -19,6 +19,7 @@ import {
 import { sql } from 'kysely';
 import { accountRoutes } from './accounts/routes';
 import { partnerKeyAuthentication } from './http/auth';
+import { parseJsonAsUtf8, refuseContentEncoding } from './http/body-encoding';
 import { registerEdgeChecks } from './http/edge';
 import { consentRoutes } from './consent/routes';
 import { conversationRoutes } from './conversations/routes';
@@ -30,7 +31,7 @@ import { sequenceRoutes } from './sequences/routes';
 import { twilioRoutes } from './twilio/routes';
 import { usageRoutes } from './usage/routes';
 import { finishOpenApiDocument } from './http/openapi-contract';
-import { notFoundHandler, problemErrorHandler } from './http/problem';
+import { notFoundHandler, problemClientErrorHandler, problemErrorHandler } from './http/problem';
 import { apiDescription, apiTags } from './openapi-description';
 import { webhookRoutes } from './webhooks/routes';
 import type { AppDeps } from './app-deps';
@@ -60,11 +61,16 @@ export async function buildApp(deps: AppDeps) {
     bodyLimit: 2 * 1024 * 1024,
     // A malformed URL or an overlong path parameter is answered before routing: problem+json too.
     frameworkErrors: problemErrorHandler,
+    // What Node's HTTP parser refuses before routing: problem+json with a code as well.
+    clientErrorHandler: problemClientErrorHandler,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(problemErrorHandler);
   app.setNotFoundHandler(notFoundHandler);
+  // Every route, partner API and dashboard alike: bodies are read as sent, JSON as UTF-8.
+  app.addHook('onRequest', refuseContentEncoding);
+  parseJsonAsUtf8(app);
 
   await app.register(fastifySwagger, {
     openapi: {

@@ -8,10 +8,11 @@ key in \`X-Partner-Key\`; the key covers all of the partner's sub-accounts (acco
 
 **Errors** are RFC 9457 \`application/problem+json\` (the \`Problem\` schema) with a stable \`code\`; the
 Problem schema lists every code with its status and meaning, and each operation lists the statuses it
-can answer with the codes behind each. In short: 400 bad input (with \`errors[]\`, one entry per field),
+can answer with the codes behind each. In short: 400 bad input (with \`errors[]\`, one entry per field; an id
+in the path that is not a UUID is one too),
 401 missing or invalid key, 404 unknown resource (another partner's resources are 404 too), 409 conflict,
 413 body over 2 MB (24 MB for a bulk import), 415 not JSON, 429 rate limited, 500 our fault, 503 the event log or its read models
-are briefly unavailable (nothing was written). Branch on \`code\`, not on \`detail\`.
+or the database are briefly unavailable or busy (nothing was written; every operation, reads included). Branch on \`code\`, not on \`detail\`.
 
 **Request bodies** refuse unknown fields: a misspelt or read-only field is a 400 \`validation_failed\`
 whose \`errors[]\` names it (\`body.active\`: Unknown field), never silently dropped.
@@ -126,6 +127,10 @@ export const apiTags = [
   {
     name: 'Webhooks',
     description: 'Signed event notifications to the partner, with their deliveries log.',
+  },
+  {
+    name: 'Webhook events',
+    description: 'The payloads Leadline posts to your webhooks, one per event type, and how each is signed.',
   },
   {
     name: 'Embed',

@@ -13,6 +13,7 @@ import {
   type CommandBus,
 } from '@leadline/runtime';
 import type { Admin } from 'kafkajs';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type App } from '../src/app';
 import { partnerClient, type PartnerClient } from './client';
@@ -243,5 +244,44 @@ describe('the broker killed under a write loop, then restarted', () => {
       message: 'acknowledged writes readable',
     }).catch(() => undefined);
     expect(await unreadable()).toEqual([]);
+  });
+});
+
+describe('a read the database does not answer in time', () => {
+  it('answers 503 database_busy with Retry-After, as every read documents, not a 500', async () => {
+    const db = createDb(system.env.config.DATABASE_URL, {
+      maxConnections: 2,
+      timeouts: { statementMs: 2000, lockMs: 300 },
+    });
+    const app = await system.appWith({ db });
+    cleanups.push(() => db.destroy());
+    // Another session holds a lock every read of the accounts waits for, until the read's lock timeout.
+    const holder = createDb(system.env.config.DATABASE_URL, { maxConnections: 1 });
+    let release!: () => void;
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    const held = holder.transaction().execute(async (trx) => {
+      await sql`lock table accounts in access exclusive mode`.execute(trx);
+      locked();
+      await new Promise<void>((resolve) => (release = resolve));
+    });
+    await isLocked;
+    try {
+      const response = await app.inject({
+        method: 'GET',
+        url: '/v1/accounts',
+        headers: { 'x-partner-key': key },
+      });
+      expect(response.statusCode).toBe(503);
+      expect(response.headers['content-type']).toContain('application/problem+json');
+      expect(response.headers['retry-after']).toBe('1');
+      expect(response.json()).toMatchObject({ status: 503, code: 'database_busy' });
+    } finally {
+      release();
+      await held;
+      await holder.destroy();
+    }
+    const document = (await app.inject({ method: 'GET', url: '/v1/openapi.json' })).json();
+    expect(document.paths['/accounts'].get.responses['503'].description).toContain('database_busy');
   });
 });

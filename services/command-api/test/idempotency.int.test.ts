@@ -1,4 +1,5 @@
 import { eventually, fakeClock, startFakeTwilio, type FakeTwilio } from '@leadline/test-kit';
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from './client';
 import { startSystem, type TestSystem } from './system';
@@ -152,21 +153,10 @@ describe('Idempotency-Key', () => {
     expect(list.accounts.filter((a: { name: string }) => a.name === 'Keyed Lending')).toHaveLength(1);
 
     // A 4xx the command answered is its answer too: the retry gets it, even once the cause is gone.
-    const missing = await send(
-      acmeKey,
-      'POST',
-      '/accounts/acc_missing/leads',
-      { phone: '+15125550499' },
-      'k-404',
-    );
+    const missingAccount = `/accounts/${randomUUID()}/leads`;
+    const missing = await send(acmeKey, 'POST', missingAccount, { phone: '+15125550499' }, 'k-404');
     expect(missing.status).toBe(404);
-    const retried = await send(
-      acmeKey,
-      'POST',
-      '/accounts/acc_missing/leads',
-      { phone: '+15125550499' },
-      'k-404',
-    );
+    const retried = await send(acmeKey, 'POST', missingAccount, { phone: '+15125550499' }, 'k-404');
     expect(retried.status).toBe(404);
     expect(retried.raw).toBe(missing.raw);
   });

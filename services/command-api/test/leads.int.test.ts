@@ -574,6 +574,12 @@ describe('usage', () => {
     for (const period of ['2026-13', 'last', '2026-1']) {
       expect((await partner.get(`/usage?period=${period}`)).status, period).toBe(400);
     }
+    // A query the server cannot read is refused, not answered with the current month.
+    for (const query of ['null', 'periode=2020-01']) {
+      const refused = await partner.get(`/usage?${query}`);
+      expect(refused.status, query).toBe(400);
+      expect(refused.body.errors[0].field, query).toBe(`querystring.${query.split('=')[0]}`);
+    }
     expect((await partner.get(`/usage?account_id=${await newAccount(acme)}`)).status).toBe(404);
     expect((await partner.get('/usage?group_by=lead')).status).toBe(400);
   });

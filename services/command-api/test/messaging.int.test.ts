@@ -7,13 +7,15 @@ import { startSystem, type TestSystem } from './system';
 let system: TestSystem;
 let twilio: FakeTwilio;
 let acme: PartnerClient;
+let acmeKey: string;
 let other: PartnerClient;
 const clock = fakeClock();
 
 beforeAll(async () => {
   twilio = await startFakeTwilio();
   system = await startSystem({ clock, twilio, gateway: true });
-  acme = partnerClient(system.app, await system.createPartner('Acme CRM'));
+  acmeKey = await system.createPartner('Acme CRM');
+  acme = partnerClient(system.app, acmeKey);
   other = partnerClient(system.app, await system.createPartner('Other CRM'));
 });
 afterAll(async () => {
@@ -297,8 +299,22 @@ describe('manual messages', () => {
       ai_paused: true,
       ai_paused_until: new Date(clock.now().getTime() + 30 * 60_000).toISOString(),
     });
-    const resumed = await acme.post(`/accounts/${account.id}/conversations/+15125550302/resume-ai`);
-    expect(resumed.body).toEqual({ success: true, ai_enabled: true });
+    // It takes no fields: a body with one is refused, as the document's EmptyBody says, and runs nothing.
+    const url = `/v1/accounts/${account.id}/conversations/+15125550302/resume-ai`;
+    const withField = await system.app.inject({
+      method: 'POST',
+      url,
+      headers: { 'x-partner-key': acmeKey },
+      payload: { ai_enabled: true },
+    });
+    expect(withField.statusCode).toBe(400);
+    expect(withField.json().errors).toEqual([
+      { field: 'body.ai_enabled', message: 'Unknown field "ai_enabled".' },
+    ]);
+    expect((await conversationOf(account.id, '+15125550302')).ai_paused).toBe(true);
+    // No body at all, as generated clients send it.
+    const resumed = await system.app.inject({ method: 'POST', url, headers: { 'x-partner-key': acmeKey } });
+    expect(resumed.json()).toEqual({ success: true, ai_enabled: true });
     expect(await conversationOf(account.id, '+15125550302')).toMatchObject({
       ai_paused: false,
       ai_paused_until: null,

@@ -218,9 +218,11 @@ describe('a revocation, however it is put', () => {
       // Each case on a Monday of its own, so its next step falls due on a weekday, inside the window.
       clock.set(monday(index + 1));
       const phone = nextPhone();
-      expect((await acme.post(`/accounts/${account.id}/leads`, { phone, first_name: 'Ana' })).status).toBe(
-        201,
-      );
+      // Consent given on a web form, so the sequence may text the lead until it revokes it.
+      const consent = { method: 'web_form', captured_at: '2026-01-05T15:00:00Z' };
+      expect(
+        (await acme.post(`/accounts/${account.id}/leads`, { phone, first_name: 'Ana', consent })).status,
+      ).toBe(201);
       const enrolled = await acme.post(`/accounts/${account.id}/sequences/${sequenceId}/enroll`, { phone });
       expect(enrolled.body.message_sent).toBe(true);
       await eventually(async () => (sentTo(phone).length === 1 ? true : undefined));

@@ -157,7 +157,7 @@ describe('sequence routes', () => {
       name: 'Welcome',
       enrolled_count: 0,
     });
-    expect((await acme.get(`${base}/unknown`)).status).toBe(404);
+    expect((await acme.get(`${base}/${newUuid()}`)).status).toBe(404);
   });
 });
 
@@ -246,7 +246,10 @@ describe('enrollment', () => {
       status: 409,
       body: { code: 'sequence_inactive' },
     });
-    expect((await acme.post(`/accounts/${accountId}/sequences/nope/enroll`, { phone: NY })).status).toBe(404);
+    // An id that cannot be one is bad input, as documented (`format: uuid`), not an unknown sequence.
+    const malformed = await acme.post(`/accounts/${accountId}/sequences/nope/enroll`, { phone: NY });
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.errors).toEqual([{ field: 'params.sequence_id', message: 'Must be a UUID.' }]);
     expect(
       (await acme.post(`/accounts/${accountId}/sequences/${inactive.id}/enroll`, { phone: 'abc' })).status,
     ).toBe(400);

@@ -463,7 +463,7 @@ describe('delivering webhooks', () => {
     const [logged] = (await deliveriesLog(partner, webhook.id)).deliveries;
     expect(logged).toMatchObject({ status: 'succeeded', attempt_count: 2 });
 
-    expect((await partner.api.post(`/webhooks/${webhook.id}/deliveries/unknown/retry`)).status).toBe(404);
+    expect((await partner.api.post(`/webhooks/${webhook.id}/deliveries/unknown/retry`)).status).toBe(400);
     await partner.api.post(`/webhooks/${webhook.id}/deliveries/${deliveryId}/retry`);
     const pending = await partner.api.post(`/webhooks/${webhook.id}/deliveries/${deliveryId}/retry`);
     expect(pending.status).toBe(409);

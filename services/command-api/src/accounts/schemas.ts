@@ -85,6 +85,7 @@ export const sendingWindowInput = z
   )
   .refine(windowOrder, { message: '`end` must be after `start`.', path: ['end'] })
   .meta({
+    id: 'SendingWindowUpdate',
     description:
       'When sequence steps may go out, local to the lead (time zone from the area code). Only the given ' +
       'fields change. Default `{enabled: true, start: "08:00", end: "21:00", time_zone: "America/New_York"}`; ' +
@@ -105,7 +106,10 @@ export const createAccountBody = z
     company_name: name.optional().describe('Used by the AI in conversations. Defaults to `name`.'),
     phone_number: phoneNumberSchema.optional().describe('Provisioned automatically when omitted.'),
     forwarding_number: phoneNumberSchema.optional(),
-    branding: z.strictObject({ logo_url: httpUrl.optional(), accent_color: hexColor.optional() }).optional(),
+    branding: z
+      .strictObject({ logo_url: httpUrl.optional(), accent_color: hexColor.optional() })
+      .meta({ id: 'BrandingSettings', description: 'The logo and colour of the embedded dashboard.' })
+      .optional(),
     metadata: metadataInput.optional(),
     ai_pause_minutes: aiPauseMinutes.default(1440),
     sending_window: sendingWindowInput.optional(),
@@ -120,8 +124,8 @@ export const updateAccountBody = z
     forwarding_number: phoneNumberSchema.nullable().optional().describe('null removes it.'),
     branding: z
       .strictObject({ logo_url: httpUrl.nullable().optional(), accent_color: hexColor.nullable().optional() })
-      .optional()
-      .describe('Only the given fields change; null removes one.'),
+      .meta({ id: 'BrandingUpdate', description: 'Only the given fields change; null removes one.' })
+      .optional(),
     metadata: metadataInput
       .optional()
       .describe('Merged into the existing metadata; a key set to null is removed.'),
@@ -169,7 +173,7 @@ export const accountResponse = z
     phone_number: e164(),
     forwarding_number: e164().nullable(),
     branding: z
-      .object({ logo_url: z.string().nullable(), accent_color: z.string().nullable() })
+      .object({ logo_url: z.url().nullable(), accent_color: z.string().nullable() })
       .meta({ id: 'Branding' }),
     metadata: z.record(z.string(), z.unknown()),
     ai_pause_minutes: z.number().int().min(1).max(525_600).meta({ format: 'int32' }),

@@ -23,14 +23,13 @@ import {
   contextUrlListResponse,
   contextUrlParams,
   contextUrlResponse,
+  MAX_CONTEXT_FILE_BYTES,
   promptQuery,
   promptSettingsBody,
   promptSettingsResponse,
 } from './schemas';
 
 const tags = ['AI configuration'];
-/** Spec §8: context files are at most 100 KB. */
-export const MAX_CONTEXT_FILE_BYTES = 100 * 1024;
 
 const badRequest = (code: string, message: string) => new DomainError(400, code, message);
 
@@ -77,6 +76,22 @@ const toUrlResponse = (row: UrlRow) => ({
   content_length: row.content?.length ?? 0,
 });
 
+/** The same page however it is spelt: host case, default port, an empty path (`new URL().href`). */
+const samePage = (a: string, b: string) =>
+  URL.canParse(a) && URL.canParse(b) && new URL(a).href === new URL(b).href;
+
+/** A page the account already has is a 409: one page given twice would be in the AI's context twice. */
+async function refuseKnownUrl(db: Kysely<Database>, accountId: string, url: string) {
+  const rows = await db
+    .selectFrom('context_urls')
+    .select('url')
+    .where('account_id', '=', accountId)
+    .execute();
+  if (rows.some((row) => samePage(row.url, url))) {
+    throw conflict('context_url_exists', 'The account already has this context URL.');
+  }
+}
+
 /** Text that is really text: valid UTF-8 without NUL or other control bytes (a binary renamed .txt is not). */
 function asText(bytes: Buffer): string | undefined {
   const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes);
@@ -84,6 +99,22 @@ function asText(bytes: Buffer): string | undefined {
   // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
   if (/[\u0000-\u0008\u000E-\u001F]/.test(text)) return undefined;
   return text;
+}
+
+/**
+ * The multipart parser's own errors (no boundary in the content type, no closing boundary, a part
+ * header it cannot read) carry no HTTP status: they are the client's malformed body, a 400, not ours;
+ * the plugin's own errors (too many parts, a file too large) keep their status.
+ */
+function refuseMalformedMultipart(error: unknown): never {
+  const { statusCode, message } = error as { statusCode?: number; message?: string };
+  if (statusCode === undefined) {
+    throw badRequest(
+      'malformed_multipart',
+      `The multipart body could not be read: ${message ?? 'malformed'}.`,
+    );
+  }
+  throw error;
 }
 
 export const aiRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
@@ -197,7 +228,7 @@ export const aiRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
     async (request, reply) => {
       if (!request.isMultipart())
         throw badRequest('multipart_required', 'Upload the file as multipart/form-data, field `file`.');
-      const part = await request.file();
+      const part = await request.file().catch(refuseMalformedMultipart);
       if (!part || part.fieldname !== 'file')
         throw badRequest('file_required', 'The multipart part `file` is required.');
       const extension = /\.([A-Za-z0-9]+)$/.exec(part.filename)?.[1]?.toLowerCase();
@@ -212,7 +243,7 @@ export const aiRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
             `Context files are at most ${MAX_CONTEXT_FILE_BYTES / 1024} KB.`,
           );
         }
-        throw error;
+        return refuseMalformedMultipart(error);
       }
       if (extension !== 'txt' && extension !== 'md') {
         throw badRequest('unsupported_file_type', 'Context files are .txt or .md.');
@@ -317,7 +348,7 @@ export const aiRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
         operationId: 'createContextUrl',
         tags,
         summary: 'Add a context URL',
-        description: `The page is fetched now (through the SSRF guard; at most 2 MB and 10 s, HTML or plain text), its main text extracted and its \`<title>\` kept; a page that cannot be fetched is a 422 \`context_url_unreachable\` and nothing is stored. Pages are fetched again on a schedule with conditional requests. At most ${contextLimits.urlsPerAccount} URLs per account (409 \`context_url_limit_reached\`).`,
+        description: `The page is fetched now (through the SSRF guard; at most 2 MB and 10 s, HTML or plain text), its main text extracted and its \`<title>\` kept; a page that cannot be fetched is a 422 \`context_url_unreachable\` and nothing is stored. Pages are fetched again on a schedule with conditional requests. At most ${contextLimits.urlsPerAccount} URLs per account (409 \`context_url_limit_reached\`); a URL the account already has (the same page, however its host is cased or its default port written) is a 409 \`context_url_exists\`.`,
         params: accountParams,
         body: contextUrlBody,
         response: { 201: contextUrlResponse },
@@ -336,6 +367,7 @@ export const aiRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
           `At most ${contextLimits.urlsPerAccount} context URLs per account.`,
         );
       }
+      await refuseKnownUrl(db, account.id, request.body.url);
       // The remote call happens before the account's lock is taken, never inside it.
       const fetched = await fetchPage(request.body.url, { allowPrivate: deps.allowPrivateTargets ?? false });
       if (fetched.kind !== 'fetched') {
@@ -358,6 +390,8 @@ export const aiRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
             `At most ${contextLimits.urlsPerAccount} context URLs per account.`,
           );
         }
+        // Again under the account's lock: the same URL posted twice at once is stored once.
+        await refuseKnownUrl(trx, locked.id, request.body.url);
         return {
           events: [
             { type: 'context_url.added', data: { url_id: urlId, url: request.body.url } },

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import type { ConsentGrant } from '@leadline/domain';
 import { consentMethods } from '@leadline/events';
 import { z } from 'zod';
@@ -25,10 +26,13 @@ export const consentGrantBody = z
         "the number's latest revocation is kept in the trail and leaves the number revoked.",
     ),
     source_url: httpUrl.optional().describe('The page the consent was given on.'),
+    // One string (not a union of formats) so every client generator maps it to its plain string type.
     ip_address: z
-      .union([z.ipv4().max(15), z.ipv6().max(45)])
+      .string()
+      .max(45)
+      .refine((value) => isIP(value) !== 0, 'Must be an IPv4 or IPv6 address.')
       .optional()
-      .describe('The address the form was submitted from.'),
+      .describe('The address the form was submitted from: IPv4 or IPv6.'),
     disclosure_text: z
       .string()
       .trim()
@@ -89,10 +93,10 @@ export const consentRecordResponse = z
       .describe(
         'Who recorded it: `partner_key:<key id>`, `embed_user:<name>` (the embedded dashboard) or `system:<service>` (a text).',
       ),
-    source_url: z.string().nullable(),
+    source_url: z.url().nullable(),
     ip_address: z.string().nullable(),
     disclosure_text: z.string().nullable(),
-    evidence_url: z.string().nullable(),
+    evidence_url: z.url().nullable(),
     keyword: z
       .string()
       .nullable()
@@ -101,6 +105,7 @@ export const consentRecordResponse = z
       ),
     message: z
       .object({ id: uuid(), body: z.string(), received_at: timestamp() })
+      .meta({ id: 'ConsentMessage', description: 'A message the lead texted.' })
       .nullable()
       .describe('For a texted record: the message that revoked or granted consent, as the lead sent it.'),
   })

@@ -1,5 +1,5 @@
 import { notFound } from '@leadline/runtime';
-import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { validatorCompiler, type FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { decideResumeAi, decideSendMessage } from '@leadline/domain';
 import { conversationState } from '@leadline/decision-state';
 import { executeOnAccount, requireAccount } from '../accounts/account-stream';
@@ -9,6 +9,7 @@ import { conversationExists, listConversations, listMessages } from './queries';
 import {
   conversationListResponse,
   conversationParams,
+  emptyBody,
   listConversationsQuery,
   messageListResponse,
   resumeAiResponse,
@@ -117,9 +118,18 @@ export const conversationRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, de
         operationId: 'resumeAi',
         summary: 'Resume the AI',
         description:
-          'Ends a pause from a manual message and clears `needs_handoff`. Resuming an active AI changes nothing.',
+          'Ends a pause from a manual message and clears `needs_handoff`. Resuming an active AI changes nothing. ' +
+          'Takes no body (or `{}`); a field in it is a 400.',
         params: conversationParams,
+        body: emptyBody,
         response: { 200: resumeAiResponse },
+      },
+      // No body reaches the validator as null; a body that is there must be `{}`.
+      validatorCompiler: (route) => {
+        const validate = validatorCompiler(route as unknown as Parameters<typeof validatorCompiler>[0]);
+        return route.httpPart === 'body'
+          ? (data: unknown) => (data === null || data === undefined ? { value: undefined } : validate(data))
+          : validate;
       },
     },
     async (request) => {

@@ -77,15 +77,17 @@ export const messageListResponse = z
               .describe('`received` for inbound messages; the delivery status of an outbound one.'),
             media: z
               .array(
-                z.object({
-                  url: z
-                    .string()
-                    .nullable()
-                    .describe(
-                      "A signed, expiring link to the stored file; null until the file is downloaded. Never the provider's own URL.",
-                    ),
-                  content_type: z.string().nullable(),
-                }),
+                z
+                  .object({
+                    url: z
+                      .url()
+                      .nullable()
+                      .describe(
+                        "A signed, expiring link to the stored file; null until the file is downloaded. Never the provider's own URL.",
+                      ),
+                    content_type: z.string().nullable(),
+                  })
+                  .meta({ id: 'MessageMedia' }),
               )
               .max(10)
               .optional()
@@ -119,6 +121,12 @@ export const sendMessageResponse = z
     source: z.literal('manual'),
   })
   .meta({ id: 'SentMessage' });
+
+/** A command without fields: no body or `{}`; anything in it is an unknown field, a 400. */
+export const emptyBody = z
+  .strictObject({})
+  .meta({ id: 'EmptyBody', description: 'No fields: send no body, or `{}`.' })
+  .optional();
 
 export const resumeAiResponse = z
   .object({ success: z.literal(true), ai_enabled: z.literal(true) })

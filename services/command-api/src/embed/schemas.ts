@@ -1,5 +1,6 @@
 import { teamMemberRoles } from '@leadline/events';
 import { z } from 'zod';
+import { count, timestamp } from '../http/fields';
 import { embedViews } from './tokens';
 
 export const EMBED_TOKEN_DEFAULT_SECONDS = 28_800;
@@ -55,11 +56,11 @@ export const createEmbedTokenBody = z
 export const embedTokenResponse = z
   .object({
     token: z.string(),
-    expires_at: z.string(),
-    embed_url: z.string().describe('`{app_url}/embed?token=…`, with `&view=` when a view was chosen.'),
+    expires_at: timestamp(),
+    embed_url: z.url().describe('`{app_url}/embed?token=…`, with `&view=` when a view was chosen.'),
   })
   .meta({ id: 'EmbedToken' });
 
 export const revokeEmbedTokensResponse = z
-  .object({ success: z.literal(true), revoked: z.number().int().describe('Tokens that were still live.') })
+  .object({ success: z.literal(true), revoked: count().describe('Tokens that were still live.') })
   .meta({ id: 'EmbedTokensRevoked' });

@@ -53,6 +53,11 @@ export const errorCatalog = {
   ),
   invalid_phone: entry(400, '`phone` is not a phone number.', operations('getPromptSettings')),
   multipart_required: entry(400, 'The upload is not `multipart/form-data`.', operations('uploadContextFile')),
+  malformed_multipart: entry(
+    400,
+    'The multipart body cannot be read: no boundary in `Content-Type`, no closing boundary, or a malformed part.',
+    operations('uploadContextFile'),
+  ),
   file_required: entry(400, 'The multipart part `file` is missing.', operations('uploadContextFile')),
   unsupported_file_type: entry(
     400,
@@ -74,7 +79,22 @@ export const errorCatalog = {
     'This `Idempotency-Key` was used with another method, path or body in the last 24 hours.',
     postOrPatch,
   ),
-  bad_request: entry(400, 'The body is not well-formed JSON, or is empty where one is required.', withBody),
+  bad_request: entry(
+    400,
+    'The body is not well-formed JSON (or not UTF-8), or is empty where one is required.',
+    withBody,
+  ),
+  malformed_request: entry(
+    400,
+    "Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.",
+    every,
+  ),
+  request_timeout: entry(408, 'The request did not arrive in time; the connection is closed.'),
+  headers_too_large: entry(
+    431,
+    'The request line and headers are over the size the server reads; the connection is closed.',
+    every,
+  ),
   missing_api_key: entry(401, 'No `X-Partner-Key` header.', every),
   invalid_api_key: entry(401, 'The partner key is unknown or revoked.', every),
   invalid_signature: entry(
@@ -171,6 +191,7 @@ export const errorCatalog = {
     'The account has 20 context files, the most it can have.',
     operations('uploadContextFile'),
   ),
+  context_url_exists: entry(409, 'The account already has this context URL.', operations('createContextUrl')),
   context_url_limit_reached: entry(
     409,
     'The account has 20 context URLs, the most it can have.',
@@ -234,7 +255,11 @@ export const errorCatalog = {
     'The events the request produces are over what one request may append (30 MB); nothing was written, split the request.',
     operations('importLeads'),
   ),
-  unsupported_media_type: entry(415, 'The body is not `application/json`.', withBody),
+  unsupported_media_type: entry(
+    415,
+    'The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`.',
+    withBody,
+  ),
   rate_limited: entry(
     429,
     'Over the rate limit of the partner key; retry after `Retry-After` seconds.',
@@ -267,8 +292,8 @@ export const errorCatalog = {
   ),
   database_busy: entry(
     503,
-    'The database did not answer in time (a lock or statement timeout); nothing was written, retry after `Retry-After`.',
-    writes,
+    'The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.',
+    every,
   ),
   telephony_unavailable: entry(
     503,

@@ -28,6 +28,8 @@ function thrownCodes(): { code: string; status: number | undefined; where: strin
     // Authentication's refusals.
     [/\brefuse\(\s*'([a-z_]+)'/g, (m) => [m[1]!, 401]],
     [/\?\? '(bad_request)'/g, (m) => [m[1]!, 400]],
+    // What Node's HTTP parser refuses, answered by the client error handler.
+    [/\[(\d{3}), '([a-z_]+)', /g, (m) => [m[2]!, Number(m[1])]],
   ];
   for (const dir of ['packages', 'services']) {
     for (const file of sourceFiles(join(root, dir))) {
@@ -72,7 +74,7 @@ describe('the error catalog', () => {
         hasInput: true,
       }),
     ).toEqual({
-      400: ['bad_request', 'invalid_idempotency_key', 'validation_failed'],
+      400: ['bad_request', 'invalid_idempotency_key', 'malformed_request', 'validation_failed'],
       401: ['invalid_api_key', 'missing_api_key'],
       404: ['account_not_found'],
       409: ['idempotency_key_in_progress'],
@@ -81,6 +83,7 @@ describe('the error catalog', () => {
       415: ['unsupported_media_type'],
       422: ['idempotency_key_reused'],
       429: ['rate_limited', 'too_many_failed_authentications'],
+      431: ['headers_too_large'],
       500: ['internal_error'],
       503: ['account_held', 'database_busy', 'event_log_unavailable', 'log_migrating', 'projection_lagging'],
     } satisfies Record<number, ErrorCode[]>);
@@ -93,9 +96,14 @@ describe('the error catalog', () => {
         hasInput: false,
       }),
     ).toEqual({
+      // Even without input: a request Node's HTTP parser cannot read.
+      400: ['malformed_request'],
       401: ['invalid_api_key', 'missing_api_key'],
       429: ['rate_limited', 'too_many_failed_authentications'],
+      431: ['headers_too_large'],
       500: ['internal_error'],
+      // A read can find the database busy as a write can.
+      503: ['database_busy'],
     });
   });
 });

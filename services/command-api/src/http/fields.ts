@@ -6,8 +6,8 @@ import { z } from 'zod';
  */
 export const uuid = () => z.uuid();
 
-/** An id in a path: documented as a UUID; any other string is simply no such resource (a 404). */
-export const idParam = (description: string) => z.string().max(100).meta({ format: 'uuid', description });
+/** An id in a path or a query: a UUID, as documented; anything else is a 400 naming the parameter. */
+export const idParam = (description: string) => z.uuid('Must be a UUID.').max(36).meta({ description });
 
 export const timestamp = () => z.iso.datetime({ offset: true }).meta({ example: '2026-01-15T14:30:00.000Z' });
 

@@ -172,6 +172,138 @@ function tidySchemas(document: Document) {
   ) as Document;
 }
 
+/**
+ * A default in what a client sends is said in words, not with `default`: openapi-typescript (and other
+ * generators) read `default` as "always present" and make the field required in a client's request
+ * type, where it is exactly the field a client may leave out. Schemas that answers use keep theirs.
+ */
+function describeRequestDefaults(document: Document) {
+  const schemas = document.components?.schemas ?? {};
+  const reached = (roots: unknown[]) => {
+    const found = new Set<string>();
+    const pending = roots.flatMap((root) => [...refsIn(root)]);
+    while (pending.length > 0) {
+      const name = pending.pop()!;
+      if (found.has(name) || !(name in schemas)) continue;
+      found.add(name);
+      pending.push(...refsIn(schemas[name]));
+    }
+    return found;
+  };
+  const operations = Object.values(document.paths ?? {}).flatMap((item) => Object.values(item));
+  const answered = reached([operations.map((operation) => operation.responses), document.webhooks]);
+  for (const name of reached(operations.map((operation) => operation.requestBody))) {
+    if (!answered.has(name)) moveDefaultsToDescriptions(schemas[name]);
+  }
+}
+
+function moveDefaultsToDescriptions(value: unknown) {
+  if (Array.isArray(value)) value.forEach(moveDefaultsToDescriptions);
+  else if (value && typeof value === 'object') {
+    const schema = value as Record<string, unknown>;
+    if ('default' in schema && typeof schema.type === 'string') {
+      const said = typeof schema.description === 'string' ? schema.description : '';
+      if (!/default/i.test(said)) {
+        schema.description = `${said}${said ? ' ' : ''}Default: \`${JSON.stringify(schema.default)}\`.`;
+      }
+      delete schema.default;
+    }
+    Object.values(schema).forEach(moveDefaultsToDescriptions);
+  }
+}
+
+/**
+ * A multipart part's encoding (its content types and headers, such as the file name a server reads) is
+ * declared on the part's zod schema as `x-encoding` and belongs on the request body's media type.
+ */
+function documentPartEncodings(document: Document) {
+  const schemas = document.components?.schemas ?? {};
+  for (const item of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(item)) {
+      const media = (operation.requestBody as { content?: Record<string, Record<string, unknown>> })
+        ?.content?.['multipart/form-data'];
+      const reference = (media?.schema as { $ref?: string } | undefined)?.$ref;
+      const schema = (reference ? schemas[reference.slice(SCHEMAS.length)] : media?.schema) as
+        { properties?: Record<string, Record<string, unknown>> } | undefined;
+      for (const [part, property] of Object.entries(schema?.properties ?? {})) {
+        if (!property['x-encoding']) continue;
+        media!.encoding = { ...(media!.encoding as object), [part]: property['x-encoding'] };
+        delete property['x-encoding'];
+      }
+    }
+  }
+}
+
+/**
+ * A body without fields (`EmptyBody`) may be left out, as its route's validator allows: @fastify/swagger
+ * marks every body required.
+ */
+function optionalEmptyBodies(document: Document) {
+  const schemas = document.components?.schemas ?? {};
+  for (const item of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(item)) {
+      const body = operation.requestBody as
+        { required?: boolean; content?: Record<string, { schema?: { $ref?: string } }> } | undefined;
+      const media = Object.values(body?.content ?? {});
+      const empty = media.every(({ schema }) => {
+        const resolved = (schema?.$ref ? schemas[schema.$ref.slice(SCHEMAS.length)] : schema) as
+          { properties?: object; required?: unknown[] } | undefined;
+        return resolved?.properties !== undefined && Object.keys(resolved.properties).length === 0;
+      });
+      if (body && media.length > 0 && empty) body.required = false;
+    }
+  }
+}
+
+interface Parameter {
+  name: string;
+  in: string;
+}
+const pascal = (text: string) =>
+  text
+    .split(/[^A-Za-z0-9]+/)
+    .map((word) => word.charAt(0).toUpperCase() + word.slice(1))
+    .join('');
+
+/**
+ * A parameter that several operations declare alike (an account's `id`, `limit`, `offset`) becomes one
+ * component (`PathId`, `QueryLimit`), referred to by each, so a generator and a reader see one
+ * definition.
+ */
+function shareParameters(document: Document) {
+  const operations = Object.values(document.paths ?? {}).flatMap((item) => Object.values(item));
+  const uses = new Map<string, { parameter: Parameter; count: number }>();
+  for (const operation of operations) {
+    for (const parameter of (operation.parameters ?? []) as Parameter[]) {
+      if ('$ref' in parameter) continue;
+      const key = JSON.stringify(parameter);
+      uses.set(key, { parameter, count: (uses.get(key)?.count ?? 0) + 1 });
+    }
+  }
+  const shared = new Map<string, string>();
+  const names = new Set<string>();
+  for (const [key, { parameter, count }] of uses) {
+    const name = `${pascal(parameter.in)}${pascal(parameter.name)}`;
+    // Two different parameters of one name stay where they are: neither is the shared one.
+    const variants = [...uses.values()].filter(
+      (use) => use.count > 1 && use.parameter.in === parameter.in && use.parameter.name === parameter.name,
+    );
+    if (count < 2 || variants.length > 1 || names.has(name)) continue;
+    shared.set(key, name);
+    names.add(name);
+    document.components = {
+      ...document.components,
+      parameters: { ...document.components?.parameters, [name]: parameter },
+    };
+  }
+  for (const operation of operations) {
+    operation.parameters = operation.parameters?.map((parameter) => {
+      const name = shared.get(JSON.stringify(parameter));
+      return name ? ref('parameters', name) : parameter;
+    });
+  }
+}
+
 /** `transformObject` for @fastify/swagger: the named schemas, then the derived parts of the contract. */
 export const finishOpenApiDocument: typeof jsonSchemaTransformObject = (input) => {
   const document = jsonSchemaTransformObject(input) as Document;
@@ -194,5 +326,10 @@ export const finishOpenApiDocument: typeof jsonSchemaTransformObject = (input) =
   };
   addIntegerFormats(document.components.schemas);
   addIntegerFormats(document.paths);
-  return tidySchemas(document) as ReturnType<typeof jsonSchemaTransformObject>;
+  const tidy = tidySchemas(document);
+  describeRequestDefaults(tidy);
+  documentPartEncodings(tidy);
+  optionalEmptyBodies(tidy);
+  shareParameters(tidy);
+  return tidy as ReturnType<typeof jsonSchemaTransformObject>;
 };

@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { DomainError } from '@leadline/runtime';
 import { z } from 'zod';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
@@ -38,10 +39,12 @@ export const problemSchema = z
     instance: z.string().max(2048).meta({ description: 'The path of the request that failed.' }),
     errors: z
       .array(
-        z.object({
-          field: z.string().max(200).meta({ description: 'Where: `body.leads.3.phone`, `query.limit`…' }),
-          message: z.string().max(500),
-        }),
+        z
+          .object({
+            field: z.string().max(200).meta({ description: 'Where: `body.leads.3.phone`, `query.limit`…' }),
+            message: z.string().max(500),
+          })
+          .meta({ id: 'FieldError' }),
       )
       .max(1000)
       .optional()
@@ -61,11 +64,13 @@ const titles: Record<number, string> = {
   403: 'Forbidden',
   404: 'Not Found',
   409: 'Conflict',
+  408: 'Request Timeout',
   413: 'Content Too Large',
   414: 'URI Too Long',
   415: 'Unsupported Media Type',
   422: 'Unprocessable Content',
   429: 'Too Many Requests',
+  431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
 };
@@ -99,6 +104,17 @@ const fastifyClientErrorCodes: Record<number, string> = {
   415: 'unsupported_media_type',
 };
 
+/** SQLSTATEs of `lock_timeout` and `statement_timeout`, and pg-pool's word for no free connection in time. */
+const LOCK_NOT_AVAILABLE = '55P03';
+const QUERY_CANCELED = '57014';
+const POOL_TIMEOUT = 'timeout exceeded when trying to connect';
+
+/** A database that did not answer in time: busy, not broken (a read's; a write's is the command bus's). */
+function isDatabaseTimeout(error: unknown): boolean {
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  return code === LOCK_NOT_AVAILABLE || code === QUERY_CANCELED || message === POOL_TIMEOUT;
+}
+
 /** Turns every error into problem+json; internals of a 5xx never reach the client. */
 export function problemErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   if (error instanceof DomainError) {
@@ -123,6 +139,17 @@ export function problemErrorHandler(error: FastifyError, request: FastifyRequest
     request.log.error({ err: error, issues: error.cause.issues }, 'response does not match its schema');
     return sendProblem(reply, request, 500, 'internal_error', 'Something went wrong on our side.');
   }
+  if (isDatabaseTimeout(error)) {
+    request.log.warn({ err: error }, 'database busy');
+    reply.header('retry-after', '1');
+    return sendProblem(
+      reply,
+      request,
+      503,
+      'database_busy',
+      'The database did not answer in time; retry shortly.',
+    );
+  }
   const status = error.statusCode ?? 500;
   if (status >= 500) {
     request.log.error({ err: error }, 'request failed');
@@ -131,6 +158,44 @@ export function problemErrorHandler(error: FastifyError, request: FastifyRequest
   // Fastify's own client errors: malformed JSON, body too large, unsupported media type...
   const code = fastifyClientErrorCodes[status] ?? 'bad_request';
   return sendProblem(reply, request, status, code, error.message);
+}
+
+/**
+ * Requests Node's HTTP parser refuses before any route sees them (framing, chunking, a header name or a
+ * path byte it cannot read, Content-Length with Transfer-Encoding, headers over the limit, a request
+ * too slow to arrive) are answered as problem+json with a `code` too, then the connection is closed: no
+ * request was read, so nothing runs.
+ */
+export function problemClientErrorHandler(
+  this: { log: { trace(object: object, message: string): void } },
+  error: Error & { code?: string },
+  socket: Socket,
+) {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, code, detail] =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'request_timeout', 'The request did not arrive in time.']
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'headers_too_large', 'The request line and headers are over the size the server reads.']
+        : [400, 'malformed_request', `The HTTP request could not be read (${error.code ?? 'unknown'}).`];
+  this.log.trace({ err: error }, 'client error');
+  const problem: Problem = {
+    type: `https://docs.leadline.dev/problems/${code}`,
+    title: titles[status]!,
+    status,
+    detail,
+    code,
+    // The request line was not read, so there is no path to name.
+    instance: '',
+  };
+  const body = JSON.stringify(problem);
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${titles[status]}\r\nContent-Type: application/problem+json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
 }
 
 export function notFoundHandler(request: FastifyRequest, reply: FastifyReply) {

@@ -9,6 +9,10 @@ import { phoneNumberSchema } from '../http/phone';
 
 const text = (max: number) => z.string().trim().max(max);
 
+/** A collected document's URL: it carries its own signature, so it needs no partner key. */
+const signedUrl = () =>
+  z.url().describe('For a collected document: a signed URL that serves it, valid for a limited time.');
+
 const progress = z.number().min(0).max(1).meta({ description: 'Fraction collected, 0 to 1.' });
 
 /** The lead fields a partner may set; all optional but the phone on import. */
@@ -57,15 +61,16 @@ export const BULK_BODY_LIMIT = 24 * 1024 * 1024;
 export const bulkImportBody = z
   .strictObject({
     leads: z
-      .array(z.unknown())
-      // Each entry is validated on its own by the route (one bad lead must not refuse the others), so
-      // the validator takes anything while the document shows what each entry must be.
-      .meta({ items: { $ref: '#/components/schemas/LeadImportInput' } })
+      // Each entry is validated on its own by the route (one bad lead must not refuse the others, and is
+      // reported in the 200's `errors`), so an entry of any shape is valid here, in the validator and the
+      // document alike; the shape each should have is LeadImport's.
+      .array(z.unknown().meta({ description: 'A lead import object, shaped as the `LeadImport` schema.' }))
       .min(1)
       .max(BULK_LIMIT, `At most ${BULK_LIMIT} leads per request.`)
       .describe(
-        `Up to ${BULK_LIMIT} lead import objects, as for POST /accounts/{id}/leads. Each is validated on its own: ` +
-          'an invalid one is reported in `errors` and the valid ones are imported.',
+        `Up to ${BULK_LIMIT} lead import objects, each shaped as \`LeadImport\` (POST /accounts/{id}/leads). ` +
+          'Each is validated on its own: an invalid one (a bad phone, an unknown field, not an object) is ' +
+          'reported in `errors` of the 200 answer and the valid ones are imported.',
       ),
   })
   .meta({ id: 'BulkLeadImport' });
@@ -207,30 +212,33 @@ export const leadDetailsResponse = z
       ),
     last_message_at: timestamp().nullable(),
     created_at: timestamp(),
-    checklist: z.object({
-      progress,
-      items: z
-        .array(
-          z.object({
-            name: z.string(),
-            type: z.enum(requirementTypes),
-            status: checklistStatus,
-            collected_at: timestamp().optional(),
-            value: z.string().optional(),
-            file_url: z
-              .string()
-              .optional()
-              .describe('For a collected document: a signed URL that serves it, valid for a limited time.'),
-          }),
-        )
-        .max(CHECKLIST_MAX),
-    }),
-    conversation: z.object({
-      message_count: count(),
-      last_message_at: timestamp().nullable(),
-      summary: z.string(),
-      needs_handoff: z.boolean(),
-    }),
+    checklist: z
+      .object({
+        progress,
+        items: z
+          .array(
+            z
+              .object({
+                name: z.string(),
+                type: z.enum(requirementTypes),
+                status: checklistStatus,
+                collected_at: timestamp().optional(),
+                value: z.string().optional(),
+                file_url: signedUrl().optional(),
+              })
+              .meta({ id: 'LeadChecklistItem' }),
+          )
+          .max(CHECKLIST_MAX),
+      })
+      .meta({ id: 'LeadChecklist' }),
+    conversation: z
+      .object({
+        message_count: count(),
+        last_message_at: timestamp().nullable(),
+        summary: z.string(),
+        needs_handoff: z.boolean(),
+      })
+      .meta({ id: 'LeadConversation' }),
     sequence: z
       .object({
         sequence_id: uuid(),
@@ -250,6 +258,7 @@ export const leadDetailsResponse = z
           ),
         hold_reason: holdReason,
       })
+      .meta({ id: 'LeadSequence' })
       .nullable()
       .describe('The active enrollment, else the latest one; null when the lead was never enrolled.'),
   })
@@ -266,10 +275,7 @@ export const checklistResponse = z
             type: z.enum(requirementTypes),
             required: z.boolean(),
             status: checklistStatus,
-            file_url: z
-              .string()
-              .optional()
-              .describe('For a collected document: a signed URL that serves it, valid for a limited time.'),
+            file_url: signedUrl().optional(),
             collected_at: timestamp().optional(),
             value: z.string().optional(),
           })

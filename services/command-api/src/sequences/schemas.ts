@@ -7,54 +7,70 @@ import { phoneNumberSchema } from '../http/phone';
 
 const variablesList = templateVariables.map((name) => `{{${name}}}`).join(', ');
 
-const stepInput = z
+const timing = {
+  delay_hours: z
+    .number()
+    .int('Must be a whole number of hours.')
+    .min(0, 'Must not be negative.')
+    .max(8760)
+    .default(0)
+    .describe('Hours after the previous step was sent or skipped (after enrollment for step 0).'),
+  skip_if_replied: z
+    .boolean()
+    .default(true)
+    .describe('Skip the step when the lead has sent any message since the enrollment began.'),
+};
+
+const fixedStepInput = z
   .strictObject({
-    type: z.enum(sequenceStepTypes),
+    type: z.literal('fixed'),
     message: z
-      .string()
+      .string({ error: (issue) => (issue.input === undefined ? 'A fixed step needs a message.' : undefined) })
       .trim()
       .min(1)
       .max(1600)
-      .optional()
       .describe(
-        `Required for \`fixed\` steps. Variables: ${variablesList}; \`{{first_name|there}}\` gives a fallback ` +
+        `The template. Variables: ${variablesList}; \`{{first_name|there}}\` gives a fallback ` +
           'for a lead without the value. Without one, `first_name` and `name` render as "there", ' +
           '`property_address` as "your property", the others as nothing (the spaces they leave are tidied).',
-      ),
+      )
+      .superRefine((message, context) => {
+        const unknown = unknownVariables(message);
+        if (unknown.length > 0) {
+          context.addIssue({
+            code: 'custom',
+            message: `Unknown template variable ${unknown.map((name) => `{{${name}}}`).join(', ')}; use ${variablesList}.`,
+          });
+        }
+      }),
+    ...timing,
+  })
+  .meta({ id: 'FixedStepInput', description: 'A step that sends its template.' });
+
+const aiStepInput = z
+  .strictObject({
+    type: z.literal('ai'),
     instructions: z
-      .string()
+      .string({
+        error: (issue) => (issue.input === undefined ? 'An AI step needs instructions.' : undefined),
+      })
       .trim()
       .min(1)
       .max(4000)
-      .optional()
-      .describe('Required for `ai` steps: what the AI should say.'),
-    delay_hours: z
-      .number()
-      .int('Must be a whole number of hours.')
-      .min(0, 'Must not be negative.')
-      .max(8760)
-      .default(0)
-      .describe('Hours after the previous step was sent or skipped (after enrollment for step 0).'),
-    skip_if_replied: z
-      .boolean()
-      .default(true)
-      .describe('Skip the step when the lead has sent any message since the enrollment began.'),
+      .describe('What the AI should say.'),
+    ...timing,
   })
-  .superRefine((step, context) => {
-    if (step.type === 'fixed' && step.message === undefined) {
-      context.addIssue({ code: 'custom', path: ['message'], message: 'A fixed step needs a message.' });
-    }
-    if (step.type === 'ai' && step.instructions === undefined) {
-      context.addIssue({ code: 'custom', path: ['instructions'], message: 'An AI step needs instructions.' });
-    }
-    const unknown = step.message ? unknownVariables(step.message) : [];
-    if (unknown.length > 0) {
-      context.addIssue({
-        code: 'custom',
-        path: ['message'],
-        message: `Unknown template variable ${unknown.map((name) => `{{${name}}}`).join(', ')}; use ${variablesList}.`,
-      });
-    }
+  .meta({
+    id: 'AiStepInput',
+    description: 'A step the AI writes from its instructions and the conversation.',
+  });
+
+// A union on `type`, so the document says what the server checks: a `fixed` step needs `message`, an
+// `ai` step `instructions`, and neither takes the other's text.
+const stepInput = z
+  .discriminatedUnion('type', [fixedStepInput, aiStepInput], {
+    error: (issue) =>
+      issue.code === 'invalid_union' ? 'Must be a step of type `fixed` or `ai`.' : undefined,
   })
   .meta({ id: 'SequenceStepInput' });
 
@@ -99,14 +115,16 @@ export const sequenceParams = z.object({
 
 export const enrollBody = z.strictObject({ phone: phoneNumberSchema }).meta({ id: 'EnrollLead' });
 
-const step = z.object({
-  order: count().describe('0-based position.'),
-  type: z.enum(sequenceStepTypes),
-  message: z.string().nullable(),
-  instructions: z.string().nullable(),
-  delay_hours: count(),
-  skip_if_replied: z.boolean(),
-});
+const step = z
+  .object({
+    order: count().describe('0-based position.'),
+    type: z.enum(sequenceStepTypes),
+    message: z.string().nullable(),
+    instructions: z.string().nullable(),
+    delay_hours: count(),
+    skip_if_replied: z.boolean(),
+  })
+  .meta({ id: 'SequenceStepDetails', description: 'A step as stored, with its position.' });
 
 export const sequenceResponse = z
   .object({
@@ -127,7 +145,7 @@ export const sequenceListResponse = z
   .meta({ id: 'SequenceList' });
 
 export const deleteSequenceResponse = z
-  .object({ success: z.literal(true), cancelled_enrollments: z.number().int() })
+  .object({ success: z.literal(true), cancelled_enrollments: count() })
   .meta({ id: 'SequenceDeleted' });
 
 /** Why an enrollment's next step waits; shared by the enrollment views. */

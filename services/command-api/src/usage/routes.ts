@@ -14,16 +14,17 @@ const counters = [
   'documents_collected',
 ] as const;
 
-const usageQuery = z.object({
+// Strict: a misspelt or unknown parameter (`periode=`, a client's `?null`) is a 400, never silently the
+// current month.
+const usageQuery = z.strictObject({
+  // One string with one pattern, not a union of an enum and a pattern: generators make a wrapper class
+  // of a union, which Java's client cannot put in a query string.
   period: z
-    .union([
-      z.enum(['current', 'previous']),
-      z
-        .string()
-        .max(7)
-        .regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'Must be current, previous or YYYY-MM.'),
-    ])
+    .string()
+    .max(8)
+    .regex(/^(current|previous|\d{4}-(0[1-9]|1[0-2]))$/, 'Must be current, previous or YYYY-MM.')
     .default('current')
+    .meta({ example: '2026-01' })
     .describe('`current` (default), `previous`, or a UTC month `YYYY-MM`.'),
   account_id: idParam('Only this account.').optional(),
   group_by: z
@@ -39,15 +40,17 @@ const usageResponse = z
       .string()
       .regex(/^\d{4}-(0[1-9]|1[0-2])$/)
       .meta({ description: 'The UTC month, `YYYY-MM`.', example: '2026-01' }),
-    totals: z.object({
-      conversations: count,
-      messages_sent: count,
-      messages_received: count,
-      leads_imported: count,
-      documents_collected: count,
-      sequences_completed: count,
-      active_accounts: count.describe('Accounts that were active at some time in the period.'),
-    }),
+    totals: z
+      .object({
+        conversations: count,
+        messages_sent: count,
+        messages_received: count,
+        leads_imported: count,
+        documents_collected: count,
+        sequences_completed: count,
+        active_accounts: count.describe('Accounts that were active at some time in the period.'),
+      })
+      .meta({ id: 'UsageTotals' }),
     by_account: z
       .array(
         z
@@ -78,7 +81,7 @@ export const usageRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { db, clo
           'Counted per UTC month as events happen, and exact after any replay of the log. `leads_imported` counts ' +
           'leads created by import (not leads who texted first). `active_accounts` counts accounts that existed and ' +
           'were not deactivated at some time in the period. `by_account` lists those accounts and any other with ' +
-          'usage in the period when `group_by=account`, and is empty otherwise.',
+          'usage in the period when `group_by=account`, and is empty otherwise. An unknown query parameter is a 400.',
         querystring: usageQuery,
         response: { 200: usageResponse },
       },

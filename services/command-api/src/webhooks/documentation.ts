@@ -64,7 +64,8 @@ const events = [
   [webhookTestEventType, webhookTestData] as [string, z.ZodType],
 ].map(([type, data]) => {
   const id = componentName(type);
-  webhookEnvelopeSchema(type, data).meta({ id, description: descriptions[type] });
+  // The data too: an unnamed object would get a name each generator makes up.
+  webhookEnvelopeSchema(type, data.meta({ id: `${id}Data` })).meta({ id, description: descriptions[type] });
   return [type, id] as const;
 });
 
@@ -77,7 +78,9 @@ export function webhookEventsDocumentation(): OpenApiWebhooks {
         post: {
           operationId: `receive${id}`,
           summary: type,
-          tags: ['Webhooks'],
+          // Not `Webhooks`: generators write one API class per tag, and the payloads' class would replace
+          // the one holding the webhook-management operations.
+          tags: ['Webhook events'],
           description: `${descriptions[type]} Answer 2xx within 10 seconds; anything else is retried.`,
           parameters: deliveryHeaders.map(([name, description, schema]) => ({
             name,

@@ -57,7 +57,7 @@ export const updateWebhookBody = z
 export const webhookResponse = z
   .object({
     id: uuid(),
-    url: z.string(),
+    url: z.url(),
     events: z.array(z.enum(webhookEventTypes)).max(webhookEventTypes.length),
     active: z.boolean(),
     created_at: timestamp(),

@@ -45,14 +45,12 @@ const toDraft = (sequence?: Sequence): Draft =>
 
 /** What the API takes: only the text the step's type uses. */
 export const stepsBody = (steps: DraftStep[]): Schemas['SequenceStepInput'][] =>
-  steps.map((step) => ({
-    type: step.type,
-    ...(step.type === 'fixed'
-      ? { message: step.message.trim() }
-      : { instructions: step.instructions.trim() }),
-    delay_hours: Number(step.delay_hours || '0'),
-    skip_if_replied: step.skip_if_replied,
-  }));
+  steps.map((step) => {
+    const timing = { delay_hours: Number(step.delay_hours || '0'), skip_if_replied: step.skip_if_replied };
+    return step.type === 'fixed'
+      ? { type: 'fixed', message: step.message.trim(), ...timing }
+      : { type: 'ai', instructions: step.instructions.trim(), ...timing };
+  });
 
 /** Creates a sequence, or edits `sequence`: its name, description and steps. */
 export function Builder({
