@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import * as accounts from './accounts';
 import * as ai from './ai';
 import * as checklist from './checklist';
+import * as compliance from './compliance';
 import * as leads from './leads';
 import * as messaging from './messaging';
 import * as partners from './partners';
@@ -72,6 +73,9 @@ export const eventCatalog = [
   webhooks.webhookSecretResealed,
   webhooks.webhookDeliveryFailed,
   messaging.messageInboundReceived,
+  compliance.registrationSubmitted,
+  compliance.registrationStepChanged,
+  compliance.registrationResourceCreated,
 ] as const;
 
 type Catalog = (typeof eventCatalog)[number];
@@ -87,10 +91,20 @@ export const eventDefinitionsByType: ReadonlyMap<string, Catalog> = new Map(
   eventCatalog.map((definition) => [definition.type, definition]),
 );
 
-export { accounts, ai, checklist, leads, messaging, partners, requirements, sequences, webhooks };
+export { accounts, ai, checklist, compliance, leads, messaging, partners, requirements, sequences, webhooks };
 export { sequenceStepRefSchema, sequenceStepSchema, sequenceStepTypes } from './sequences';
 export { sendingWindowSchema, teamMemberRoles } from './accounts';
 export { leadOrigins, leadStatuses, leadStatusSchema } from './leads';
 export { deliveryStatuses, messageFailureReasons, messageSources } from './messaging';
 export { requirementTypes, requirementTypeSchema } from './requirements';
 export { brandingSchema, metadataSchema } from './shared';
+export {
+  businessTypes,
+  businessVerticals,
+  campaignUseCases,
+  carrierResources,
+  contactJobPositions,
+  registrationProfileSchema,
+  registrationStatuses,
+  registrationSteps,
+} from './compliance';
