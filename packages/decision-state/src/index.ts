@@ -5,3 +5,4 @@
 export * from './conversation';
 export * from './sequence';
 export * from './prompt';
+export * from './registration';

@@ -27,3 +27,4 @@ export * from './opt-out';
 export * from './inbound-receipts';
 export * from './log-writer';
 export * from './db/listen';
+export * from './registration-queue';

@@ -1,6 +1,7 @@
 import { accountsProjection } from './accounts/projection';
 import { aiProjection } from './ai/projection';
 import { checklistProjection } from './checklist/projection';
+import { complianceProjection } from './compliance/projection';
 import { leadsProjection } from './leads/projection';
 import { messagingProjection } from './messaging/projection';
 import type { Projection } from './projection';
@@ -21,4 +22,5 @@ export const projections: readonly Projection[] = [
   checklistProjection,
   aiProjection,
   webhooksProjection,
+  complianceProjection,
 ];

@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Migration } from 'kysely/migration';
+import { carrierRegistrationReadModelMigrations } from './carrier-registration';
 
 /**
  * Read-model tables. They are created in whichever schema the connection's search_path names first,
@@ -323,4 +324,5 @@ export const readModelMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  ...carrierRegistrationReadModelMigrations,
 };
