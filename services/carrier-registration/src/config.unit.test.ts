@@ -8,21 +8,21 @@ describe('the carrier registration settings', () => {
     const twilio = { TWILIO_ACCOUNT_SID: 'AC1', TWILIO_AUTH_TOKEN: 'token' };
     expect(() => loadConfig(registrationConfigSchema, twilio)).toThrow(ConfigError);
     expect(() => loadConfig(registrationConfigSchema, twilio)).toThrow(
-      /TWILIO_PRIMARY_CUSTOMER_PROFILE_SID[\s\S]*CARRIER_REGISTRATION_EMAIL/,
+      /TWILIO_PRIMARY_PROFILE_SID[\s\S]*TWILIO_REGISTRATION_EMAIL/,
     );
     const config = loadConfig(registrationConfigSchema, {
       ...twilio,
-      TWILIO_PRIMARY_CUSTOMER_PROFILE_SID: `BU${'a'.repeat(32)}`,
-      CARRIER_REGISTRATION_EMAIL: 'compliance@isv.example',
+      TWILIO_PRIMARY_PROFILE_SID: `BU${'a'.repeat(32)}`,
+      TWILIO_REGISTRATION_EMAIL: 'compliance@isv.example',
     });
-    expect(config.CARRIER_REGISTRATION_CHECK_MIN_SECONDS).toBe(15);
+    expect(config.REGISTRATION_CHECK_MIN_SECONDS).toBe(15);
     expect(() =>
       loadConfig(registrationConfigSchema, {
         ...twilio,
-        TWILIO_PRIMARY_CUSTOMER_PROFILE_SID: 'BU1',
-        CARRIER_REGISTRATION_EMAIL: 'x@y.example',
+        TWILIO_PRIMARY_PROFILE_SID: 'BU1',
+        TWILIO_REGISTRATION_EMAIL: 'x@y.example',
       }),
-    ).toThrow(/TWILIO_PRIMARY_CUSTOMER_PROFILE_SID/);
+    ).toThrow(/TWILIO_PRIMARY_PROFILE_SID/);
   });
 
   it('refuses to start in production without the key that opens the tax ids', () => {

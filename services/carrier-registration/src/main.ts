@@ -30,13 +30,13 @@ const local = twilio
   : createLocalCarrierRegistration({
       databaseUrl: config.DATABASE_URL,
       clock: systemClock,
-      decisionDelayMs: config.CARRIER_REGISTRATION_LOCAL_DELAY_SECONDS * 1000,
+      decisionDelayMs: config.REGISTRATION_LOCAL_DELAY_SECONDS * 1000,
     });
 const carrier = twilio
   ? createTwilioCarrierRegistration({
       ...twilio,
-      primaryCustomerProfileId: config.TWILIO_PRIMARY_CUSTOMER_PROFILE_SID!,
-      notificationEmail: config.CARRIER_REGISTRATION_EMAIL!,
+      primaryCustomerProfileId: config.TWILIO_PRIMARY_PROFILE_SID!,
+      notificationEmail: config.TWILIO_REGISTRATION_EMAIL!,
     })
   : local!;
 const worker = startRegistrationWorker({
@@ -46,19 +46,19 @@ const worker = startRegistrationWorker({
   secrets: createSecretBox(config.WEBHOOK_ENCRYPTION_KEYS),
   clock: systemClock,
   checkSchedule: {
-    minMs: config.CARRIER_REGISTRATION_CHECK_MIN_SECONDS * 1000,
-    maxMs: config.CARRIER_REGISTRATION_CHECK_MAX_SECONDS * 1000,
+    minMs: config.REGISTRATION_CHECK_MIN_SECONDS * 1000,
+    maxMs: config.REGISTRATION_CHECK_MAX_SECONDS * 1000,
   },
   retrySchedule: {
-    baseMs: config.CARRIER_REGISTRATION_RETRY_BASE_SECONDS * 1000,
-    maxMs: config.CARRIER_REGISTRATION_RETRY_MAX_SECONDS * 1000,
+    baseMs: config.REGISTRATION_RETRY_BASE_SECONDS * 1000,
+    maxMs: config.REGISTRATION_RETRY_MAX_SECONDS * 1000,
   },
-  callTimeoutMs: config.CARRIER_REGISTRATION_CALL_TIMEOUT_SECONDS * 1000,
-  pollIntervalMs: config.CARRIER_REGISTRATION_POLL_MS,
-  concurrency: config.CARRIER_REGISTRATION_CONCURRENCY,
+  callTimeoutMs: config.REGISTRATION_TIMEOUT_SECONDS * 1000,
+  pollIntervalMs: config.REGISTRATION_POLL_MS,
+  concurrency: config.REGISTRATION_CONCURRENCY,
 });
 console.warn(
-  `carrier-registration: registering through ${twilio ? 'Twilio' : `the local simulation (reviews take ${config.CARRIER_REGISTRATION_LOCAL_DELAY_SECONDS} s)`}`,
+  `carrier-registration: registering through ${twilio ? 'Twilio' : `the local simulation (reviews take ${config.REGISTRATION_LOCAL_DELAY_SECONDS} s)`}`,
 );
 const metrics = await serveServiceMetrics(config, workerDb);
 
