@@ -1,4 +1,5 @@
 import type { DomainEvent, EventData, EventType } from '@leadline/events';
+import { campaignStatuses } from '@leadline/decision-state';
 import type { RegistrationProfile } from '@leadline/domain';
 import { connectInfrastructure, newUuid, type Infrastructure } from '@leadline/runtime';
 import { createTestEnvironment, type TestEnvironment } from '@leadline/test-kit';
@@ -131,6 +132,18 @@ describe('the carrier registration projection', () => {
     });
     await apply(events);
     expect(await rowOf(account)).toEqual(once);
+  });
+
+  it("answers each account's campaign status, as the sending rule reads it", async () => {
+    const [approved, reviewed, never] = [newUuid(), newUuid(), newUuid()];
+    await apply([
+      submitted(approved, 's1', 0),
+      changed(approved, 's1', 'campaign', 'approved', 1),
+      submitted(reviewed, 's2', 0),
+      changed(reviewed, 's2', 'campaign', 'pending', 1),
+    ]);
+    const statuses = await campaignStatuses(infrastructure.db, [approved, reviewed, never]);
+    expect(Object.fromEntries(statuses)).toEqual({ [approved]: 'approved', [reviewed]: 'pending' });
   });
 
   it('starts every step again on a new submission, and ignores late events of the one before', async () => {
