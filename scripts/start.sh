@@ -34,7 +34,7 @@ trap stop_services EXIT
 trap 'exit 130' INT TERM
 
 # Each service without an HTTP server of its own serves /metrics on a port of its own (the API on
-# PORT): METRICS_PORT_BASE + 0..5, by default PORT + 1021 (9101-9106 beside 8080), so two checkouts
+# PORT): METRICS_PORT_BASE + 0..6, by default PORT + 1021 (9101-9107 beside 8080), so two checkouts
 # started on different PORTs do not collide. METRICS_PORT_BASE=off opens none.
 metrics_base="${METRICS_PORT_BASE:-$((${PORT:-8080} + 1021))}"
 # start_service NAME [METRICS_OFFSET [ENTRY]]: ENTRY is services/NAME/src/main.ts unless given.
@@ -52,6 +52,7 @@ start_service sms-gateway 2
 start_service sequencer 3
 start_service webhook-relay 4
 start_service ai-agent 5
+start_service carrier-registration 6
 
 if [ -z "${PARTNER_API_KEY:-}" ]; then
   echo "No PARTNER_API_KEY set: create a partner with 'npm run partner -- create --name NAME'." >&2

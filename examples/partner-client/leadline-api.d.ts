@@ -756,6 +756,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/accounts/{id}/compliance/registration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the account's carrier registration
+         * @description Where each step of the registration stands: `draft`, `pending` (the carrier reviews it), `approved`, or `failed` with the carrier's reason. Before any submission, every step is a draft and `profile` is null. The tax id shows only its last four digits.
+         */
+        get: operations["getCarrierRegistration"];
+        /**
+         * Submit the account's carrier registration
+         * @description Submits the business behind the account for the carriers' registration of its number (US A2P 10DLC): business profile, brand, campaign, then the number joining the campaign. Idempotent: the same profile again changes nothing. Another profile is taken only before any submission (201) or once a step failed (200, every step starts again); while the carriers review it, or once they approved it, it is a 409. The tax id is stored encrypted and never answered in full.
+         */
+        put: operations["submitCarrierRegistration"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/documents/{document_id}": {
         parameters: {
             query?: never;
@@ -958,6 +982,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "compliance.status_changed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * compliance.status_changed
+         * @description A step of an account's carrier registration (business profile, brand, campaign, number) changes status. Answer 2xx within 10 seconds; anything else is retried.
+         */
+        post: operations["receiveComplianceStatusChangedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "webhook.test": {
         parameters: {
             query?: never;
@@ -1141,6 +1185,147 @@ export interface components {
             /** @description Up to 1000 lead import objects, each shaped as `LeadImport` (POST /accounts/{id}/leads). Each is validated on its own: an invalid one (a bad phone, an unknown field, not an object) is reported in `errors` of the 200 answer and the valid ones are imported. */
             leads: unknown[];
         };
+        CarrierRegistration: {
+            /** Format: uuid */
+            account_id: string;
+            /**
+             * @description `draft` before anything was submitted to the carriers, `failed` when a step failed, `approved` when every step is, `pending` otherwise.
+             * @enum {string}
+             */
+            status: "draft" | "pending" | "approved" | "failed";
+            submitted_at: string | null;
+            updated_at: string | null;
+            /** @description The business profile as submitted; null before any submission. */
+            profile: components["schemas"]["CarrierRegistrationProfile"] | null;
+            /** @description In order: the business profile (`customer_profile`), the `brand`, the `campaign`, and the account's `number` joining the campaign's messaging service. Each starts when the one before is approved. */
+            steps: components["schemas"]["CarrierRegistrationSteps"];
+        };
+        CarrierRegistrationAddress: {
+            street: string;
+            street_secondary: string | null;
+            city: string;
+            /** @description State or region, e.g. `TX`. */
+            region: string;
+            postal_code: string;
+            /** @description ISO 3166-1 alpha-2. */
+            country: string;
+        };
+        CarrierRegistrationContact: {
+            first_name: string;
+            last_name: string;
+            /** @description The representative's title, e.g. `Compliance officer`. */
+            title: string;
+            /** @enum {string} */
+            job_position: "director" | "gm" | "vp" | "ceo" | "cfo" | "general_counsel" | "other";
+            email: string;
+            phone: string;
+        };
+        CarrierRegistrationProfile: {
+            legal_name: string;
+            /**
+             * @description Masked: only the last four digits of the EIN.
+             * @example XX-XXX6789
+             */
+            tax_id: string;
+            /** @enum {string} */
+            business_type: "sole_proprietorship" | "partnership" | "llc" | "corporation" | "co_operative" | "non_profit";
+            /** @enum {string} */
+            vertical: "agriculture" | "automotive" | "banking" | "construction" | "consumer" | "education" | "electronics" | "energy" | "engineering" | "fast_moving_consumer_goods" | "financial" | "fintech" | "food_and_beverage" | "government" | "healthcare" | "hospitality" | "insurance" | "jewelry" | "legal" | "manufacturing" | "media" | "not_for_profit" | "oil_and_gas" | "online" | "raw_materials" | "real_estate" | "religion" | "retail" | "technology" | "telecommunications" | "transportation" | "travel";
+            /** Format: uri */
+            website: string;
+            address: components["schemas"]["CarrierRegistrationAddress"];
+            contact: components["schemas"]["CarrierRegistrationContact"];
+            /** @enum {string} */
+            use_case: "mixed" | "marketing" | "customer_care" | "account_notification" | "low_volume";
+            use_case_description: string;
+            sample_messages: string[];
+            message_flow: string;
+            opt_in_keywords: string[];
+            opt_in_message: string | null;
+            direct_lending: boolean;
+            has_embedded_links: boolean;
+            has_embedded_phone: boolean;
+        };
+        CarrierRegistrationRequestAddress: {
+            street: string;
+            street_secondary?: string | null;
+            city: string;
+            /** @description State or region, e.g. `TX`. */
+            region: string;
+            postal_code: string;
+            /** @description ISO 3166-1 alpha-2. Default: `"US"`. */
+            country?: string;
+        };
+        CarrierRegistrationRequestContact: {
+            first_name: string;
+            last_name: string;
+            /** @description The representative's title, e.g. `Compliance officer`. */
+            title: string;
+            /** @enum {string} */
+            job_position: "director" | "gm" | "vp" | "ceo" | "cfo" | "general_counsel" | "other";
+            /** Format: email */
+            email: string;
+            /** @description E.164, or 10 digits meaning +1; stored and answered as E.164. */
+            phone: string;
+        };
+        /** @description The business behind the account, as the carriers' registration of its number (US A2P 10DLC) needs it. */
+        CarrierRegistrationRequest: {
+            /** @description Exactly as on the EIN records (IRS letter CP 575): a mismatch is the commonest refusal. */
+            legal_name: string;
+            /** @description The business's US Employer Identification Number, `12-3456789` or 9 digits. Write-only: it is stored encrypted and answers show only its last four digits. */
+            tax_id: string;
+            /** @enum {string} */
+            business_type: "sole_proprietorship" | "partnership" | "llc" | "corporation" | "co_operative" | "non_profit";
+            /**
+             * @description The business's industry.
+             * @enum {string}
+             */
+            vertical: "agriculture" | "automotive" | "banking" | "construction" | "consumer" | "education" | "electronics" | "energy" | "engineering" | "fast_moving_consumer_goods" | "financial" | "fintech" | "food_and_beverage" | "government" | "healthcare" | "hospitality" | "insurance" | "jewelry" | "legal" | "manufacturing" | "media" | "not_for_profit" | "oil_and_gas" | "online" | "raw_materials" | "real_estate" | "religion" | "retail" | "technology" | "telecommunications" | "transportation" | "travel";
+            /**
+             * Format: uri
+             * @description The business's public website, which the carriers' reviewers visit.
+             */
+            website: string;
+            /** @description The business's registered address. */
+            address: components["schemas"]["CarrierRegistrationRequestAddress"];
+            /** @description The business's authorized representative, whom the carriers' registry may contact. */
+            contact: components["schemas"]["CarrierRegistrationRequestContact"];
+            /**
+             * @description The campaign use case. Default: `"mixed"`.
+             * @enum {string}
+             */
+            use_case?: "mixed" | "marketing" | "customer_care" | "account_notification" | "low_volume";
+            /** @description What the messages are for (40 to 4,096 characters). */
+            use_case_description: string;
+            /** @description Two to five messages as leads will receive them (20 to 1,024 characters each), naming the business and, in one at least, how to opt out. */
+            sample_messages: string[];
+            /** @description How leads agree to receive messages, e.g. the consent checkbox on a loan application form and its URL (40 to 2,048 characters). */
+            message_flow: string;
+            /** @description Keywords a lead may text to opt in, if any. Default: `[]`. */
+            opt_in_keywords?: string[];
+            /** @description The reply to an opt-in keyword (20 to 320 characters); required with `opt_in_keywords`. */
+            opt_in_message?: string;
+            /** @description The messages offer or arrange loans (mortgage lending is direct lending). Default: `false`. */
+            direct_lending?: boolean;
+            /** @description The messages contain links; when omitted, whether a sample message does. */
+            has_embedded_links?: boolean;
+            /** @description The messages contain phone numbers; when omitted, whether a sample message does. */
+            has_embedded_phone?: boolean;
+        };
+        CarrierRegistrationStep: {
+            /** @enum {string} */
+            status: "draft" | "pending" | "approved" | "failed";
+            /** @description The carrier's reason when the step failed; null otherwise. */
+            reason: string | null;
+            /** @description When the step took its status; null before any submission. */
+            updated_at: string | null;
+        };
+        CarrierRegistrationSteps: {
+            customer_profile: components["schemas"]["CarrierRegistrationStep"];
+            brand: components["schemas"]["CarrierRegistrationStep"];
+            campaign: components["schemas"]["CarrierRegistrationStep"];
+            number: components["schemas"]["CarrierRegistrationStep"];
+        };
         Checklist: {
             checklist: components["schemas"]["ChecklistItem"][];
             /** Format: int32 */
@@ -1243,6 +1428,42 @@ export interface components {
             collected_at: string;
             /** @description Fraction of items collected, 0 to 1. */
             checklist_progress: number;
+        };
+        /** @description A step of an account's carrier registration (business profile, brand, campaign, number) changes status. */
+        ComplianceStatusChangedEvent: {
+            /**
+             * Format: uuid
+             * @description Event id: the same for every webhook and every retry.
+             */
+            id: string;
+            /** @constant */
+            type: "compliance.status_changed";
+            /** Format: uuid */
+            account_id: string;
+            /**
+             * Format: date-time
+             * @description When the event happened, ISO 8601 UTC.
+             */
+            created_at: string;
+            data: components["schemas"]["ComplianceStatusChangedEventData"];
+        };
+        ComplianceStatusChangedEventData: {
+            /**
+             * Format: uuid
+             * @description The account whose carrier registration moved on.
+             */
+            account_id: string;
+            /**
+             * @description The business profile, the brand, the campaign, or the number joining the campaign (in that order).
+             * @enum {string}
+             */
+            step: "customer_profile" | "brand" | "campaign" | "number";
+            /** @enum {string} */
+            previous_status: "draft" | "pending" | "approved" | "failed";
+            /** @enum {string} */
+            new_status: "draft" | "pending" | "approved" | "failed";
+            /** @description The carrier's reason when `new_status` is `failed`; null otherwise. */
+            reason: string | null;
         };
         /** @description A lead's consent to be texted, with its evidence. Recording the same grant again (every field equal) records nothing. */
         ConsentGrant: {
@@ -1598,7 +1819,7 @@ export interface components {
              */
             url: string;
             /** @description Subscribed event types; `webhook.delivery_failed` is not subscribable. */
-            events: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received")[];
+            events: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received" | "compliance.status_changed")[];
             /** @description Key of the HMAC-SHA256 signatures. Stored encrypted, never returned. */
             secret: string;
         };
@@ -2181,6 +2402,8 @@ export interface components {
              *     | `webhook_limit_reached` | 409 | The partner has 20 webhooks, the most it can have; `limit` says so. |
              *     | `delivery_pending` | 409 | The delivery is still pending; its next attempt is scheduled. |
              *     | `webhook_inactive` | 409 | The webhook is disabled; activate it before sending a test event. |
+             *     | `registration_in_review` | 409 | The carriers are reviewing the account's registration; another profile is taken once a step has failed. |
+             *     | `registration_approved` | 409 | The carriers approved the account's registration; its business profile can no longer change. |
              *     | `uri_too_long` | 414 | A path parameter is too long. |
              *     | `file_too_large` | 413 | Context files are at most 100 KB. |
              *     | `payload_too_large` | 413 | The body is over 2 MB (24 MB for a bulk lead import). |
@@ -2200,7 +2423,7 @@ export interface components {
              *     | `not_ready` | 503 | The service is not ready (readiness probe only). |
              * @enum {string}
              */
-            code: "validation_failed" | "invalid_phone" | "multipart_required" | "malformed_multipart" | "file_required" | "unsupported_file_type" | "invalid_idempotency_key" | "idempotency_key_in_progress" | "idempotency_key_reused" | "bad_request" | "malformed_request" | "request_timeout" | "headers_too_large" | "missing_api_key" | "invalid_api_key" | "invalid_signature" | "account_not_found" | "lead_not_found" | "requirement_not_found" | "sequence_not_found" | "context_file_not_found" | "context_url_not_found" | "document_not_found" | "webhook_not_found" | "delivery_not_found" | "message_not_found" | "phone_number_not_found" | "partner_not_found" | "api_key_not_found" | "ambiguous_api_key" | "too_many_active_keys" | "missing_embed_token" | "invalid_embed_token" | "embed_role_forbidden" | "asset_not_found" | "route_not_found" | "phone_number_in_use" | "phone_number_not_owned" | "account_active" | "phone_number_released" | "sequence_limit_reached" | "invalid_sending_window" | "sequence_inactive" | "context_file_limit_reached" | "context_url_exists" | "context_url_limit_reached" | "context_url_unreachable" | "team_member_exists" | "external_id_in_use" | "requirement_exists" | "requirement_limit_reached" | "account_deactivated" | "lead_opted_out" | "webhook_limit_reached" | "delivery_pending" | "webhook_inactive" | "uri_too_long" | "file_too_large" | "payload_too_large" | "event_batch_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_failed_authentications" | "internal_error" | "projection_lagging" | "event_log_unavailable" | "log_migrating" | "database_busy" | "telephony_unavailable" | "account_held" | "live_updates_unavailable" | "dashboard_not_built" | "not_ready";
+            code: "validation_failed" | "invalid_phone" | "multipart_required" | "malformed_multipart" | "file_required" | "unsupported_file_type" | "invalid_idempotency_key" | "idempotency_key_in_progress" | "idempotency_key_reused" | "bad_request" | "malformed_request" | "request_timeout" | "headers_too_large" | "missing_api_key" | "invalid_api_key" | "invalid_signature" | "account_not_found" | "lead_not_found" | "requirement_not_found" | "sequence_not_found" | "context_file_not_found" | "context_url_not_found" | "document_not_found" | "webhook_not_found" | "delivery_not_found" | "message_not_found" | "phone_number_not_found" | "partner_not_found" | "api_key_not_found" | "ambiguous_api_key" | "too_many_active_keys" | "missing_embed_token" | "invalid_embed_token" | "embed_role_forbidden" | "asset_not_found" | "route_not_found" | "phone_number_in_use" | "phone_number_not_owned" | "account_active" | "phone_number_released" | "sequence_limit_reached" | "invalid_sending_window" | "sequence_inactive" | "context_file_limit_reached" | "context_url_exists" | "context_url_limit_reached" | "context_url_unreachable" | "team_member_exists" | "external_id_in_use" | "requirement_exists" | "requirement_limit_reached" | "account_deactivated" | "lead_opted_out" | "webhook_limit_reached" | "delivery_pending" | "webhook_inactive" | "registration_in_review" | "registration_approved" | "uri_too_long" | "file_too_large" | "payload_too_large" | "event_batch_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_failed_authentications" | "internal_error" | "projection_lagging" | "event_log_unavailable" | "log_migrating" | "database_busy" | "telephony_unavailable" | "account_held" | "live_updates_unavailable" | "dashboard_not_built" | "not_ready";
             /** @description The path of the request that failed. */
             instance: string;
             /** @description For `validation_failed`: one entry per invalid field. */
@@ -2528,7 +2751,7 @@ export interface components {
              */
             url?: string;
             /** @description Subscribed event types; `webhook.delivery_failed` is not subscribable. */
-            events?: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received")[];
+            events?: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received" | "compliance.status_changed")[];
             /** @description `true` re-enables a webhook disabled by a 410 answer. */
             active?: boolean;
         };
@@ -2565,7 +2788,7 @@ export interface components {
             id: string;
             /** Format: uri */
             url: string;
-            events: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received")[];
+            events: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received" | "compliance.status_changed")[];
             active: boolean;
             /**
              * Format: date-time
@@ -11599,6 +11822,346 @@ export interface operations {
             };
         };
     };
+    getCarrierRegistration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The account id. */
+                id: components["parameters"]["PathId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CarrierRegistration"];
+                };
+            };
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `missing_api_key`: No `X-Partner-Key` header.
+             *
+             *     `invalid_api_key`: The partner key is unknown or revoked.
+             */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `account_not_found`: No such account for this partner (another partner's account too). */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    submitCarrierRegistration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The account id. */
+                id: components["parameters"]["PathId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CarrierRegistrationRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CarrierRegistration"];
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CarrierRegistration"];
+                };
+            };
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `bad_request`: The body is not well-formed JSON (or not UTF-8), or is empty where one is required.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `missing_api_key`: No `X-Partner-Key` header.
+             *
+             *     `invalid_api_key`: The partner key is unknown or revoked.
+             */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `account_not_found`: No such account for this partner (another partner's account too). */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `registration_in_review`: The carriers are reviewing the account's registration; another profile is taken once a step has failed.
+             *
+             *     `registration_approved`: The carriers approved the account's registration; its business profile can no longer change.
+             */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: The body is over 2 MB (24 MB for a bulk lead import). */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`. */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
+             *
+             *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *
+             *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
+             */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     getDocument: {
         parameters: {
             query: {
@@ -12076,6 +12639,46 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["SequenceReplyReceivedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the webhook is disabled and receives nothing more. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Any other answer, a timeout or a redirect is a failure. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveComplianceStatusChangedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery: the same on every retry of it. Deduplicate on it. */
+                "X-Service-Delivery-Id": string;
+                /** @description The event type, also in the body. */
+                "X-Service-Event-Type": string;
+                /** @description When this attempt was signed, in Unix seconds. */
+                "X-Service-Timestamp": string;
+                /** @description Hex HMAC-SHA256 of the exact body bytes, keyed with the webhook secret. */
+                "X-Service-Signature": string;
+                /** @description Hex HMAC-SHA256 of `<X-Service-Timestamp>.<body>`: refuse it when the timestamp is more than five minutes from your clock, and replays are refused too. */
+                "X-Service-Timestamped-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ComplianceStatusChangedEvent"];
             };
         };
         responses: {

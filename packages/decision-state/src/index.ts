@@ -6,3 +6,4 @@ export * from './consent';
 export * from './conversation';
 export * from './sequence';
 export * from './prompt';
+export * from './registration';

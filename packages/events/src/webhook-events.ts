@@ -1,8 +1,10 @@
 import { z } from 'zod';
+import { registrationStatuses, registrationSteps } from './catalog/compliance';
 import { leadOrigins, leadStatusSchema } from './catalog/leads';
 
 /**
- * What partners receive: the nine subscribable webhook events of spec §6 and their `data` shapes.
+ * What partners receive: the nine subscribable webhook events of spec §6 (and `compliance.status_changed`,
+ * ours) and their `data` shapes.
  * These are a public contract separate from the domain events on the log (the relay maps one to the
  * other), so the log can evolve without breaking receivers. The four shapes the spec shows are exact;
  * the other five carry `phone` and `lead_name` on each, plus what the event is about (our design).
@@ -17,6 +19,7 @@ export const webhookEventTypes = [
   'checklist.completed',
   'sequence.completed',
   'sequence.reply_received',
+  'compliance.status_changed',
 ] as const;
 export type WebhookEventType = (typeof webhookEventTypes)[number];
 
@@ -104,6 +107,19 @@ export const webhookEventData = {
     sequence_name: z.string(),
     current_step: count.meta({ description: '0-based step the lead replied after.' }),
     message_body: z.string(),
+  }),
+  'compliance.status_changed': z.strictObject({
+    account_id: z.uuid().meta({ description: 'The account whose carrier registration moved on.' }),
+    step: z.enum(registrationSteps).meta({
+      description:
+        'The business profile, the brand, the campaign, or the number joining the campaign (in that order).',
+    }),
+    previous_status: z.enum(registrationStatuses),
+    new_status: z.enum(registrationStatuses),
+    reason: z
+      .string()
+      .nullable()
+      .meta({ description: "The carrier's reason when `new_status` is `failed`; null otherwise." }),
   }),
 } satisfies Record<WebhookEventType, z.ZodType>;
 

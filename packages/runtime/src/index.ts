@@ -33,3 +33,4 @@ export * from './generation-switch';
 export * from './log-migration';
 export * from './log-reader';
 export * from './log-transforms';
+export * from './registration-queue';

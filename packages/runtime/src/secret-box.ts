@@ -1,31 +1,44 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 
-/** What a sealed secret belongs to: it opens only for the same webhook of the same partner. */
+/** What a sealed webhook secret belongs to: it opens only for the same webhook of the same partner. */
 export interface SecretBinding {
   partnerId: string;
   webhookId: string;
 }
 
+/** What a sealed field of an account belongs to (its tax id): it opens only for that account's. */
+export interface AccountFieldBinding {
+  partnerId: string;
+  accountId: string;
+  field: 'tax_id';
+}
+
 /**
- * Encrypts webhook signing secrets at rest (on the log and in the read model) with AES-256-GCM under
+ * Encrypts webhook signing secrets (and an account's tax id) at rest, on the log and in the read
+ * models, with AES-256-GCM under
  * one of several keys. Sealing uses the newest key and writes
  * `v2.<key id>.<iv>.<tag>.<ciphertext>` (base64url parts; the key id is a fingerprint of the key),
- * with the partner and webhook as associated data, so a ciphertext copied onto another webhook does
- * not open. `v1.<iv>.<tag>.<ciphertext>` (no key id, no associated data) is what the log held before
+ * with the partner and webhook (or account and field) as associated data, so a ciphertext copied onto
+ * another webhook or account does not open. `v1.<iv>.<tag>.<ciphertext>` (no key id, no associated data) is what the log held before
  * rotation existed; it still opens under any configured key, since the log is never rewritten.
  */
 export interface SecretBox {
-  seal(plaintext: string, binding: SecretBinding): string;
-  open(sealed: string, binding: SecretBinding): string;
+  seal(plaintext: string, binding: SecretBinding | AccountFieldBinding): string;
+  open(sealed: string, binding: SecretBinding | AccountFieldBinding): string;
   /** Whether `sealed` is already under the newest key in the current format (nothing to re-seal). */
   isCurrent(sealed: string): boolean;
 }
 
 const keyIdOf = (key: Buffer) =>
   createHash('sha256').update(key).digest().subarray(0, 6).toString('base64url');
-const associatedData = ({ partnerId, webhookId }: SecretBinding) =>
-  Buffer.from(`leadline.webhook-secret\u0000${partnerId}\u0000${webhookId}`, 'utf8');
+const associatedData = (binding: SecretBinding | AccountFieldBinding) =>
+  Buffer.from(
+    'webhookId' in binding
+      ? `leadline.webhook-secret\u0000${binding.partnerId}\u0000${binding.webhookId}`
+      : `leadline.account-${binding.field}\u0000${binding.partnerId}\u0000${binding.accountId}`,
+    'utf8',
+  );
 
 function decrypt(key: Buffer, parts: string[], aad: Buffer | undefined): string {
   const [iv, tag, ciphertext] = parts.map((part) => Buffer.from(part, 'base64url'));

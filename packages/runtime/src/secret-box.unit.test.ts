@@ -45,6 +45,14 @@ describe('the secret box', () => {
     expect(() => box.open(sealed, { ...hook, partnerId: 'partner-2' })).toThrow();
   });
 
+  it("binds an account's tax id to the account and partner, apart from any webhook secret", () => {
+    const taxId = { partnerId: 'partner-1', accountId: 'account-1', field: 'tax_id' as const };
+    const sealed = box.seal('12-3456789', taxId);
+    expect(box.open(sealed, taxId)).toBe('12-3456789');
+    expect(() => box.open(sealed, { ...taxId, accountId: 'account-2' })).toThrow();
+    expect(() => box.open(sealed, { partnerId: 'partner-1', webhookId: 'account-1' })).toThrow();
+  });
+
   it('rotates: the newest key seals, every configured key opens what it sealed, old v1 text included', () => {
     const [oldKey, newKey] = [randomBytes(32), randomBytes(32)];
     const before = createSecretBox(oldKey);

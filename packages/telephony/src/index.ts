@@ -4,3 +4,7 @@ export * from './local-sender';
 export * from './port';
 export * from './status';
 export * from './twilio';
+export * from './carrier-registration/port';
+export * from './carrier-registration/twilio';
+export * from './carrier-registration/local';
+export * from './carrier-registration/config';

@@ -16,13 +16,15 @@ export interface TwilioOptions {
   country?: string;
 }
 
-const TWILIO_API = 'https://api.twilio.com';
+const TWILIO_DOMAIN = /^https:\/\/([a-z0-9-]+)\.twilio\.com(?=\/|$)/;
 
 type RequestOptions<TData> = Parameters<twilio.RequestClient['request']>[0] & { data?: TData };
 
 /**
  * twilio-node builds absolute URLs on its own domains; its documented extension point is the HTTP
- * client, so a custom base URL is a request client that rewrites the origin of each request.
+ * client, so a custom base URL is a request client that rewrites the origin of each request. The REST
+ * API (api.twilio.com) keeps the base's root; another product's domain (trusthub, messaging) goes
+ * under `/{its name}`, so one local server stands in for all of them.
  */
 class RebasedRequestClient extends twilio.RequestClient {
   constructor(private readonly baseUrl: string) {
@@ -30,7 +32,9 @@ class RebasedRequestClient extends twilio.RequestClient {
   }
 
   override request<TData>(opts: RequestOptions<TData>) {
-    const uri = opts.uri.startsWith(TWILIO_API) ? this.baseUrl + opts.uri.slice(TWILIO_API.length) : opts.uri;
+    const uri = opts.uri.replace(TWILIO_DOMAIN, (_, domain: string) =>
+      domain === 'api' ? this.baseUrl : `${this.baseUrl}/${domain}`,
+    );
     return super.request<TData>({ ...opts, uri });
   }
 }

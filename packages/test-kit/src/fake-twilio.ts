@@ -1,6 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createFakeCompliance, type FakeCompliance } from './fake-twilio-compliance';
 
 export interface FakeTwilioMessage {
   sid: string;
@@ -47,6 +48,8 @@ export interface FakeTwilio {
   holdAnswers(): () => void;
   /** Adds a number to the account as if it had been bought in Twilio's console. */
   addNumber(phoneNumber: string): FakeTwilioNumber;
+  /** The A2P 10DLC onboarding endpoints (Trust Hub, brands, messaging services, campaigns). */
+  compliance: FakeCompliance;
   close(): Promise<void>;
 }
 
@@ -100,6 +103,14 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
   let nextNumber = 1000;
   const base = `/2010-04-01/Accounts/${accountSid}`;
   const expectedAuth = `Basic ${Buffer.from(`${accountSid}:${authToken}`).toString('base64')}`;
+  const compliance = createFakeCompliance({
+    accountSid,
+    numbers,
+    readForm,
+    json,
+    twilioError,
+    sign: (url, form) => twilioSignature(authToken, url, form),
+  });
 
   function addNumber(
     phoneNumber: string,
@@ -262,6 +273,7 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
           return response.end();
         }
       }
+      if (await compliance.handle(request, response, url)) return;
       return json(
         response,
         404,
@@ -295,6 +307,7 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
         smsFallbackUrl: undefined,
         smsFallbackMethod: undefined,
       }),
+    compliance: compliance.state,
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections();

@@ -1,6 +1,7 @@
 export * from './environment';
 export type * from './infrastructure';
 export * from './fake-twilio';
+export type * from './fake-twilio-compliance';
 export * from './clock';
 export * from './openapi-responses';
 export * from './fake-openai';

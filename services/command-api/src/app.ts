@@ -24,6 +24,7 @@ import { registerEdgeChecks } from './http/edge';
 import { consentRoutes } from './consent/routes';
 import { conversationRoutes } from './conversations/routes';
 import { aiRoutes } from './ai/routes';
+import { complianceRoutes } from './compliance/routes';
 import { documentRoutes } from './documents/routes';
 import { leadRoutes } from './leads/routes';
 import { requirementRoutes } from './requirements/routes';
@@ -147,6 +148,7 @@ export async function buildApp(deps: AppDeps) {
       await v1.register(webhookRoutes, deps);
       await v1.register(embedTokenRoutes, deps);
       await v1.register(aiRoutes, deps);
+      await v1.register(complianceRoutes, deps);
     },
     { prefix: '/v1' },
   );

@@ -123,6 +123,11 @@ export const apiTags = [
     description:
       'Documents collected for a checklist, served through signed, expiring URLs that need no partner key.',
   },
+  {
+    name: 'Compliance',
+    description:
+      "The carriers' registration of each account's number (US A2P 10DLC): business profile, brand, campaign and number, each reviewed in turn.",
+  },
   { name: 'Usage', description: 'Monthly counters for billing.' },
   {
     name: 'Webhooks',

@@ -219,8 +219,8 @@ describe('the contract every route follows', () => {
 
   it('gives ids, times and links in answers their format', () => {
     const formatOf = (property: string) =>
-      // `external_id` is the partner's own id, any string.
-      property === 'id' || (property.endsWith('_id') && property !== 'external_id')
+      // `external_id` is the partner's own id, any string; `tax_id` is a business's EIN, masked.
+      property === 'id' || (property.endsWith('_id') && property !== 'external_id' && property !== 'tax_id')
         ? 'uuid'
         : property.endsWith('_at')
           ? 'date-time'

@@ -64,6 +64,7 @@ describe('npm start', () => {
 
     const services = [
       'ai-agent',
+      'carrier-registration',
       'command-api',
       'inbound-decider',
       'projector',

@@ -172,11 +172,12 @@ describe('webhook management', () => {
     }
   });
 
-  it('documents the nine webhook events and the test event with their JSON Schemas', async () => {
+  it('documents the ten webhook events and the test event with their JSON Schemas', async () => {
     const document = (await system.app.inject({ method: 'GET', url: '/v1/openapi.json' })).json();
     expect(Object.keys(document.webhooks).sort()).toEqual(
       [
         'checklist.completed',
+        'compliance.status_changed',
         'checklist.item_collected',
         'conversation.handoff_requested',
         'conversation.reply_received',

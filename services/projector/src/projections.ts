@@ -2,6 +2,7 @@ import { accountsProjection } from './accounts/projection';
 import { aiProjection } from './ai/projection';
 import { checklistProjection } from './checklist/projection';
 import { consentProjection } from './consent/projection';
+import { complianceProjection } from './compliance/projection';
 import { leadsProjection } from './leads/projection';
 import { messagingProjection } from './messaging/projection';
 import type { Projection } from './projection';
@@ -23,4 +24,5 @@ export const projections: readonly Projection[] = [
   consentProjection,
   aiProjection,
   webhooksProjection,
+  complianceProjection,
 ];

@@ -154,6 +154,19 @@ export const webhookMappings: { [T in EventType]?: Mapper<T> } = {
       },
     };
   },
+  'compliance.registration_step_changed': (event) => {
+    const { data } = event;
+    return {
+      type: 'compliance.status_changed',
+      data: {
+        account_id: event.account_id,
+        step: data.step,
+        previous_status: data.previous_status,
+        new_status: data.status,
+        reason: data.reason,
+      },
+    };
+  },
   'checklist.completed': (event, leads) => {
     const { data } = event;
     return {

@@ -114,9 +114,57 @@ describe('mapping domain events to webhook events', () => {
       ['phone', 'lead_name', 'previous_status', 'new_status'].sort(),
     );
     expect(fields('conversation.handoff_requested')).toEqual(['phone', 'lead_name', 'reason'].sort());
+    // Every event about a lead names it; the registration's events are about the account.
     for (const type of Object.keys(webhookEventData) as (keyof typeof webhookEventData)[]) {
+      if (type === 'compliance.status_changed') continue;
       expect(fields(type)).toEqual(expect.arrayContaining(['phone', 'lead_name']));
     }
+  });
+
+  it('maps a registration step change to compliance.status_changed, naming the account and the reason', () => {
+    const mapped = toWebhookEvent(
+      {
+        ...envelope,
+        type: 'compliance.registration_step_changed',
+        data: {
+          submission_id: 's-1',
+          step: 'brand',
+          previous_status: 'pending',
+          status: 'failed',
+          reason: 'The tax id does not match the legal name.',
+        },
+      },
+      names(),
+    );
+    expect(mapped).toEqual({
+      id: envelope.id,
+      type: 'compliance.status_changed',
+      account_id: envelope.account_id,
+      created_at: envelope.occurred_at,
+      data: {
+        account_id: envelope.account_id,
+        step: 'brand',
+        previous_status: 'pending',
+        new_status: 'failed',
+        reason: 'The tax id does not match the legal name.',
+      },
+    });
+    expect(() =>
+      webhookEnvelopeSchema('compliance.status_changed', webhookEventData['compliance.status_changed']).parse(
+        mapped,
+      ),
+    ).not.toThrow();
+    // What the worker records about the carrier's side is not the partner's business.
+    expect(
+      toWebhookEvent(
+        {
+          ...envelope,
+          type: 'compliance.registration_resource_created',
+          data: { submission_id: 's-1', resource: 'brand', provider_id: 'BN123' },
+        },
+        names(),
+      ),
+    ).toBeUndefined();
   });
 
   it('maps the conversation events to their documented shapes', () => {

@@ -3,6 +3,7 @@ import * as accounts from './accounts';
 import * as ai from './ai';
 import * as checklist from './checklist';
 import * as consent from './consent';
+import * as compliance from './compliance';
 import * as leads from './leads';
 import * as messaging from './messaging';
 import * as partners from './partners';
@@ -75,6 +76,9 @@ export const eventCatalog = [
   messaging.messageInboundReceived,
   consent.leadConsentGranted,
   sequences.sequenceStepHeldForConsent,
+  compliance.registrationSubmitted,
+  compliance.registrationStepChanged,
+  compliance.registrationResourceCreated,
 ] as const;
 
 type Catalog = (typeof eventCatalog)[number];
@@ -90,7 +94,19 @@ export const eventDefinitionsByType: ReadonlyMap<string, Catalog> = new Map(
   eventCatalog.map((definition) => [definition.type, definition]),
 );
 
-export { accounts, ai, checklist, consent, leads, messaging, partners, requirements, sequences, webhooks };
+export {
+  accounts,
+  ai,
+  checklist,
+  compliance,
+  consent,
+  leads,
+  messaging,
+  partners,
+  requirements,
+  sequences,
+  webhooks,
+};
 export { sequenceStepRefSchema, sequenceStepSchema, sequenceStepTypes } from './sequences';
 export { sendingWindowSchema, teamMemberRoles } from './accounts';
 export { leadOrigins, leadStatuses, leadStatusSchema } from './leads';
@@ -98,3 +114,13 @@ export { consentMethods, consentRecordedVia } from './consent';
 export { deliveryStatuses, messageFailureReasons, messageSources } from './messaging';
 export { requirementTypes, requirementTypeSchema } from './requirements';
 export { brandingSchema, metadataSchema } from './shared';
+export {
+  businessTypes,
+  businessVerticals,
+  campaignUseCases,
+  carrierResources,
+  contactJobPositions,
+  registrationProfileSchema,
+  registrationStatuses,
+  registrationSteps,
+} from './compliance';

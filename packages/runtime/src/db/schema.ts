@@ -6,7 +6,14 @@ type Json<T = Record<string, unknown>> = ColumnType<T, string, string>;
 /** Offsets are int64 on the wire; pg returns bigint columns as strings. */
 type Int64 = ColumnType<string, string | bigint, string | bigint>;
 
-import type { EnrollmentHoldReason, SendingWindow, SequenceStep } from '@leadline/domain';
+import type {
+  CarrierResource,
+  EnrollmentHoldReason,
+  RegistrationProfile,
+  RegistrationStatus,
+  SendingWindow,
+  SequenceStep,
+} from '@leadline/domain';
 
 export type { SendingWindow, SequenceStep };
 
@@ -254,6 +261,30 @@ export interface ReadModelTables {
     created_at: Timestamp;
     updated_at: Timestamp;
   };
+  /** The account's carrier registration (its latest submission), step by step. */
+  carrier_registrations: {
+    account_id: string;
+    partner_id: string;
+    submission_id: string;
+    profile: Json<RegistrationProfile>;
+    tax_id_last4: string;
+    tax_id_ciphertext: string;
+    submitted_at: Timestamp;
+    updated_at: Timestamp;
+    customer_profile_status: RegistrationStatus;
+    customer_profile_reason: string | null;
+    customer_profile_updated_at: Timestamp;
+    brand_status: RegistrationStatus;
+    brand_reason: string | null;
+    brand_updated_at: Timestamp;
+    campaign_status: RegistrationStatus;
+    campaign_reason: string | null;
+    campaign_updated_at: Timestamp;
+    number_status: RegistrationStatus;
+    number_reason: string | null;
+    number_updated_at: Timestamp;
+    resources: ColumnType<Partial<Record<CarrierResource, string>>, string | undefined, string>;
+  };
 }
 
 /**
@@ -483,6 +514,26 @@ export interface OperationalTables {
     error: string | null;
     duration_ms: number;
     response_excerpt: string | null;
+  };
+  /** The registration worker's queue: one row per account whose registration has something to do. */
+  carrier_registration_work: {
+    account_id: string;
+    partner_id: string;
+    submission_id: string;
+    due_at: Timestamp;
+    lease_until: Timestamp | null;
+    failures: Generated<number>;
+    last_error: string | null;
+    updated_at: Timestamp;
+  };
+  /** The local provider's registrations: each is decided (`outcome`) at `decided_at`. */
+  local_carrier_registrations: {
+    id: string;
+    resource: string;
+    decided_at: Timestamp;
+    outcome: 'approved' | 'failed';
+    reason: string | null;
+    created_at: Timestamp;
   };
 }
 

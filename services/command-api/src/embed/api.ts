@@ -11,6 +11,7 @@ import { leadRoutes } from '../leads/routes';
 import { requirementRoutes } from '../requirements/routes';
 import { sequenceRoutes } from '../sequences/routes';
 import { aiRoutes } from '../ai/routes';
+import { complianceRoutes } from '../compliance/routes';
 import type { EmbedSession } from './auth';
 import { watchAccount, type AccountWatch } from './live';
 import { embedCapabilities, embedRoleAllows } from './permissions';
@@ -38,8 +39,8 @@ const sessionResponse = z
 const session = (request: FastifyRequest): EmbedSession => request.embed!;
 
 /**
- * The dashboard's API: the partner API's own lead, requirement, sequence, conversation and AI
- * settings routes (same handlers, queries and deciders), confined to the token's account and to what
+ * The dashboard's API: the partner API's own lead, requirement, sequence, conversation, AI settings
+ * and carrier registration routes (same handlers, queries and deciders), confined to the token's account and to what
  * its role may do, plus the session and its live stream. Its scope's edge checks (`registerEdgeChecks`)
  * authenticate the embed token instead of the partner key.
  */
@@ -163,4 +164,5 @@ export const embedApiRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) 
   await app.register(conversationRoutes, deps);
   await app.register(sequenceRoutes, deps);
   await app.register(aiRoutes, deps);
+  await app.register(complianceRoutes, deps);
 };

@@ -247,6 +247,16 @@ export const errorCatalog = {
     'The webhook is disabled; activate it before sending a test event.',
     operations('sendTestEvent'),
   ),
+  registration_in_review: entry(
+    409,
+    "The carriers are reviewing the account's registration; another profile is taken once a step has failed.",
+    operations('submitCarrierRegistration'),
+  ),
+  registration_approved: entry(
+    409,
+    "The carriers approved the account's registration; its business profile can no longer change.",
+    operations('submitCarrierRegistration'),
+  ),
   uri_too_long: entry(414, 'A path parameter is too long.', (operation) => operation.path.includes('{')),
   file_too_large: entry(413, 'Context files are at most 100 KB.', operations('uploadContextFile')),
   payload_too_large: entry(413, 'The body is over 2 MB (24 MB for a bulk lead import).', withBody),

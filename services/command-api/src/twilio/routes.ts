@@ -7,6 +7,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { normalizePhone } from '@leadline/domain';
 import type { AppDeps } from '../app-deps';
 import { acceptInboundSms } from './inbound';
+import { registrationCallbackRoutes } from './registration-callback';
 import { inboundSmsForm, mediaOf, statusCallbackForm, statusCallbackQuery } from './schemas';
 
 const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>';
@@ -31,7 +32,8 @@ function firstChars(text: string, max: number): string {
 }
 
 /**
- * Twilio's webhooks: inbound SMS/MMS and message status callbacks, outside /v1 and not part of the
+ * Twilio's webhooks: inbound SMS/MMS, message status callbacks and Trust Hub's registration status
+ * callbacks, outside /v1 and not part of the
  * partner API. Whenever TWILIO_AUTH_TOKEN is set, `X-Twilio-Signature` must be Twilio's signature of
  * the public URL and the form fields; anything else is a 403 that stores nothing.
  */
@@ -56,6 +58,9 @@ export const twilioRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =>
       }
     });
   }
+
+  // Registered after the signature check, which it inherits.
+  await app.register(registrationCallbackRoutes, deps);
 
   app.post(
     '/twilio/sms',

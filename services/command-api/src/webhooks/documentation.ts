@@ -44,6 +44,8 @@ const descriptions: Record<string, string> = {
   'checklist.completed': 'All required checklist items are collected.',
   'sequence.completed': 'A lead finishes all sequence steps.',
   'sequence.reply_received': 'A lead replies during an active sequence.',
+  'compliance.status_changed':
+    "A step of an account's carrier registration (business profile, brand, campaign, number) changes status.",
   [webhookTestEventType]: 'Sent only by POST /webhooks/{webhook_id}/test.',
 };
 

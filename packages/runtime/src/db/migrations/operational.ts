@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Migration } from 'kysely/migration';
 import { READ_MODEL_SCHEMA } from '../database';
+import { carrierRegistrationOperationalMigrations } from './carrier-registration';
 
 /** Tables in `public` that are not derived from the log (see OperationalTables). */
 /**
@@ -504,4 +505,5 @@ export const operationalMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  ...carrierRegistrationOperationalMigrations,
 };

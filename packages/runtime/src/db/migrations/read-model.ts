@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Migration } from 'kysely/migration';
 import { consentMigrations } from './consent';
+import { carrierRegistrationReadModelMigrations } from './carrier-registration';
 
 /**
  * Read-model tables. They are created in whichever schema the connection's search_path names first,
@@ -325,4 +326,5 @@ export const readModelMigrations: Record<string, Migration> = {
     },
   },
   ...consentMigrations,
+  ...carrierRegistrationReadModelMigrations,
 };

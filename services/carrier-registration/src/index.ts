@@ -1,0 +1,4 @@
+export * from './carry';
+export * from './config';
+export * from './queue';
+export * from './worker';
