@@ -79,14 +79,25 @@ export async function claimDueSteps(
   return rows;
 }
 
-/** Steps deferred to a later time: their leases go, so they are claimed as soon as they are due again. */
-export async function releaseLeases(db: Kysely<Database>, steps: readonly DueStep[]) {
+/**
+ * Hands steps back: their leases go (a step held to a later time is claimed as soon as it is due
+ * again), or, with `until`, last until then (a claim that failed is tried again after its backoff).
+ */
+export async function releaseLeases(db: Kysely<Database>, steps: readonly DueStep[], until?: Date) {
   if (steps.length === 0) return;
-  await sql`
-    delete from sequencer_leases l
-    using unnest(${steps.map((step) => step.enrollment_id)}::text[], ${steps.map((step) => step.step_order)}::int[])
-      as done(enrollment_id, step_order)
-    where l.enrollment_id = done.enrollment_id and l.step_order = done.step_order`.execute(db);
+  const enrollmentIds = steps.map((step) => step.enrollment_id);
+  const stepOrders = steps.map((step) => step.step_order);
+  await (
+    until
+      ? sql`
+        update sequencer_leases l set lease_until = ${until}
+        from unnest(${enrollmentIds}::text[], ${stepOrders}::int[]) as done(enrollment_id, step_order)
+        where l.enrollment_id = done.enrollment_id and l.step_order = done.step_order`
+      : sql`
+        delete from sequencer_leases l
+        using unnest(${enrollmentIds}::text[], ${stepOrders}::int[]) as done(enrollment_id, step_order)
+        where l.enrollment_id = done.enrollment_id and l.step_order = done.step_order`
+  ).execute(db);
 }
 
 /**

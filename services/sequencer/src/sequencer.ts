@@ -1,21 +1,22 @@
-import { accountStepStates, stepState } from '@leadline/decision-state';
-import { decideAiStepOutcome, decideDueStep, evolveStepState, inAppendOrder } from '@leadline/domain';
-import type { DomainEvent, EventCodec, NewEvent, TopicNames } from '@leadline/events';
+import { accountStepStates } from '@leadline/decision-state';
+import type { DomainEvent, EventCodec, TopicNames } from '@leadline/events';
 import {
   advanceCheckpoint,
+  createWorker,
   freshRecords,
   startLogConsumer,
   type Clock,
   type CommandBus,
-  type CommandContext,
   type Database,
-  type EventToAppend,
   type NewId,
   type PositionedEvent,
 } from '@leadline/runtime';
 import type { Kafka } from 'kafkajs';
 import type { Kysely } from 'kysely';
-import { claimDueSteps, expireLeases, releaseLeases, type DueStep } from './claims';
+import { contextOf, decideAiOutcomes } from './ai-outcomes';
+import { expireLeases, releaseLeases, type DueStep } from './claims';
+import { dueStepsQueue, dueStepsRetry, type AccountSteps } from './due-steps';
+import { decideStepBatch, type StepBatch } from './step-batch';
 
 export interface SequencerDeps {
   kafka: Kafka;
@@ -47,24 +48,7 @@ export interface RunningSequencer {
   stop(): Promise<void>;
 }
 
-const SERVICE = 'sequencer';
 const CHECKPOINTS = 'sequencer_checkpoints';
-/**
- * What one append of decided steps may hold, well under what one command may append
- * (`APPEND_MAX_BYTES`): steps are decided until their events pass this, so a claim of 1,000 short
- * steps is one append, and the longest messages and AI instructions go fewer to an append (the rest
- * in the next command on the account).
- */
-const APPEND_BUDGET_BYTES = 4 * 1024 * 1024;
-/** An event's envelope (ids, actor, times, headers) beside its data, rounded up. */
-const ENVELOPE_BYTES = 500;
-
-const contextOf = (partnerId: string, correlationId: string, causationId: string | null): CommandContext => ({
-  partnerId,
-  actor: { kind: 'system', service: SERVICE },
-  correlationId,
-  causationId,
-});
 
 /**
  * The only code that decides when a sequence step is due. Due times live in the enrollments read model
@@ -73,32 +57,23 @@ const contextOf = (partnerId: string, correlationId: string, causationId: string
  * what it did: the step's message (through the send decider, as a manual message would go), a skip,
  * a deferral to the sending window, or the AI agent's request. A claim that is stale by then (the
  * step was already done by another sequencer, or before a crash) decides nothing, which is what makes
- * each step go out exactly once.
+ * each step go out exactly once. The claims run on the shared worker runtime (due-steps.ts): up to
+ * `concurrency` accounts at once, one item per account at a time.
  *
  * It also follows the log for the AI agent's answers (`message.outbound_requested` carrying an AI
- * step, or `sequence.ai_step_failed`) and moves those enrollments on.
+ * step, or `sequence.ai_step_failed`) and moves those enrollments on (ai-outcomes.ts).
  */
 export async function startSequencer(deps: SequencerDeps): Promise<RunningSequencer> {
   const { kafka, db, codec, topics, commands, clock, newId, hourSeconds } = deps;
-  const concurrency = deps.concurrency ?? 8;
-  const batchSize = deps.batchSize ?? 1000;
   const leaseMs = deps.leaseMs ?? 30_000;
   const onError = deps.onError ?? ((error) => console.error('sequencer:', error));
 
   /**
    * One account's claimed steps: one lock, one high-watermark check, one append of every step's events
-   * (in order), without waiting for the projector afterwards (the next decision on the account waits
-   * for it before reading). Each step is still decided on its own rules (opt-out, the window and the
-   * state's rules, the enrollment still active, the lead still there, the state's daily cap), counting
-   * the steps decided before it in the same command. Returns the steps to release (held to a later
-   * time) and the ones left for the next command (past the append's size budget). A step done keeps its
-   * lease until it runs out (the read models may not show it done yet, and the lease keeps it from being
-   * claimed again meanwhile); a step that did nothing (a stale claim, a lead gone) is looked at again
-   * only after its lease.
+   * (see `decideStepBatch`), without waiting for the projector afterwards (the next decision on the
+   * account waits for it before reading).
    */
-  async function decideAccountSteps(
-    steps: readonly DueStep[],
-  ): Promise<{ release: DueStep[]; undecided: DueStep[] }> {
+  async function decideAccountSteps(steps: readonly DueStep[]): Promise<StepBatch> {
     const first = steps[0]!;
     const { result } = await commands.execute({
       stream: { topic: 'account', accountId: first.account_id },
@@ -108,56 +83,22 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
       // The next decision about this account waits for the log to be projected anyway.
       readYourWrites: false,
       async decide(trx) {
-        const events: EventToAppend[] = [];
-        const deferred: DueStep[] = [];
-        let undecided: DueStep[] = [];
-        let bytes = 0;
         const now = clock.now();
-        const states = await accountStepStates(
-          trx,
-          first.account_id,
-          steps.map((step) => step.enrollment_id),
-          now,
-        );
-        // The read models do not see this command's own events: a step decided after another of its
-        // number (a lead in two sequences) reads the state as the projector will leave it.
-        const enrollmentsOf = Map.groupBy(states.keys(), (id) => states.get(id)!.enrollment!.phone);
-        for (const [index, step] of steps.entries()) {
-          if (bytes > APPEND_BUDGET_BYTES) {
-            // The rest go in the next command on the account, once this one's events are projected.
-            undecided = steps.slice(index);
-            break;
-          }
-          const state = states.get(step.enrollment_id);
-          const decided = state
-            ? decideDueStep(state, step.step_order, { now, hourSeconds, messageId: newId() })
-            : [];
-          for (const id of state && decided.length > 0 ? enrollmentsOf.get(state.enrollment!.phone)! : []) {
-            const evolved = decided.reduce(
-              (next, event) => evolveStepState(next, event, now),
-              states.get(id)!,
-            );
-            states.set(id, evolved);
-          }
-          const held = (event: NewEvent) =>
-            (event.type === 'sequence.step_held' || event.type === 'sequence.step_held_for_consent') &&
-            event.data.step_order === step.step_order;
-          if (decided.some(held)) deferred.push(step);
-          // One append for many enrollments: each step's events stay traced to their own enrollment.
-          events.push(
-            ...decided.map((event) => ({ ...event, correlationId: step.enrollment_id, causationId: null })),
-          );
-          for (const event of decided)
-            bytes += ENVELOPE_BYTES + Buffer.byteLength(JSON.stringify(event.data));
-        }
-        return { events: inAppendOrder(events), result: { release: deferred, undecided } };
+        const ids = steps.map((step) => step.enrollment_id);
+        const states = await accountStepStates(trx, first.account_id, ids, now);
+        const batch = decideStepBatch(steps, states, { now, hourSeconds, newId });
+        return { events: batch.events, result: batch };
       },
     });
     return result;
   }
 
+  /** Accounts appended to since the last tick returned, with a partner to stamp a no-op command with. */
+  const touched = new Map<string, string>();
+
   /** Decides all of one account's claimed steps: one command, more only past the size budget. */
-  async function decideAccount(steps: readonly DueStep[]) {
+  async function decideAccount({ accountId, partnerId, steps }: AccountSteps) {
+    touched.set(accountId, partnerId);
     let left: readonly DueStep[] = steps;
     while (left.length > 0) {
       const decided = await decideAccountSteps(left);
@@ -177,129 +118,44 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
     });
   }
 
-  /** Accounts appended to in the running tick, with a partner to stamp a no-op command with. */
-  const touched = new Map<string, string>();
+  const worker = createWorker({
+    queue: dueStepsQueue({
+      db,
+      clock,
+      leaseMs,
+      batchSize: deps.batchSize ?? 1000,
+      run: decideAccount,
+      onError,
+    }),
+    clock,
+    concurrency: deps.concurrency ?? 8,
+    fairness: { keyOf: (item) => item.accountId, perKey: 1 },
+    retry: dueStepsRetry,
+    // Half the lease: a claim that cannot be decided in that time (a stuck database, a silent broker)
+    // is handed back before its lease could run out under it.
+    budgetMs: leaseMs / 2,
+    pollMs: deps.pollIntervalMs ?? 500,
+    // Leases of steps long done go now and then (the poll), not on every wake.
+    beforePass: async (reason) => {
+      if (reason === 'poll') await expireLeases(db, clock.now()).catch(onError);
+    },
+    onError,
+  });
 
   /**
-   * Accounts this process is deciding: a claim skips them (their steps wait for the decision under
-   * way, whose events the next decision must see), and takes other accounts' steps meanwhile, so the
-   * log and the projector stay busy with many accounts instead of queueing behind one.
+   * Decides every step due now and waits until the read models show what it did (tests and the bench
+   * call it instead of waiting for the poll): appends do not wait for the projector, the tick as a whole
+   * does, with an empty command per account it touched.
    */
-  const busy = new Set<string>();
-
-  /**
-   * Claims and decides due steps until none is left: up to `concurrency` accounts at once, each with up
-   * to `batchSize` of its due steps decided in one command. When an account is done, a claim takes the
-   * next accounts (or more of the same account's steps).
-   */
-  async function tickOnce(): Promise<number> {
+  async function tick(): Promise<number> {
     await expireLeases(db, clock.now()).catch(onError);
-    let total = 0;
-    const inFlight = new Set<Promise<void>>();
-    for (;;) {
-      const free = concurrency - inFlight.size;
-      const claimed =
-        free > 0
-          ? await claimDueSteps(db, clock.now(), leaseMs, batchSize, {
-              accounts: free,
-              skipAccounts: [...busy],
-            }).catch((error: unknown) => {
-              // Claiming failed (the database is unavailable, or lost a race): the next tick tries again.
-              onError(error);
-              return [] as DueStep[];
-            })
-          : [];
-      total += claimed.length;
-      for (const [accountId, steps] of Map.groupBy(claimed, (step) => step.account_id)) {
-        busy.add(accountId);
-        touched.set(accountId, steps[0]!.partner_id);
-        const deciding: Promise<void> = decideAccount(steps)
-          .catch((error: unknown) => {
-            // Nothing more was appended (the log or the read models were unavailable): the leases run
-            // out and the steps are claimed again.
-            onError(error);
-          })
-          .finally(() => {
-            busy.delete(accountId);
-            inFlight.delete(deciding);
-          });
-        inFlight.add(deciding);
-      }
-      if (claimed.length === 0 || inFlight.size >= concurrency) {
-        // Nothing more to claim now (or no room): wait for an account to be done, then claim again.
-        if (inFlight.size === 0) break;
-        await Promise.race(inFlight);
-      }
-    }
-    // Appends do not wait for the projector (the next decision does); the tick as a whole does, so
-    // what it did is readable when it returns. An empty command waits for its account's partition.
+    const settled = await worker.drain();
     const accounts = [...touched];
     touched.clear();
     await Promise.all(
       accounts.map(([accountId, partnerId]) => projected(accountId, partnerId).catch(onError)),
     );
-    return total;
-  }
-
-  let running: Promise<number> | undefined;
-  let again = false;
-  /** One loop at a time; a tick during a run makes it go round once more. */
-  function tick(): Promise<number> {
-    if (running) {
-      again = true;
-      return running;
-    }
-    running = (async () => {
-      let total = 0;
-      do {
-        again = false;
-        total += await tickOnce();
-      } while (again);
-      return total;
-    })().finally(() => (running = undefined));
-    return running;
-  }
-
-  /** The AI agent's answers, in log order; each is decided under the account's lock. */
-  async function aiOutcomes(events: readonly DomainEvent[]) {
-    // A fixed step's message is appended with its `sequence.step_sent`: that step is done already.
-    const done = new Set(
-      events.flatMap((event) => (event.type === 'sequence.step_sent' ? [event.data.message_id] : [])),
-    );
-    for (const event of events) {
-      let ref: { enrollment_id: string; step_order: number } | undefined;
-      let outcome: Parameters<typeof decideAiStepOutcome>[2] | undefined;
-      // The sequencer writes fixed steps only; an AI step's message comes from another writer.
-      const ownMessage = event.actor.kind === 'system' && event.actor.service === SERVICE;
-      if (
-        event.type === 'message.outbound_requested' &&
-        event.data.sequence_step &&
-        !ownMessage &&
-        !done.has(event.data.message_id)
-      ) {
-        ref = event.data.sequence_step;
-        outcome = { kind: 'sent', message_id: event.data.message_id };
-      } else if (event.type === 'sequence.ai_step_failed') {
-        ref = event.data;
-        outcome = { kind: 'failed' };
-      }
-      if (!ref || !outcome || event.account_id === null) continue;
-      const { enrollment_id, step_order } = ref;
-      const decided = outcome;
-      await commands.execute({
-        stream: { topic: 'account', accountId: event.account_id },
-        context: contextOf(event.partner_id, event.correlation_id, event.id),
-        lockKeys: [`account:${event.account_id}`],
-        consistency: 'partition',
-        async decide(trx) {
-          const state = await stepState(trx, enrollment_id, clock.now());
-          const events = state
-            ? decideAiStepOutcome(state, step_order, decided, { now: clock.now(), hourSeconds })
-            : [];
-          return { events, result: undefined };
-        },
-      });
-    }
+    return settled;
   }
 
   /**
@@ -328,11 +184,11 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
       ),
     );
     // An AI step answered may leave the next step due at once; its decision waited for the projector.
-    if (moved.size === 0 && events.some((event) => !movers.has(event.type))) void tick().catch(onError);
+    if (moved.size === 0 && events.some((event) => !movers.has(event.type))) worker.wake();
     if (moved.size > 0) {
       void (async () => {
         for (const [accountId, partnerId] of moved) await projected(accountId, partnerId);
-        await tick();
+        worker.wake();
       })().catch(onError);
     }
   }
@@ -354,7 +210,7 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
       .transaction()
       .execute((trx) => freshRecords(trx, CHECKPOINTS, topic, partition, records, clock.now()));
     const events = fresh.flatMap(({ event }) => (event && watched.has(event.type) ? [event] : []));
-    await aiOutcomes(events);
+    await decideAiOutcomes({ commands, clock, hourSeconds }, events);
     await db
       .transaction()
       .execute((trx) => advanceCheckpoint(trx, CHECKPOINTS, topic, partition, last.offset, clock.now()));
@@ -378,14 +234,13 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
     onCrash: (error) => onError(error),
   });
 
-  const poll = setInterval(() => void tick().catch(onError), deps.pollIntervalMs ?? 500);
+  worker.start();
 
   return {
     tick,
     async stop() {
-      clearInterval(poll);
       await consumer.stop();
-      await running?.catch(() => undefined);
+      await worker.stop();
     },
   };
 }

@@ -306,8 +306,10 @@ export function decideDueStep(
   if (!step) return [];
   const ref = { ...refOf(enrollment), step_order: stepOrder };
 
-  // Before the window: a step without consent waits for a grant, not for a time.
-  if (heldForConsent(state.consent)) return [consentHeldEvent(ref, 'due', now)];
+  // Before the window: a step without consent waits for a grant, not for a time. Held once: a step
+  // claimed again before its hold is projected (or after, by another sequencer) decides nothing new.
+  if (heldForConsent(state.consent))
+    return enrollment.hold_reason === 'no_consent' ? [] : [consentHeldEvent(ref, 'due', now)];
   const hold = stepHold(now, enrollment.phone, account.sending_window, state.sent);
   if (hold) return [heldEvent(ref, 'due', hold)];
   if (step.skip_if_replied && enrollment.replied) {

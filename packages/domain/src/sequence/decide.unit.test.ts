@@ -338,6 +338,10 @@ describe('the consent rule on proactive steps', () => {
     ]);
   });
 
+  it('holds a step once: claimed again while held, it decides nothing new', () => {
+    expect(decideDueStep(given(noConsent, { hold_reason: 'no_consent' }), 1, schedule)).toEqual([]);
+  });
+
   it('holds for consent before the sending window: a grant, not a time, ends the wait', () => {
     const night = new Date('2026-03-03T03:00:00Z');
     expect(
