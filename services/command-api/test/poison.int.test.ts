@@ -275,7 +275,8 @@ describe('odd but valid text', () => {
     expect(response.headers['content-type']).toContain('application/problem+json');
   });
 
-  it('reads bytes that are not UTF-8 as U+FFFD', async () => {
+  it('refuses bytes that are not UTF-8 with a 400, writing nothing', async () => {
+    const before = await logSize(system.services);
     const payload = Buffer.concat([
       Buffer.from(`{"phone":"+15125550299","name":"Ana `),
       Buffer.from([0xff, 0xc3, 0x28]),
@@ -287,8 +288,9 @@ describe('odd but valid text', () => {
       headers: { 'x-partner-key': key, 'content-type': 'application/json' },
       payload,
     });
-    expect(response.statusCode).toBe(201);
-    expect(response.json().lead.name).toMatch(/^Ana \ufffd/);
+    expect(response.statusCode).toBe(400);
+    expect(response.headers['content-type']).toContain('application/problem+json');
+    expect(await logSize(system.services)).toBe(before);
   });
 });
 

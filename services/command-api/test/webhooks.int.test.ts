@@ -1,3 +1,4 @@
+import { newUuid } from '@leadline/runtime';
 import { eventually } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from './client';
@@ -133,7 +134,7 @@ describe('webhook management', () => {
       other.delete(`/webhooks/${webhook.id}`),
       other.get(`/webhooks/${webhook.id}/deliveries`),
       other.post(`/webhooks/${webhook.id}/test`),
-      other.post(`/webhooks/${webhook.id}/deliveries/any/retry`),
+      other.post(`/webhooks/${webhook.id}/deliveries/${newUuid()}/retry`),
     ]);
     for (const response of attempts) {
       expect(response.status).toBe(404);
@@ -194,7 +195,10 @@ describe('webhook management', () => {
     expect($ref).toBe('#/components/schemas/LeadStatusChangedEvent');
     const schema = document.components.schemas.LeadStatusChangedEvent;
     expect(schema.required).toEqual(['id', 'type', 'account_id', 'created_at', 'data']);
-    expect(schema.properties.data.required).toEqual(['phone', 'lead_name', 'previous_status', 'new_status']);
-    expect(schema.properties.data.additionalProperties).toBe(false);
+    // The payload's data is a named schema of its own, so client generators invent no name for it.
+    expect(schema.properties.data.$ref).toBe('#/components/schemas/LeadStatusChangedEventData');
+    const data = document.components.schemas.LeadStatusChangedEventData;
+    expect(data.required).toEqual(['phone', 'lead_name', 'previous_status', 'new_status']);
+    expect(data.additionalProperties).toBe(false);
   });
 });

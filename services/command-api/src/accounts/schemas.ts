@@ -1,6 +1,6 @@
 import { teamMemberRoles } from '@leadline/events';
 import { z } from 'zod';
-import { count, e164, idParam, PAGE_MAX, timestamp, uuid } from '../http/fields';
+import { count, e164, httpUrl, idParam, PAGE_MAX, timestamp, uuid } from '../http/fields';
 import { pageFields, paginationQuery } from '../http/pagination';
 import { phoneNumberSchema } from '../http/phone';
 
@@ -9,8 +9,6 @@ const hexColor = z
   .max(7)
   .regex(/^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/, 'Must be a hex colour such as #1A73E8.')
   .meta({ example: '#1A73E8' });
-
-export const httpUrl = z.url({ protocol: /^https?$/, error: 'Must be an http(s) URL.' }).max(2048);
 
 const METADATA_MAX_BYTES = 16 * 1024;
 const METADATA_MAX_DEPTH = 32;

@@ -8,7 +8,7 @@ import {
 } from '@leadline/events';
 import { z } from 'zod';
 import { accountParams } from '../accounts/schemas';
-import { timestamp, uuid } from '../http/fields';
+import { httpUrl, timestamp, uuid } from '../http/fields';
 import { phoneNumberSchema } from '../http/phone';
 
 export { accountParams as registrationParams };
@@ -19,8 +19,6 @@ const text = (min: number, max: number) =>
     .trim()
     .min(min, min > 1 ? `At least ${min} characters.` : 'Must not be empty.')
     .max(max);
-
-const httpUrl = z.url({ protocol: /^https?$/, error: 'Must be an http(s) URL.' }).max(2048);
 
 /** A US Employer Identification Number: `12-3456789` or 9 digits, kept as `12-3456789`. */
 const einInput = z

@@ -2,8 +2,8 @@ import { isIP } from 'node:net';
 import type { ConsentGrant } from '@leadline/domain';
 import { consentMethods } from '@leadline/events';
 import { z } from 'zod';
-import { httpUrl } from '../accounts/schemas';
-import { e164, PAGE_MAX, timestamp, uuid } from '../http/fields';
+
+import { e164, httpUrl, PAGE_MAX, timestamp, uuid } from '../http/fields';
 import { pageFields, paginationQuery } from '../http/pagination';
 
 const DISCLOSURE_MAX = 5000;

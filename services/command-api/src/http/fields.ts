@@ -20,3 +20,24 @@ export const count = () => z.number().int().min(0).max(INT32_MAX).meta({ format:
 
 /** The most items a list page holds (the `limit` bound). */
 export const PAGE_MAX = 250;
+
+/**
+ * A URL a client sends, kept as the URL standard serializes it (a percent-encoded path, an ASCII host):
+ * what any HTTP client sends anyway, and a valid `uri` wherever it is answered back or delivered to.
+ * Bounded before and after: percent-encoding can triple a path.
+ */
+export const urlInput = (protocol: RegExp, error: string) =>
+  z
+    .url({ protocol, error })
+    .max(2048)
+    .transform((value, context) => {
+      const href = new URL(value).href;
+      if (href.length > 4096) {
+        context.addIssue({ code: 'custom', message: 'Too long once percent-encoded.' });
+        return z.NEVER;
+      }
+      return href;
+    });
+
+/** An http(s) URL (a logo, a form page, evidence), as `urlInput` keeps it. */
+export const httpUrl = urlInput(/^https?$/, 'Must be an http(s) URL.');

@@ -1,7 +1,7 @@
 import { webhookEventTypes } from '@leadline/events';
 import { z } from 'zod';
 import { MAX_WEBHOOKS_PER_PARTNER } from '@leadline/domain';
-import { count, idParam, INT32_MAX, PAGE_MAX, timestamp, uuid } from '../http/fields';
+import { count, idParam, INT32_MAX, PAGE_MAX, timestamp, urlInput, uuid } from '../http/fields';
 import { pageFields, paginationQuery } from '../http/pagination';
 import { deletedResponse } from '../leads/schemas';
 
@@ -12,12 +12,8 @@ const eventsList = z
   .meta({ description: 'Subscribed event types; `webhook.delivery_failed` is not subscribable.' });
 
 /** HTTPS only (spec §8); credentials in the URL are refused, the signature is the authentication. */
-const webhookUrl = z
-  .url({ protocol: /^https$/, error: 'Must be an https:// URL.' })
-  .max(2048)
+const webhookUrl = urlInput(/^https$/, 'Must be an https:// URL.')
   .refine((value) => {
-    // Zod runs refinements even after the URL check failed; a value that is no URL is not this error.
-    if (!URL.canParse(value)) return true;
     const url = new URL(value);
     return url.username === '' && url.password === '';
   }, 'Must not carry credentials.')
