@@ -7,3 +7,4 @@ export * from './conversation';
 export * from './sequence';
 export * from './prompt';
 export * from './registration';
+export * from './ai-turn';

@@ -1,0 +1,127 @@
+import { keywordOf, optOutOf } from '@leadline/domain';
+import type { DomainEvent, EventType } from '@leadline/events';
+import {
+  advanceCheckpoint,
+  freshRecords,
+  type Clock,
+  type Database,
+  type PositionedEvent,
+} from '@leadline/runtime';
+import { sql, type Kysely, type Transaction } from 'kysely';
+
+/** What the intake takes in; the consumer passes over batches holding none of these. */
+export const intakeTypes: ReadonlySet<EventType> = new Set([
+  'message.received',
+  'sequence.ai_step_requested',
+]);
+
+/** Messages older than this when the agent first sees them (history before it ran) are not answered. */
+const MAX_INTAKE_AGE_MS = 24 * 3600_000;
+
+const inboundTurnId = (accountId: string, phone: string) => `inbound:${accountId}:${phone}`;
+
+export interface IntakeDeps {
+  db: Kysely<Database>;
+  clock: Clock;
+  /** Quiet time after the last inbound message before a burst is answered. */
+  replyDelayMs: number;
+}
+
+/**
+ * Queues what the log brings: `message.received` into a pending turn per conversation, due
+ * `replyDelayMs` after the latest message of the burst, and `sequence.ai_step_requested` into a pending
+ * step. Written in the same transaction as the consumer's checkpoint, so nothing is queued twice or lost.
+ */
+async function intake(
+  trx: Transaction<Database>,
+  deps: IntakeDeps,
+  partition: number,
+  record: PositionedEvent & { event: DomainEvent },
+) {
+  const { event } = record;
+  if (event.type === 'message.received') {
+    const { data } = event;
+    // Keywords and revocations in words are the messaging decider's (it confirms an opt-out once).
+    if (keywordOf(data.body) || optOutOf(data.body)) return;
+    const at = new Date(event.occurred_at);
+    if (deps.clock.now().getTime() - at.getTime() > MAX_INTAKE_AGE_MS) return;
+    const turnId = inboundTurnId(event.account_id, data.phone);
+    await trx
+      .insertInto('ai_pending_messages')
+      .values({
+        message_id: data.message_id,
+        turn_id: turnId,
+        account_id: event.account_id,
+        phone: data.phone,
+        body: data.body,
+        media: JSON.stringify(data.media),
+        received_at: event.occurred_at,
+        log_partition: partition,
+        log_next_offset: BigInt(record.offset) + 1n,
+      })
+      .onConflict((oc) => oc.doNothing())
+      .execute();
+    const due = new Date(at.getTime() + deps.replyDelayMs);
+    await trx
+      .insertInto('ai_pending_turns')
+      .values({
+        id: turnId,
+        kind: 'inbound',
+        account_id: event.account_id,
+        partner_id: event.partner_id,
+        phone: data.phone,
+        due_at: due,
+        lease_until: null,
+        first_failure_at: null,
+        step: null,
+        causation_id: event.id,
+        correlation_id: event.correlation_id,
+      })
+      .onConflict((oc) =>
+        oc.column('id').doUpdateSet({
+          // A later message of the burst pushes the answer back; an earlier redelivery does not.
+          due_at: sql`greatest(ai_pending_turns.due_at, excluded.due_at)`,
+          causation_id: sql`excluded.causation_id`,
+          correlation_id: sql`excluded.correlation_id`,
+        }),
+      )
+      .execute();
+  } else if (event.type === 'sequence.ai_step_requested') {
+    const { data } = event;
+    await trx
+      .insertInto('ai_pending_turns')
+      .values({
+        id: `step:${data.enrollment_id}:${data.step_order}`,
+        kind: 'step',
+        account_id: event.account_id,
+        partner_id: event.partner_id,
+        phone: data.phone,
+        due_at: event.occurred_at,
+        lease_until: null,
+        first_failure_at: null,
+        step: JSON.stringify(data),
+        causation_id: event.id,
+        correlation_id: event.correlation_id,
+      })
+      .onConflict((oc) => oc.doNothing())
+      .execute();
+  }
+}
+
+/** One partition's batch, queued with its checkpoint in one transaction. */
+export async function intakeBatch(
+  deps: IntakeDeps,
+  topic: string,
+  partition: number,
+  records: PositionedEvent[],
+): Promise<void> {
+  const last = records.at(-1);
+  if (!last) return;
+  const { db, clock } = deps;
+  await db.transaction().execute(async (trx) => {
+    const fresh = await freshRecords(trx, 'ai_agent_checkpoints', topic, partition, records, clock.now());
+    for (const record of fresh)
+      if (record.event) await intake(trx, deps, partition, { ...record, event: record.event });
+    await advanceCheckpoint(trx, 'ai_agent_checkpoints', topic, partition, last.offset, clock.now());
+  });
+}
