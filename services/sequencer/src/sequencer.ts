@@ -1,21 +1,12 @@
 import { accountStepStates } from '@leadline/decision-state';
-import type { DomainEvent, EventCodec, TopicNames } from '@leadline/events';
-import {
-  advanceCheckpoint,
-  createWorker,
-  freshRecords,
-  startLogConsumer,
-  type Clock,
-  type CommandBus,
-  type Database,
-  type NewId,
-  type PositionedEvent,
-} from '@leadline/runtime';
+import type { EventCodec, TopicNames } from '@leadline/events';
+import { createWorker, type Clock, type CommandBus, type Database, type NewId } from '@leadline/runtime';
 import type { Kafka } from 'kafkajs';
 import type { Kysely } from 'kysely';
-import { contextOf, decideAiOutcomes } from './ai-outcomes';
+import { contextOf } from './ai-outcomes';
 import { expireLeases, releaseLeases, type DueStep } from './claims';
 import { dueStepsQueue, dueStepsRetry, type AccountSteps } from './due-steps';
+import { followTheLog } from './follow-log';
 import { decideStepBatch, type StepBatch } from './step-batch';
 
 export interface SequencerDeps {
@@ -47,8 +38,6 @@ export interface RunningSequencer {
   tick(): Promise<number>;
   stop(): Promise<void>;
 }
-
-const CHECKPOINTS = 'sequencer_checkpoints';
 
 /**
  * The only code that decides when a sequence step is due. Due times live in the enrollments read model
@@ -158,81 +147,10 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
     return settled;
   }
 
-  /**
-   * Events after which steps may be due at once: new enrollments, a reactivated account or sequence,
-   * consent granted or no longer required (steps held for it are overdue).
-   */
-  const movers = new Set([
-    'sequence.enrolled',
-    'sequence.leads_enrolled',
-    'account.reactivated',
-    'sequence.updated',
-    'lead.consent_granted',
-    'account.updated',
-  ]);
-  const watched = new Set([
-    'message.outbound_requested',
-    'sequence.ai_step_failed',
-    'sequence.step_sent',
-    ...movers,
-  ]);
-  /** Steps may be due now: tick as soon as the projector shows them, rather than at the next poll. */
-  function stepsMayBeDue(events: readonly DomainEvent[]) {
-    const moved = new Map(
-      events.flatMap((event) =>
-        movers.has(event.type) && event.account_id ? [[event.account_id, event.partner_id] as const] : [],
-      ),
-    );
-    // An AI step answered may leave the next step due at once; its decision waited for the projector.
-    if (moved.size === 0 && events.some((event) => !movers.has(event.type))) worker.wake();
-    if (moved.size > 0) {
-      void (async () => {
-        for (const [accountId, partnerId] of moved) await projected(accountId, partnerId);
-        worker.wake();
-      })().catch(onError);
-    }
-  }
-
-  /**
-   * One partition's batch, in log order. The checkpoint moves once the AI agent's answers in it are
-   * decided, in a transaction of its own: the decisions are appended to Kafka through the command bus
-   * and cannot share it. A crash in between hands the batch over again, which is safe: each answer's
-   * command waits until its partition is projected (the first decision included) and
-   * `decideAiStepOutcome` decides only for an enrollment still waiting on the AI at that step, so an
-   * answer decided once decides nothing the second time.
-   */
-  async function handleBatch(topic: string, partition: number, records: PositionedEvent[]) {
-    const last = records.at(-1);
-    if (!last) return;
-    // Parks what cannot be read and holds back its account's later records; the checkpoint's lock ends
-    // with this transaction (two instances during a rebalance decide nothing twice, as above).
-    const fresh = await db
-      .transaction()
-      .execute((trx) => freshRecords(trx, CHECKPOINTS, topic, partition, records, clock.now()));
-    const events = fresh.flatMap(({ event }) => (event && watched.has(event.type) ? [event] : []));
-    await decideAiOutcomes({ commands, clock, hourSeconds }, events);
-    await db
-      .transaction()
-      .execute((trx) => advanceCheckpoint(trx, CHECKPOINTS, topic, partition, last.offset, clock.now()));
-    stepsMayBeDue(events);
-  }
-
-  const consumer = await startLogConsumer({
-    kafka,
-    db,
-    codec,
-    groupId: deps.groupId,
-    topics: [topics.account],
-    checkpoints: CHECKPOINTS,
-    handleBatch,
-    // Only what it acts on is decoded (the header names the type): a record of another type is not its
-    // to read, nor to park.
-    decodes: (type) => type !== undefined && watched.has(type),
-    actsOn: (event) => watched.has(event.type),
-    // Kafka kept this consumer's position before Postgres did: an upgrade continues from there.
-    startAtGroupOffsets: true,
-    onCrash: (error) => onError(error),
-  });
+  const consumer = await followTheLog(
+    { kafka, db, codec, topics, groupId: deps.groupId, commands, clock, hourSeconds, onError },
+    { projected, stepsMayBeDue: () => worker.wake() },
+  );
 
   worker.start();
 
