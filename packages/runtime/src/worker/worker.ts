@@ -57,6 +57,9 @@ export function createWorker<Item, Result = void>(options: WorkerOptions<Item, R
 
   async function drain(): Promise<number> {
     const before = slots.settled();
+    // A claim the loop began before this call may have looked before the caller's change (a clock moved,
+    // a row written): joining it could end the drain with what is due now unclaimed. Let it end first.
+    await claiming?.catch(() => undefined);
     while (!stopping) {
       const started = await fill();
       if (started === 0 && slots.running() === 0 && slots.waiting() === 0) {

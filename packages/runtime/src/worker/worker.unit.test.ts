@@ -228,6 +228,39 @@ describe('the worker loop', () => {
     expect(starts.filter((id) => id.startsWith('a'))).toEqual(['a1', 'a2', 'a3']);
     expect(starts.filter((id) => id.startsWith('b'))).toEqual(['b1', 'b2']);
   });
+
+  it('drains what is due when it is called, not what a claim begun before it saw', async () => {
+    const clock = fakeClock();
+    const memory = memoryQueue(clock, [{ id: 'later', key: 'tenant-a' }]);
+    // The job falls due only once the clock moves; a claim the loop begins before that finds nothing.
+    memory.queue.release([{ id: 'later', key: 'tenant-a' }], new Date(clock.now().getTime() + 60_000));
+    const claim = memory.queue.claim.bind(memory.queue);
+    let releaseClaim!: () => void;
+    const claimHeld = new Promise<void>((resolve) => (releaseClaim = resolve));
+    let claims = 0;
+    memory.queue.claim = async (request) => {
+      const found = await claim(request);
+      // The loop's first claim looked before the clock moved, and answers after.
+      if (++claims === 1) await claimHeld;
+      return found;
+    };
+    const worker = createWorker({
+      queue: memory.queue,
+      clock,
+      timers: clock,
+      concurrency: 1,
+      retry: policy,
+      budgetMs: 10_000,
+    });
+    worker.start();
+    await eventuallySync(() => claims === 1);
+    clock.advance(60_000);
+    const drained = worker.drain();
+    releaseClaim();
+    expect(await drained).toBe(1);
+    expect(memory.settlements.get('later')?.kind).toBe('done');
+    await worker.stop();
+  });
 });
 
 /** Lets queued promise reactions run until `condition` holds (no timers: the clock is fake). */
