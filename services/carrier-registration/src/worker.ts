@@ -3,7 +3,6 @@ import { findRegistrationRow, toRegistration } from '@leadline/decision-state';
 import {
   decideRegistrationOutcome,
   nextRegistrationAction,
-  retryAt,
   type ActionOutcome,
   type CheckSchedule,
   type Registration,
@@ -11,17 +10,19 @@ import {
   type RetrySchedule,
 } from '@leadline/domain';
 import {
-  watchQueue,
+  createWorker,
   withTimeout,
   type Clock,
   type CommandBus,
   type Database,
+  type RetryPolicy,
   type SecretBox,
+  type WorkQueue,
 } from '@leadline/runtime';
 import { CarrierRefusal, type CarrierRegistration } from '@leadline/telephony';
 import type { Kysely } from 'kysely';
 import { carryOut } from './carry';
-import { claimDue, finish, queueMeasure, release, reschedule, type WorkRow } from './queue';
+import { claimDue, finish, queueMeasure, reschedule, type WorkRow } from './queue';
 
 export interface RegistrationWorkerDeps {
   /** The worker's own connections, for its queue (outside the commands' transactions). */
@@ -55,35 +56,60 @@ export interface RunningRegistrationWorker {
 export const redactTaxIds = (text: string) => text.replace(/\b\d{2}-?\d{7}\b/g, '[tax id]');
 
 /**
- * The carriers' registration, one account at a time: a due registration is leased, its next action
- * decided from the read model, carried out at the provider with nothing open in the database and no
- * lock held, and its outcome recorded as events under the account's lock, with when to come back: at
- * once, when the step under review is next looked at (a Trust Hub callback brings that forward), or,
- * after a failed call, with backoff. A refusal fails the step with the provider's reason.
+ * The carriers' registration, one account at a time, on the shared worker runtime: a due registration
+ * is leased, its next action decided from the read model, carried out at the provider with nothing
+ * open in the database and no lock held, and its outcome recorded as events under the account's lock,
+ * with when to come back: at once, or when the step under review is next looked at (a Trust Hub
+ * callback brings that forward). A failed call (or a failure to record) is retried by the worker's
+ * policy with backoff; a refusal fails the step with the provider's reason.
  */
 export function startRegistrationWorker(deps: RegistrationWorkerDeps): RunningRegistrationWorker {
   const { db, clock, commands } = deps;
-  const random = deps.random ?? Math.random;
   const pollIntervalMs = deps.pollIntervalMs ?? 1000;
-  const concurrency = deps.concurrency ?? 2;
   // Past the call's bound, with room to record: a lease never runs out under a live worker.
   const leaseMs = deps.callTimeoutMs * 2 + 30_000;
   const onError = deps.onError ?? ((error) => console.error('carrier-registration:', error));
-  const unwatchQueue = watchQueue('carrier_registrations', () => queueMeasure(db, clock.now()));
+
+  /** Waits until the account's partition is projected up to what is on the log now (an empty command). */
+  async function projected(claim: WorkRow) {
+    await commands.execute({
+      stream: { topic: 'account', accountId: claim.account_id },
+      context: {
+        partnerId: claim.partner_id,
+        actor: { kind: 'system', service: 'carrier-registration' },
+        correlationId: claim.submission_id,
+      },
+      lockKeys: [],
+      consistency: 'partition',
+      decide: async () => ({ events: [], result: undefined }),
+    });
+  }
+
+  /** The registration and the account as the read models have them, once they show this submission. */
+  async function load(claim: WorkRow) {
+    const read = () =>
+      Promise.all([
+        findRegistrationRow(db, claim.account_id),
+        db
+          .selectFrom('accounts')
+          .select(['phone_number', 'company_name'])
+          .where('id', '=', claim.account_id)
+          .executeTakeFirst(),
+      ]);
+    let [row, account] = await read();
+    // The submission is committed but not projected yet: wait for the projector once, then look again.
+    if (row?.submission_id !== claim.submission_id || !account) {
+      await projected(claim);
+      [row, account] = await read();
+    }
+    return row?.submission_id === claim.submission_id && account ? { row, account } : undefined;
+  }
 
   /** Moves one registration on; false when the read models have not caught up with it yet. */
   async function advance(claim: WorkRow): Promise<boolean> {
-    const row = await findRegistrationRow(db, claim.account_id);
-    const account = await db
-      .selectFrom('accounts')
-      .select(['phone_number', 'company_name'])
-      .where('id', '=', claim.account_id)
-      .executeTakeFirst();
-    if (!row || row.submission_id !== claim.submission_id || !account) {
-      // The submission is committed but not projected yet: still due, at the next poll.
-      await release(db, claim);
-      return false;
-    }
+    const loaded = await load(claim);
+    if (!loaded) return false;
+    const { row, account } = loaded;
     const registration = toRegistration(row);
     const action = nextRegistrationAction(registration);
     if (!action) {
@@ -106,17 +132,8 @@ export function startRegistrationWorker(deps: RegistrationWorkerDeps): RunningRe
         }),
       );
     } catch (error) {
-      if (!(error instanceof CarrierRefusal)) {
-        const failures = claim.failures + 1;
-        const message = redactTaxIds((error as Error).message ?? String(error));
-        const later = retryAt(failures, clock.now(), random(), deps.retrySchedule);
-        console.warn(
-          `carrier-registration: ${action.kind} for account ${claim.account_id} failed (${failures} in a row), ` +
-            `again at ${later.toISOString()}: ${message}`,
-        );
-        await reschedule(db, claim, later, clock.now(), { failures, message });
-        return true;
-      }
+      // A passing failure (a 5xx, a timeout) is the worker's to retry; a refusal fails the step.
+      if (!(error instanceof CarrierRefusal)) throw new CallFailed(action.kind, error);
       outcome = { kind: 'refused', reason: redactTaxIds(error.message) };
     }
     await record(claim, registration, action, outcome);
@@ -166,51 +183,75 @@ export function startRegistrationWorker(deps: RegistrationWorkerDeps): RunningRe
     });
   }
 
-  async function work(): Promise<number> {
-    const claims = await claimDue(db, clock.now(), leaseMs, concurrency);
-    const advanced = await Promise.all(
-      claims.map((claim) =>
-        advance(claim).catch(async (error: unknown) => {
-          // The log or the database failed us (recording, not the provider): the registration is given
-          // back with backoff; if even that fails, its lease runs out and it is due again.
-          onError(error);
-          const failures = claim.failures + 1;
-          const message = redactTaxIds((error as Error).message ?? String(error));
-          const later = retryAt(failures, clock.now(), random(), deps.retrySchedule);
-          await reschedule(db, claim, later, clock.now(), { failures, message }).catch(onError);
-          return true;
-        }),
-      ),
-    );
-    return advanced.filter(Boolean).length;
-  }
-
-  let stopped = false;
-  let wake: (() => void) | undefined;
-  const loop = (async () => {
-    while (!stopped) {
-      const done = await work().catch((error: unknown) => {
-        onError(error);
-        return 0;
-      });
-      if (done > 0 || stopped) continue;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, pollIntervalMs);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-    }
-  })();
+  const queue: WorkQueue<WorkRow, boolean> = {
+    name: 'carrier_registrations',
+    claim: ({ limit }) => claimDue(db, clock.now(), leaseMs, limit),
+    run: (claim) => advance(claim),
+    history: (claim) => ({ retriesDone: claim.failures }),
+    async settle(claim, settlement) {
+      const now = clock.now();
+      // Still not projected after a wait: due again as it was, for the next look, no failure counted.
+      if (settlement.kind === 'done') {
+        if (!settlement.result) await reschedule(db, claim, claim.due_at, now);
+        return;
+      }
+      const error = settlement.error;
+      const message = redactTaxIds((error as Error).message ?? String(error));
+      if (!(error instanceof CallFailed)) onError(error);
+      const at =
+        settlement.kind === 'retry' ? settlement.at : new Date(now.getTime() + deps.retrySchedule.maxMs);
+      const what = error instanceof CallFailed ? error.action : 'recording';
+      console.warn(
+        `carrier-registration: ${what} for account ${claim.account_id} failed (${claim.failures + 1} in a row), ` +
+          `again at ${at.toISOString()}: ${message}`,
+      );
+      await reschedule(db, claim, at, now, { failures: claim.failures + 1, message });
+    },
+    async release(claims, until) {
+      const now = clock.now();
+      for (const claim of claims) await reschedule(db, claim, until ?? now, now);
+    },
+    leaseEndOf: (claim) => claim.lease_until!,
+    measure: () => queueMeasure(db, clock.now()),
+  };
+  const worker = createWorker({
+    queue,
+    clock,
+    concurrency: deps.concurrency ?? 2,
+    retry: registrationRetry(deps.retrySchedule),
+    // The call's own bound and the recording after it, well inside the lease.
+    budgetMs: deps.callTimeoutMs + 30_000,
+    pollMs: pollIntervalMs,
+    random: deps.random,
+    onError,
+  });
+  worker.start();
 
   return {
-    work,
-    async stop() {
-      stopped = true;
-      wake?.();
-      await loop;
-      unwatchQueue();
-    },
+    work: () => worker.drain(),
+    stop: () => worker.stop(),
   };
 }
+
+/** A call to the provider that failed for a passing reason: retried with backoff. */
+class CallFailed extends Error {
+  override name = 'CallFailed';
+  constructor(
+    readonly action: string,
+    override readonly cause: unknown,
+  ) {
+    super((cause as Error)?.message ?? String(cause));
+  }
+}
+
+/**
+ * Calls that failed for a passing reason, and failures to record an outcome, are tried again with the
+ * delay doubling from `baseMs` to `maxMs`; half of it is spread at random (equal jitter), so the
+ * registrations an outage interrupted do not all come back at once, yet the provider gets its time.
+ */
+export const registrationRetry = (schedule: RetrySchedule): RetryPolicy => ({
+  backoff: { kind: 'exponential', baseMs: schedule.baseMs, maxMs: schedule.maxMs },
+  jitter: 'equal',
+  maxAttempts: Number.POSITIVE_INFINITY,
+  retryable: 'all',
+});

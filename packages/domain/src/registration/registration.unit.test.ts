@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { campaignKeywordReplies } from './campaign';
 import { decideRegistrationOutcome, type ActionOutcome } from './outcome';
 import { nextRegistrationAction, type RegistrationAction } from './plan';
-import { nextCheckAt, retryAt } from './schedule';
+import { nextCheckAt } from './schedule';
 import { isUsLongCode, registrationHold } from './sending-rule';
 import {
   evolveRegistration,
@@ -412,14 +412,6 @@ describe('the schedules', () => {
     expect(nextCheckAt(at(0), at(0), schedule)).toEqual(new Date(at(0).getTime() + 30_000));
     expect(nextCheckAt(at(0), at(10), schedule)).toEqual(at(15));
     expect(nextCheckAt(at(0), at(60 * 24), schedule)).toEqual(at(60 * 25));
-  });
-
-  it('backs off from failed calls, doubling to a cap, half of each delay spread at random', () => {
-    const retry = { baseMs: 5_000, maxMs: 600_000 };
-    const delays = (random: number) =>
-      [1, 2, 3, 4, 10].map((failures) => retryAt(failures, at(0), random, retry).getTime() - at(0).getTime());
-    expect(delays(0)).toEqual([2_500, 5_000, 10_000, 20_000, 300_000]);
-    expect(delays(0.5)).toEqual([3_750, 7_500, 15_000, 30_000, 450_000]);
   });
 });
 

@@ -15,18 +15,11 @@ export function nextCheckAt(since: Date, now: Date, schedule: CheckSchedule): Da
   return new Date(now.getTime() + delay);
 }
 
-/** Backoff after failed calls to the provider (an outage, a 5xx, a timeout): doubling, capped. */
+/**
+ * The backoff after failed calls to the provider (an outage, a 5xx, a timeout): from `baseMs`, doubling
+ * to `maxMs`; the registration worker's retry policy applies it.
+ */
 export interface RetrySchedule {
   baseMs: number;
   maxMs: number;
-}
-
-/**
- * When to call again after `failures` calls in a row failed for a passing reason: the delay doubles
- * from `baseMs` up to `maxMs`, and half of it is spread at random (`random` in [0, 1)), so the
- * registrations an outage interrupted do not all come back at the same instant.
- */
-export function retryAt(failures: number, now: Date, random: number, schedule: RetrySchedule): Date {
-  const ceiling = Math.min(schedule.maxMs, schedule.baseMs * 2 ** Math.max(0, failures - 1));
-  return new Date(now.getTime() + ceiling / 2 + (random * ceiling) / 2);
 }

@@ -15,10 +15,11 @@ export interface RetryPolicy {
     | { kind: 'exponential'; baseMs: number; maxMs: number; factor?: number };
   /**
    * `full`: each delay is drawn uniformly between 0 and the backoff's, so items that failed together
-   * (a provider's outage) do not all come back at the same instant. `none`: exactly the backoff's, for a
-   * schedule a specification fixes.
+   * (a provider's outage) do not all come back at the same instant. `equal`: half the backoff, plus a
+   * uniform draw of the other half (spread, yet never sooner than half: for a provider that must be
+   * given time). `none`: exactly the backoff's, for a schedule a specification fixes.
    */
-  jitter: 'full' | 'none';
+  jitter: 'full' | 'equal' | 'none';
   /** Attempts in all, the first included (Infinity: until it succeeds; a schedule also ends with its last delay). */
   maxAttempts: number;
   /** No retry once the first failure is this old (measured by the queue's own record of it). */
@@ -54,7 +55,7 @@ export function backoffMs(policy: RetryPolicy, retriesDone: number): number | un
   return Math.min(backoff.maxMs, backoff.baseMs * factor ** Math.min(retriesDone, 64));
 }
 
-/** The delay itself: the backoff, or with full jitter a uniform draw in [0, backoff]. */
+/** The delay itself: the backoff, or with jitter a uniform draw in [0, backoff] (full) or [backoff / 2, backoff] (equal). */
 export function retryDelayMs(
   policy: RetryPolicy,
   retriesDone: number,
@@ -62,7 +63,9 @@ export function retryDelayMs(
 ): number | undefined {
   const delay = backoffMs(policy, retriesDone);
   if (delay === undefined) return undefined;
-  return policy.jitter === 'full' ? Math.round(random() * delay) : delay;
+  if (policy.jitter === 'full') return Math.round(random() * delay);
+  if (policy.jitter === 'equal') return Math.round(delay / 2 + (random() * delay) / 2);
+  return delay;
 }
 
 const isRetryable = (policy: RetryPolicy, failure: Failure) => {

@@ -46,6 +46,13 @@ describe('the retry backoff', () => {
     expect(retryDelayMs(exponential, 2, () => 1)).toBe(4000);
   });
 
+  it('with equal jitter never waits less than half the backoff, and at most all of it', () => {
+    const equal = { ...exponential, jitter: 'equal' as const };
+    expect(retryDelayMs(equal, 2, () => 0)).toBe(2000);
+    expect(retryDelayMs(equal, 2, () => 1)).toBe(4000);
+    expect(retryDelayMs(equal, 2, () => 0.5)).toBe(3000);
+  });
+
   it('without jitter is exactly the schedule', () => {
     expect(retryDelayMs(schedule, 1, () => 0.3)).toBe(120_000);
   });
