@@ -1,5 +1,5 @@
 import type { WebhookEventType } from '@leadline/events';
-import type { Database, WebhookDeliveryStatus } from '@leadline/runtime';
+import { notFound, type Database, type WebhookDeliveryStatus } from '@leadline/runtime';
 import type { Kysely, Selectable } from 'kysely';
 import type { z } from 'zod';
 import type { PartnerWebhooksState, Webhook } from '@leadline/domain';
@@ -15,6 +15,13 @@ export function findWebhookRow(db: Kysely<Database>, partnerId: string, webhookI
     .where('partner_id', '=', partnerId)
     .where('id', '=', webhookId)
     .executeTakeFirst();
+}
+
+/** The partner's webhook, or a 404: another partner's webhook does not exist. */
+export async function requireWebhookRow(db: Kysely<Database>, partnerId: string, webhookId: string) {
+  const row = await findWebhookRow(db, partnerId, webhookId);
+  if (!row) throw notFound('webhook');
+  return row;
 }
 
 export function listWebhookRows(db: Kysely<Database>, partnerId: string) {
