@@ -211,65 +211,81 @@ export function decideAiTurn(turn: AiTurn, state: AiTurnState, now: Date): NewEv
     stepFailed('empty_reply');
   }
 
-  if (lead) {
-    const requirements = new Map(state.requirements.map((requirement) => [requirement.id, requirement]));
-    const collected = new Set(state.collected);
-    const wasComplete = checklistProgress(state.requirements, collected).complete;
-    for (const item of proposal.collected) {
-      const requirement = requirements.get(item.requirement_id);
-      // A requirement deleted while the model was thinking is not collected.
-      if (!requirement) continue;
-      collected.add(requirement.id);
-      const progress = checklistProgress(state.requirements, collected);
-      events.push({
-        type: 'checklist.item_collected',
-        data: {
-          lead_id: lead.lead_id,
-          phone,
-          lead_name: leadName(lead),
-          requirement_id: requirement.id,
-          requirement_name: requirement.name,
-          requirement_type: requirement.type,
-          value: item.attachment ? null : item.value,
-          document: item.attachment && {
-            document_id: item.attachment.document_id,
-            content_type: item.attachment.content_type,
-            file_size: item.attachment.file_size,
-          },
-          message_id: item.attachment?.message_id ?? turn.message_ids.at(-1) ?? null,
-          checklist_progress: progress.progress,
-          completed_items: progress.completed_count,
-          total_items: progress.total_count,
-        },
-      });
-    }
-    const progress = checklistProgress(state.requirements, collected);
-    if (progress.complete && !wasComplete) {
-      events.push({
-        type: 'checklist.completed',
-        data: {
-          lead_id: lead.lead_id,
-          phone,
-          lead_name: leadName(lead),
-          checklist_progress: progress.progress,
-          completed_items: progress.completed_count,
-          total_items: progress.total_count,
-        },
-      });
-      // The send decider has already moved a `new` lead to `contacted` if a reply went out.
-      const status = reply && lead.status === 'new' ? 'contacted' : lead.status;
-      if (status === 'new' || status === 'contacted') {
-        events.push({
-          type: 'lead.status_changed',
-          data: { lead_id: lead.lead_id, phone, previous_status: status, new_status: 'qualified' },
-        });
-      }
-    }
-  }
+  if (lead) events.push(...checklistEvents(lead, state, turn, proposal.collected, reply !== null));
 
   if (proposal.handoff && !state.conversation?.needs_handoff) {
     events.push({ type: 'conversation.handoff_requested', data: { ...leadRef, reason: proposal.handoff } });
   }
   completed(proposal.handoff ? 'handoff' : reply ? 'replied' : 'silent', proposal.handoff, reply !== null);
+  return events;
+}
+
+/**
+ * What the model collected, as checklist events: each item still on the checklist (one deleted while the
+ * model was thinking is not collected) with the progress it makes, then `checklist.completed` and the
+ * lead `qualified` when this turn completes the checklist.
+ */
+function checklistEvents(
+  lead: NonNullable<AiTurnState['lead']>,
+  state: AiTurnState,
+  turn: AiTurn,
+  collectedItems: NonNullable<AiTurn['proposal']>['collected'],
+  replied: boolean,
+): NewEvent[] {
+  const { phone } = turn;
+  const events: NewEvent[] = [];
+  const requirements = new Map(state.requirements.map((requirement) => [requirement.id, requirement]));
+  const collected = new Set(state.collected);
+  const wasComplete = checklistProgress(state.requirements, collected).complete;
+  for (const item of collectedItems) {
+    const requirement = requirements.get(item.requirement_id);
+    // A requirement deleted while the model was thinking is not collected.
+    if (!requirement) continue;
+    collected.add(requirement.id);
+    const progress = checklistProgress(state.requirements, collected);
+    events.push({
+      type: 'checklist.item_collected',
+      data: {
+        lead_id: lead.lead_id,
+        phone,
+        lead_name: leadName(lead),
+        requirement_id: requirement.id,
+        requirement_name: requirement.name,
+        requirement_type: requirement.type,
+        value: item.attachment ? null : item.value,
+        document: item.attachment && {
+          document_id: item.attachment.document_id,
+          content_type: item.attachment.content_type,
+          file_size: item.attachment.file_size,
+        },
+        message_id: item.attachment?.message_id ?? turn.message_ids.at(-1) ?? null,
+        checklist_progress: progress.progress,
+        completed_items: progress.completed_count,
+        total_items: progress.total_count,
+      },
+    });
+  }
+  const progress = checklistProgress(state.requirements, collected);
+  if (progress.complete && !wasComplete) {
+    events.push({
+      type: 'checklist.completed',
+      data: {
+        lead_id: lead.lead_id,
+        phone,
+        lead_name: leadName(lead),
+        checklist_progress: progress.progress,
+        completed_items: progress.completed_count,
+        total_items: progress.total_count,
+      },
+    });
+    // The send decider has already moved a `new` lead to `contacted` if a reply went out.
+    const status = replied && lead.status === 'new' ? 'contacted' : lead.status;
+    if (status === 'new' || status === 'contacted') {
+      events.push({
+        type: 'lead.status_changed',
+        data: { lead_id: lead.lead_id, phone, previous_status: status, new_status: 'qualified' },
+      });
+    }
+  }
   return events;
 }
