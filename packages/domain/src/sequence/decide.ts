@@ -1,5 +1,4 @@
-import { leadName, type EventData, type NewEvent } from '@leadline/events';
-import { conflict, DomainError, notFound } from '../errors';
+import { leadName, type NewEvent } from '@leadline/events';
 import { heldForConsent, type ConsentState } from '../consent/decide';
 import type { ConversationState } from '../conversation/decide';
 import { decideSendMessage } from '../conversation/decide';
@@ -12,98 +11,7 @@ import {
   type SendingWindow,
 } from './sending-window';
 import { renderTemplate, valuesOf } from './templates';
-
-/** A step of a sequence, as the partner defines it (its `order` is its position). */
-export interface SequenceStep {
-  type: 'fixed' | 'ai';
-  message: string | null;
-  instructions: string | null;
-  delay_hours: number;
-  skip_if_replied: boolean;
-}
-
-export const MAX_STEPS = 50;
-export const MAX_SEQUENCES = 100;
-
-export interface Sequence {
-  id: string;
-  name: string;
-  description: string | null;
-  is_active: boolean;
-  is_default: boolean;
-  steps: SequenceStep[];
-  steps_version: number;
-}
-
-export type SequenceChanges = Partial<
-  Pick<Sequence, 'name' | 'description' | 'is_active' | 'is_default' | 'steps'>
->;
-
-export type SequenceCommand =
-  | { type: 'CreateSequence'; sequence: Omit<Sequence, 'steps_version'> }
-  | { type: 'UpdateSequence'; sequence_id: string; changes: SequenceChanges }
-  | { type: 'DeleteSequence'; sequence_id: string; active_enrollments: number };
-
-/** The default sequence loses its flag when another one takes it: one default per account. */
-function previousDefaultCleared(sequences: readonly Sequence[], newDefault: string): NewEvent[] {
-  return sequences
-    .filter((sequence) => sequence.is_default && sequence.id !== newDefault)
-    .map((sequence) => ({
-      type: 'sequence.updated',
-      data: { sequence_id: sequence.id, changes: { is_default: false } },
-    }));
-}
-
-/** The account's sequences decider. Updating steps makes a new steps version; enrollments keep theirs. */
-export function decideSequences(command: SequenceCommand, sequences: readonly Sequence[]): NewEvent[] {
-  switch (command.type) {
-    case 'CreateSequence': {
-      if (sequences.length >= MAX_SEQUENCES) {
-        throw new DomainError(
-          400,
-          'sequence_limit_reached',
-          `An account has at most ${MAX_SEQUENCES} sequences.`,
-        );
-      }
-      const { id, ...fields } = command.sequence;
-      return [
-        ...(fields.is_default ? previousDefaultCleared(sequences, id) : []),
-        { type: 'sequence.created', data: { sequence_id: id, ...fields, steps_version: 1 } },
-      ];
-    }
-    case 'UpdateSequence': {
-      const current = sequences.find((sequence) => sequence.id === command.sequence_id);
-      if (!current) throw notFound('sequence');
-      const changes: EventData<'sequence.updated'>['changes'] = {};
-      const { steps, ...fields } = command.changes;
-      for (const [key, value] of Object.entries(fields) as [keyof typeof fields, unknown][]) {
-        if (value !== undefined && value !== current[key]) Object.assign(changes, { [key]: value });
-      }
-      if (steps && JSON.stringify(steps) !== JSON.stringify(current.steps)) {
-        changes.steps = steps;
-        changes.steps_version = current.steps_version + 1;
-      }
-      if (Object.keys(changes).length === 0) return [];
-      return [
-        ...(changes.is_default ? previousDefaultCleared(sequences, current.id) : []),
-        { type: 'sequence.updated', data: { sequence_id: current.id, changes } },
-      ];
-    }
-    case 'DeleteSequence': {
-      if (!sequences.some((sequence) => sequence.id === command.sequence_id)) throw notFound('sequence');
-      return [
-        {
-          type: 'sequence.deleted',
-          data: { sequence_id: command.sequence_id, cancelled_enrollments: command.active_enrollments },
-        },
-      ];
-    }
-    default: {
-      const unknownCommand: never = command;
-      throw new Error(`Unknown command ${(unknownCommand as { type: string }).type}`);
-    }
-  }
-}
+import type { Sequence, SequenceStep } from './definition';
 
 /**
  * The order the events of many decided steps are appended in: by type, each step's own events keeping
@@ -159,7 +67,7 @@ export interface Schedule {
   hourSeconds: number;
 }
 
-type AccountForSteps = ConversationState['account'] & { sending_window: SendingWindow };
+export type AccountForSteps = ConversationState['account'] & { sending_window: SendingWindow };
 
 /**
  * When a step may go out: `delay_hours` after `from`, then moved to the first instant the lead's
@@ -206,7 +114,7 @@ export interface StepState {
   consent: ConsentState;
 }
 
-const refOf = (enrollment: Enrollment) => ({
+export const refOf = (enrollment: Enrollment) => ({
   enrollment_id: enrollment.id,
   sequence_id: enrollment.sequence_id,
   lead_id: enrollment.lead_id,
@@ -218,7 +126,7 @@ const refOf = (enrollment: Enrollment) => ({
  * hold when a rule moved it (the window, the lead's state's law), or completion. `sentNow` when the
  * step's message went out now (it counts toward the state's cap).
  */
-function afterStep(state: StepState, enrollment: Enrollment, schedule: Schedule, sentNow: boolean) {
+export function afterStep(state: StepState, enrollment: Enrollment, schedule: Schedule, sentNow: boolean) {
   const next = enrollment.current_step + 1;
   const nextStep = state.steps[next];
   if (nextStep) {
@@ -388,276 +296,4 @@ export function decideAiStepOutcome(
         }
       : { type: 'sequence.step_skipped', data: { ...ref, reason: 'ai_failed', next_step_at: nextStepAt } };
   return [done, ...following];
-}
-
-export type UnenrollResult = { action: 'unenrolled' | 'not_enrolled' };
-
-/**
- * Takes a lead out of a sequence: its active enrollment ends (`unenrolled`); a lead that is not in the
- * sequence now (never enrolled, completed, cancelled, stopped) is left alone (`not_enrolled`).
- */
-export function decideUnenroll(state: EnrollState): { events: NewEvent[]; result: UnenrollResult } {
-  const { sequence, lead, enrollment } = state;
-  if (!sequence) throw notFound('sequence');
-  if (!lead) throw notFound('lead');
-  if (enrollment?.status !== 'active') return { events: [], result: { action: 'not_enrolled' } };
-  return {
-    events: [{ type: 'sequence.unenrolled', data: refOf(enrollment) }],
-    result: { action: 'unenrolled' },
-  };
-}
-
-export interface EnrollState {
-  account: AccountForSteps;
-  sequence: Sequence | undefined;
-  lead: Lead | undefined;
-  conversation: ConversationState['conversation'];
-  /** The lead's enrollment in this sequence, if it ever had one. */
-  enrollment: Enrollment | undefined;
-  /** As `StepState.sent`. */
-  sent?: readonly Date[];
-  /** As `StepState.optOutPending`: the lead is refused as for an opt-out. */
-  optOutPending: boolean;
-  /** As `StepState.consent`: step 0 due at once is held without consent (the enrollment is made). */
-  consent: ConsentState;
-}
-
-export interface EnrollResult {
-  action: 'enrolled' | 'already_enrolled' | 'reactivated';
-  message_sent: boolean;
-  /** Null when no step is left, or while the next one waits for consent. */
-  next_step_at: string | null;
-  hold_reason: EnrollmentHoldReason | null;
-}
-
-/**
- * Enrolls a lead at step 0; a lead whose enrollment ended (cancelled, opted out, completed) starts
- * again (`reactivated`). Step 0 due at once goes out in the same decision (`message_sent`); otherwise
- * `next_step_at` says when (after its delay, inside the lead's sending window). Without consent where
- * the account requires it the lead is still enrolled: step 0, once due, waits for consent
- * (`hold_reason: no_consent`), so a grant recorded later starts the sequence where it stands.
- */
-export function decideEnroll(
-  command: { enrollment_id: string; message_id: string },
-  state: EnrollState,
-  schedule: Schedule,
-): { events: NewEvent[]; result: EnrollResult } {
-  const { account, sequence, lead, conversation, enrollment } = state;
-  if (!sequence) throw notFound('sequence');
-  if (!lead) throw notFound('lead');
-  if (enrollment?.status === 'active') {
-    return {
-      events: [],
-      result: {
-        action: 'already_enrolled',
-        message_sent: false,
-        next_step_at:
-          enrollment.hold_reason === 'no_consent' ? null : (enrollment.next_step_at?.toISOString() ?? null),
-        hold_reason: enrollment.hold_reason,
-      },
-    };
-  }
-  if (!sequence.is_active) {
-    throw conflict('sequence_inactive', 'The sequence is inactive; activate it to enroll leads.');
-  }
-  if (account.status !== 'active') {
-    throw conflict('account_deactivated', 'The account is deactivated; reactivate it to enroll leads.');
-  }
-  if (conversation?.opted_out || state.optOutPending) {
-    throw conflict(
-      'lead_opted_out',
-      'This number opted out (it texted STOP or asked not to be contacted); it can opt back in with START.',
-    );
-  }
-  const action = enrollment ? 'reactivated' : 'enrolled';
-  const first = sequence.steps[0]!;
-  const due = new Date(schedule.now.getTime() + first.delay_hours * schedule.hourSeconds * 1000);
-  const hold = stepHold(due, lead.phone, account.sending_window, state.sent);
-  const dueAt = hold?.next_allowed_at ?? due;
-  const enrolled: Enrollment = {
-    id: command.enrollment_id,
-    sequence_id: sequence.id,
-    sequence_name: sequence.name,
-    lead_id: lead.lead_id,
-    phone: lead.phone,
-    status: 'active',
-    steps_version: sequence.steps_version,
-    total_steps: sequence.steps.length,
-    current_step: 0,
-    next_step_at: dueAt,
-    awaiting_ai: false,
-    replied: false,
-    hold_reason: hold?.reason ?? null,
-  };
-  const events: NewEvent[] = [
-    {
-      type: 'sequence.enrolled',
-      data: {
-        enrollment_id: enrolled.id,
-        sequence_id: sequence.id,
-        lead_id: lead.lead_id,
-        phone: lead.phone,
-        action,
-        steps_version: sequence.steps_version,
-        total_steps: enrolled.total_steps,
-        next_step_at: dueAt.toISOString(),
-      },
-    },
-  ];
-  if (hold) {
-    events.push(
-      heldEvent(
-        {
-          enrollment_id: enrolled.id,
-          sequence_id: sequence.id,
-          lead_id: lead.lead_id,
-          phone: lead.phone,
-          step_order: 0,
-        },
-        'due',
-        hold,
-      ),
-    );
-  }
-  if (dueAt.getTime() > schedule.now.getTime()) {
-    return {
-      events,
-      result: {
-        action,
-        message_sent: false,
-        next_step_at: dueAt.toISOString(),
-        hold_reason: hold?.reason ?? null,
-      },
-    };
-  }
-  const stepEvents = decideDueStep(
-    {
-      account,
-      sequence,
-      enrollment: enrolled,
-      steps: sequence.steps,
-      lead,
-      conversation,
-      sent: state.sent,
-      optOutPending: state.optOutPending,
-      consent: state.consent,
-    },
-    0,
-    { ...schedule, messageId: command.message_id },
-  );
-  const sent = stepEvents.find((event) => event.type === 'sequence.step_sent');
-  const nextStepAt = sent?.type === 'sequence.step_sent' ? sent.data.next_step_at : null;
-  const heldForNoConsent = stepEvents.some((event) => event.type === 'sequence.step_held_for_consent');
-  return {
-    events: [...events, ...stepEvents],
-    result: {
-      action,
-      message_sent: sent !== undefined,
-      // An AI step 0 is being written by the AI now: it is due now.
-      next_step_at: sent ? nextStepAt : heldForNoConsent ? null : dueAt.toISOString(),
-      hold_reason: heldForNoConsent ? 'no_consent' : heldReasonOf(stepEvents),
-    },
-  };
-}
-
-/** The reason of the first time-bound hold among `events` (the next step's, after one sent). */
-const heldReasonOf = (events: readonly NewEvent[]) => {
-  const held = events.find((event) => event.type === 'sequence.step_held');
-  return held?.type === 'sequence.step_held' ? held.data.reason : null;
-};
-
-/**
- * `auto_sequence` on import: each lead imported with it starts the account's default sequence, unless
- * it already has an enrollment in it (active or ended: a re-import never restarts a sequence), the
- * number opted out (or its opt-out is answered and not yet decided), the account is deactivated or
- * there is no active default. Step 0 is left to the sequencer, which decides all of an account's due
- * steps in one command: the import stays one quick append and answers before the messages are
- * decided. A step 0 moved by the sending window or the lead's state's rules is on the log as
- * `sequence.step_held` after the enrollments, as any held step is.
- */
-export function decideAutoEnrollments(
-  leads: readonly { lead: Lead; auto_sequence: boolean }[],
-  state: {
-    account: AccountForSteps;
-    defaultSequence: Sequence | undefined;
-    /** Leads that have an enrollment in the default sequence, and whether it is active. */
-    enrolled: ReadonlyMap<string, boolean>;
-    /** Numbers opted out (projected, or answered to Twilio and not yet decided). */
-    optedOut: ReadonlySet<string>;
-  },
-  context: Schedule & { newId: () => string },
-): { events: NewEvent[]; inSequence: Set<string> } {
-  const { account, defaultSequence: sequence } = state;
-  const inSequence = new Set([...state.enrolled].filter(([, active]) => active).map(([leadId]) => leadId));
-  const events: NewEvent[] = [];
-  if (!sequence?.is_active || account.status !== 'active') return { events, inSequence };
-  const first = sequence.steps[0]!;
-  const enrollments: EventData<'sequence.leads_enrolled'>['enrollments'] = [];
-  const holds: NewEvent[] = [];
-  for (const { lead, auto_sequence } of leads) {
-    if (!auto_sequence || state.enrolled.has(lead.lead_id) || inSequence.has(lead.lead_id)) continue;
-    if (state.optedOut.has(lead.phone)) continue;
-    const due = new Date(context.now.getTime() + first.delay_hours * context.hourSeconds * 1000);
-    const hold = stepHold(due, lead.phone, account.sending_window);
-    const enrollment = {
-      enrollment_id: context.newId(),
-      lead_id: lead.lead_id,
-      phone: lead.phone,
-      next_step_at: (hold?.next_allowed_at ?? due).toISOString(),
-    };
-    enrollments.push(enrollment);
-    // As for an enrollment one by one (and every later step): a moved step 0 is on the log as a hold.
-    if (hold) {
-      const ref = { ...enrollment, sequence_id: sequence.id, step_order: 0 };
-      holds.push(
-        heldEvent(
-          {
-            enrollment_id: ref.enrollment_id,
-            sequence_id: ref.sequence_id,
-            lead_id: ref.lead_id,
-            phone: ref.phone,
-            step_order: 0,
-          },
-          'due',
-          hold,
-        ),
-      );
-    }
-    inSequence.add(lead.lead_id);
-  }
-  if (enrollments.length > 0) {
-    events.push({
-      type: 'sequence.leads_enrolled',
-      data: {
-        sequence_id: sequence.id,
-        steps_version: sequence.steps_version,
-        total_steps: sequence.steps.length,
-        enrollments,
-      },
-    });
-    // After the enrollments they move (the projector applies a hold to an enrollment it has).
-    events.push(...holds);
-  }
-  return { events, inSequence };
-}
-
-/** A message from a lead with active enrollments: one `sequence.reply_received` per enrollment. */
-export function decideSequenceReplies(
-  enrollments: readonly Enrollment[],
-  message: { message_id: string; body: string; lead_name: string | null },
-): NewEvent[] {
-  return enrollments
-    .filter((enrollment) => enrollment.status === 'active')
-    .map((enrollment) => ({
-      type: 'sequence.reply_received',
-      data: {
-        ...refOf(enrollment),
-        lead_name: message.lead_name,
-        sequence_name: enrollment.sequence_name,
-        current_step: enrollment.current_step,
-        total_steps: enrollment.total_steps,
-        message_id: message.message_id,
-        message_body: message.body,
-      },
-    }));
 }

@@ -1,16 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { SequenceStep } from './decide';
+import type { SequenceStep } from './definition';
 import type { Lead } from '../lead/state';
-import {
-  decideAiStepOutcome,
-  decideDueStep,
-  decideEnroll,
-  decideSequences,
-  decideUnenroll,
-  type Enrollment,
-  type EnrollState,
-  type StepState,
-} from './decide';
+import { decideAiStepOutcome, decideDueStep, type Enrollment, type StepState } from './decide';
+import { decideSequences } from './definition';
+import { decideEnroll, decideUnenroll, type EnrollState } from './enrollment';
 import { DEFAULT_SENDING_WINDOW } from './sending-window';
 
 const now = new Date('2026-03-02T15:00:00Z');

@@ -1,7 +1,8 @@
 import type { NewEvent } from '@leadline/events';
 import { describe, expect, it } from 'vitest';
 import type { Lead } from '../lead/state';
-import { decideDueStep, type Enrollment, type SequenceStep, type StepState } from './decide';
+import { decideDueStep, type Enrollment, type StepState } from './decide';
+import type { SequenceStep } from './definition';
 import { evolveEnrollment, evolveStepState } from './evolve';
 import { DEFAULT_SENDING_WINDOW } from './sending-window';
 
