@@ -1,7 +1,7 @@
 import { createEventProducer, newUuid } from '@leadline/runtime';
 import { generateApiKey } from '../services/command-api/src/partners/api-keys';
 import { createPartner } from '../services/command-api/src/partners/partners';
-import { measure, percentile, throughput, type Measurement } from './stats';
+import { cpuTable, measure, percentile, throughput, type Measurement } from './stats';
 import { stageBreakdown } from './stages';
 import { expectStatus, startBenchSystem } from './system';
 
@@ -90,6 +90,8 @@ export async function benchAccountCreation(): Promise<string> {
     `Account creation (${CLIENTS} clients, ${CREATES} creates, after ${WARM_UP} to warm up)`,
     '',
     ratioTable(create, rawSend),
+    '',
+    cpuTable([{ subject: create, baseline: rawSend }]),
     '',
     stages,
   ].join('\n');

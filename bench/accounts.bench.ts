@@ -1,7 +1,7 @@
 import { createEventProducer, newUuid } from '@leadline/runtime';
 import Fastify from 'fastify';
 import pg from 'pg';
-import { comparisonTable, measure } from './stats';
+import { comparisonTable, measure, type Measurement } from './stats';
 import { expectStatus, startBenchSystem } from './system';
 
 const CONCURRENCY = 16;
@@ -11,26 +11,36 @@ const GETS = 10_000;
 /**
  * Create-account and get-account through the whole path (HTTP, lock, watermark wait, decide,
  * idempotent acks=all append, projection, read-your-writes), each beside its raw floor measured in
- * the same run: a bare kafkajs send of the same events, and a bare fastify route doing one insert.
+ * the same run: a bare kafkajs send of the same events, and a bare fastify route doing one insert
+ * (one select for the get). `accounts:get` runs the get rows only (over 200 accounts created unmeasured),
+ * `accounts:create` the create rows only.
  */
-export async function benchAccounts(): Promise<string> {
+export async function benchAccounts(rows: string[] = []): Promise<string> {
+  const creating = rows.length === 0 || rows.includes('create');
+  const getting = rows.length === 0 || rows.includes('get');
   const system = await startBenchSystem();
   const { services, env, headers } = system;
   const base = system.baseUrl;
 
   const ids: string[] = [];
-  const create = await measure('create account (POST, read-your-writes)', CREATES, CONCURRENCY, async (i) => {
+  const createAccount = async (i: number) => {
     const response = await fetch(`${base}/v1/accounts`, {
       method: 'POST',
       headers,
       body: JSON.stringify({ name: `Bench account ${i}`, metadata: { i } }),
     });
     ids.push(((await expectStatus(response, 201)) as { id: string }).id);
-  });
-  const get = await measure('get account (GET)', GETS, CONCURRENCY, async (i) => {
-    const response = await fetch(`${base}/v1/accounts/${ids[i % ids.length]}`, { headers });
-    await expectStatus(response, 200);
-  });
+  };
+  const create = creating
+    ? await measure('create account (POST, read-your-writes)', CREATES, CONCURRENCY, createAccount)
+    : undefined;
+  if (!creating) for (let i = 0; i < 200; i++) await createAccount(i);
+  const get = getting
+    ? await measure('get account (GET)', GETS, CONCURRENCY, async (i) => {
+        const response = await fetch(`${base}/v1/accounts/${ids[i % ids.length]}`, { headers });
+        await expectStatus(response, 200);
+      })
+    : undefined;
 
   // Floor 1: the same account.created events, sent raw with an idempotent acks=all producer.
   const producer = createEventProducer(services.kafka);
@@ -62,9 +72,11 @@ export async function benchAccounts(): Promise<string> {
     waitForLeaders: true,
     topics: [{ topic: rawTopic, numPartitions: 8 }],
   });
-  const rawSend = await measure('kafkajs send, idempotent acks=all', CREATES, CONCURRENCY, async (i) => {
-    await producer.send({ topic: rawTopic, acks: -1, messages: [{ key: `k${i}`, value: template }] });
-  });
+  const rawSend = create
+    ? await measure('kafkajs send, idempotent acks=all', CREATES, CONCURRENCY, async (i) => {
+        await producer.send({ topic: rawTopic, acks: -1, messages: [{ key: `k${i}`, value: template }] });
+      })
+    : undefined;
 
   // Floor 2: a bare fastify route doing one Postgres insert, over the same HTTP client.
   const pool = new pg.Pool({ connectionString: env.config.DATABASE_URL, max: 20 });
@@ -81,18 +93,22 @@ export async function benchAccounts(): Promise<string> {
     return rows[0] ?? {};
   });
   const bareBase = await bare.listen({ port: 0, host: '127.0.0.1' });
-  const rawInsert = await measure('bare fastify + one insert', CREATES, CONCURRENCY, async (i) => {
-    const response = await fetch(`${bareBase}/raw`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ name: `Bench account ${i}` }),
-    });
-    await response.arrayBuffer();
-  });
-  const rawSelect = await measure('bare fastify + one select', GETS, CONCURRENCY, async (i) => {
-    const response = await fetch(`${bareBase}/raw/${ids[i % ids.length]}`);
-    await response.arrayBuffer();
-  });
+  const rawInsert = create
+    ? await measure('bare fastify + one insert', CREATES, CONCURRENCY, async (i) => {
+        const response = await fetch(`${bareBase}/raw`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ name: `Bench account ${i}` }),
+        });
+        await response.arrayBuffer();
+      })
+    : undefined;
+  const rawSelect = get
+    ? await measure('bare fastify + one select', GETS, CONCURRENCY, async (i) => {
+        const response = await fetch(`${bareBase}/raw/${ids[i % ids.length]}`);
+        await response.arrayBuffer();
+      })
+    : undefined;
 
   await bare.close();
   await pool.end();
@@ -103,9 +119,13 @@ export async function benchAccounts(): Promise<string> {
     `Accounts (${CONCURRENCY} concurrent clients, ${CREATES} creates, ${GETS} gets)`,
     '',
     comparisonTable([
-      { subject: create, baseline: rawSend },
-      { subject: create, baseline: rawInsert },
-      { subject: get, baseline: rawSelect },
-    ]),
+      ...(create && rawSend && rawInsert
+        ? [
+            { subject: create, baseline: rawSend },
+            { subject: create, baseline: rawInsert },
+          ]
+        : []),
+      ...(get && rawSelect ? [{ subject: get, baseline: rawSelect }] : []),
+    ] satisfies { subject: Measurement; baseline: Measurement }[]),
   ].join('\n');
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { infrastructureConfig, loadConfig, type InfrastructureConfig } from '@leadline/runtime';
 import { deleteSubjectsUnder } from '@leadline/test-kit';
 import pg from 'pg';
+import { countDatabase } from './cpu';
 
 /** A throwaway database and topic prefix on the running infrastructure, like a test file's. */
 export async function benchEnvironment(): Promise<{
@@ -14,6 +15,7 @@ export async function benchEnvironment(): Promise<{
   const adminUrl = new URL(base.DATABASE_URL);
   adminUrl.pathname = '/postgres';
   url.pathname = `/leadline_bench_${id}`;
+  countDatabase(`leadline_bench_${id}`);
   return {
     config: { ...base, DATABASE_URL: url.toString(), TOPIC_PREFIX: `bench-${id}.` },
     async dispose() {

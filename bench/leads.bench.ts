@@ -2,7 +2,8 @@ import { logCompression, newUuid } from '@leadline/runtime';
 import Fastify from 'fastify';
 import pg from 'pg';
 import { stageBreakdown } from './stages';
-import { comparisonTable, measure, percentile, type Measurement } from './stats';
+import { cpuWindow } from './cpu';
+import { comparisonTable, cpuTable, measure, percentile, type Measurement } from './stats';
 import { expectStatus, startBenchSystem } from './system';
 
 const BULK_RUNS = 20;
@@ -36,6 +37,7 @@ export async function benchLeads(rows: string[] = []): Promise<string> {
 
   // Bulk: a fresh account per run, so every lead is created.
   const bulk: number[] = [];
+  const bulkCpu = cpuWindow();
   for (let run = 0; run < bulkRuns; run++) {
     const account = await newAccount();
     const leads = Array.from({ length: BULK_SIZE }, (_, i) => ({
@@ -63,6 +65,7 @@ export async function benchLeads(rows: string[] = []): Promise<string> {
     if (result.imported !== BULK_SIZE || listed.total !== BULK_SIZE)
       throw new Error('bulk import lost leads');
   }
+  const bulkUsed = bulkCpu.stop();
 
   // The floor: the same events, already encoded, in one sendBatch; then 1,000 rows in one insert.
   const producer = services.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
@@ -77,6 +80,7 @@ export async function benchLeads(rows: string[] = []): Promise<string> {
     'create table bench_leads (id text primary key, phone text, name text, email text, source text)',
   );
   const floor: number[] = [];
+  const floorCpu = cpuWindow();
   for (let run = 0; run < bulkRuns; run++) {
     const accountId = newUuid();
     const events = await Promise.all(
@@ -132,6 +136,18 @@ export async function benchLeads(rows: string[] = []): Promise<string> {
     );
     floor.push(performance.now() - started);
   }
+  const floorUsed = floorCpu.stop();
+  // CPU per 1,000 bulk imports of 1,000 leads each; the floor's includes encoding its events.
+  const bulkRows = {
+    subject: { name: 'bulk import of 1,000', count: bulk.length, seconds: 0, samples: bulk, cpu: bulkUsed },
+    baseline: {
+      name: 'sendBatch + multi-row insert',
+      count: floor.length,
+      seconds: 0,
+      samples: floor,
+      cpu: floorUsed,
+    },
+  };
 
   // Single imports at 16 concurrent clients: each client its own account, then all in one account.
   const accounts = await Promise.all(Array.from({ length: CONCURRENCY }, newAccount));
@@ -200,6 +216,8 @@ export async function benchLeads(rows: string[] = []): Promise<string> {
     `| bulk import, POST + GET until all listed | ${b50.toFixed(1)} | ${b99.toFixed(1)} | ${f50.toFixed(1)} | ${f99.toFixed(1)} | ${(b50 / f50).toFixed(2)}x |`,
     '',
     'Floor: one idempotent acks=all sendBatch of the same 1,000 encoded events, then one multi-row insert of 1,000 rows.',
+    '',
+    ...(bulkRuns > 0 ? [cpuTable([bulkRows])] : []),
     '',
     `Leads: single-lead imports (${CONCURRENCY} concurrent clients, ${SINGLE_IMPORTS} imports each)`,
     '',

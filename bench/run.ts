@@ -6,11 +6,13 @@ import { benchLeads } from './leads.bench';
 import { benchMessaging } from './messaging.bench';
 import { benchMixed } from './mixed.bench';
 import { benchSequences } from './sequences.bench';
+import { unshownCpuTable } from './stats';
 import { benchWebhooks } from './webhooks.bench';
 
 /**
  * `npm run bench [scenario[:row]…]`: every scenario, each with its raw baselines measured in the same
- * run; `messaging:gateway` runs only that row of a scenario (the machine is shared, rows take minutes).
+ * run, and the CPU seconds per 1,000 operations of every row (bench/cpu.ts); `messaging:gateway` runs
+ * only that row of a scenario (the machine is shared, rows take minutes).
  */
 const scenarios: Record<string, (rows: string[]) => Promise<string>> = {
   accounts: benchAccounts,
@@ -30,5 +32,8 @@ for (const [name, run] of Object.entries(scenarios)) {
   if (only.length > 0 && picked.length === 0) continue;
   const rows = picked.includes(name) ? [] : picked.map((arg) => arg.slice(name.length + 1));
   console.log(`\n${await run(rows)}\n`);
+  // Every row's CPU per operation is printed: beside its floor in the scenario's tables, or here.
+  const cpu = unshownCpuTable();
+  if (cpu) console.log(`${cpu}\n`);
 }
 process.exit(0);

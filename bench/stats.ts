@@ -1,9 +1,13 @@
+import { CPU_GROUPS, cpuTotal, cpuWindow, type CpuSeconds } from './cpu';
+
 /** Latency samples in milliseconds, and the figures the bench tables report. */
 export interface Measurement {
   name: string;
   count: number;
   seconds: number;
   samples: number[];
+  /** CPU seconds each group of processes used over the measured window (see cpu.ts). */
+  cpu?: CpuSeconds;
 }
 
 export function percentile(samples: readonly number[], p: number): number {
@@ -23,6 +27,7 @@ export async function measure(
 ): Promise<Measurement> {
   const samples: number[] = [];
   let next = 0;
+  const cpu = cpuWindow();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -33,8 +38,14 @@ export async function measure(
       }
     }),
   );
-  return { name, count, seconds: (performance.now() - started) / 1000, samples };
+  const seconds = (performance.now() - started) / 1000;
+  return remember({ name, count, seconds, samples, cpu: cpu.stop() });
 }
+
+const remember = (measurement: Measurement) => {
+  measured.push(measurement);
+  return measurement;
+};
 
 const fmt = (value: number, digits = 1) => value.toFixed(digits);
 
@@ -57,6 +68,76 @@ export function comparisonTable(rows: { subject: Measurement; baseline: Measurem
         `${fmt(throughput(baseline) / throughput(subject))}x slower |`,
     );
   }
+  return [lines.join('\n'), '', cpuTable(rows)].join('\n');
+}
+
+/** Every measurement taken, and those a CPU table has shown (run.ts prints the rest). */
+const measured: Measurement[] = [];
+const inCpuTable = new Set<Measurement>();
+
+/** The CPU of the measurements no table has shown yet (rows without a floor, or custom tables). */
+export function unshownCpuTable(): string | undefined {
+  const rest = measured.filter((measurement) => !inCpuTable.has(measurement));
+  if (rest.length === 0) return undefined;
+  const lines = [
+    'CPU seconds per 1,000 operations of the other rows (no floor of their own; see cpuTable)',
+    '',
+    `| row | ${CPU_GROUPS.join(' | ')} | total |`,
+    `|---|${CPU_GROUPS.map(() => '---:|').join('')}---:|`,
+  ];
+  for (const measurement of rest) {
+    inCpuTable.add(measurement);
+    const cpu = cpuPerThousand(measurement);
+    lines.push(
+      `| ${measurement.name} | ${CPU_GROUPS.map((group) => fmt(cpu[group], 2)).join(' | ')} | ${fmt(cpu.total, 2)} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/** CPU seconds per 1,000 operations of a measurement: each group, and in total. */
+export function cpuPerThousand(measurement: Measurement): CpuSeconds & { total: number } {
+  const cpu = measurement.cpu ?? { node: 0, postgres: 0, kafka: 0, registry: 0 };
+  const per = (seconds: number) => (seconds * 1000) / measurement.count;
+  return {
+    node: per(cpu.node),
+    postgres: per(cpu.postgres),
+    kafka: per(cpu.kafka),
+    registry: per(cpu.registry),
+    total: per(cpuTotal(cpu)),
+  };
+}
+
+/**
+ * CPU seconds per 1,000 operations of every measurement of `rows`, each once, and each subject's total
+ * against its baseline's (the floor): what a scaled-out deployment pays per operation, beside latency.
+ */
+export function cpuTable(rows: { subject: Measurement; baseline: Measurement }[]): string {
+  const lines = [
+    "CPU seconds per 1,000 operations over the measured window (/proc: node = this process, with load generator; postgres = the bench database's backends; kafka, registry = the shared JVMs)",
+    '',
+    `| row | ${CPU_GROUPS.join(' | ')} | total | total vs floor |`,
+    `|---|${CPU_GROUPS.map(() => '---:|').join('')}---:|---|`,
+  ];
+  const seen = new Set<Measurement>();
+  const line = (measurement: Measurement, versus: string) => {
+    inCpuTable.add(measurement);
+    const cpu = cpuPerThousand(measurement);
+    lines.push(
+      `| ${measurement.name} | ${CPU_GROUPS.map((group) => fmt(cpu[group], 2)).join(' | ')} | ${fmt(cpu.total, 2)} | ${versus} |`,
+    );
+  };
+  for (const { subject, baseline } of rows) {
+    const ratio = cpuPerThousand(subject).total / cpuPerThousand(baseline).total;
+    if (!seen.has(subject)) line(subject, '');
+    seen.add(subject);
+    lines.push(`| ↳ vs ${baseline.name} | | | | | | ${fmt(ratio)}x |`);
+  }
+  for (const { baseline } of rows) {
+    if (seen.has(baseline)) continue;
+    seen.add(baseline);
+    line(baseline, 'floor');
+  }
   return lines.join('\n');
 }
 
@@ -71,6 +152,7 @@ export async function measureAtRate(
   task: (index: number) => Promise<void>,
 ): Promise<Measurement> {
   const samples: number[] = [];
+  const cpu = cpuWindow();
   const started = performance.now();
   const runs: Promise<void>[] = [];
   for (let index = 0; index < count; index++) {
@@ -80,5 +162,6 @@ export async function measureAtRate(
     runs.push(task(index).then(() => void samples.push(performance.now() - due)));
   }
   await Promise.all(runs);
-  return { name, count, seconds: (performance.now() - started) / 1000, samples };
+  const seconds = (performance.now() - started) / 1000;
+  return remember({ name, count, seconds, samples, cpu: cpu.stop() });
 }

@@ -2,6 +2,7 @@ import { projections, startProjector } from '@leadline/projector';
 import {
   createDb,
   createDocumentLinks,
+  createPool,
   createPostgresDocumentStore,
   createSecretBox,
   DEVELOPMENT_DOCUMENT_LINK_KEY,
@@ -51,6 +52,7 @@ export async function startBenchSystem() {
     newId: newUuid,
     groupId: `${env.config.TOPIC_PREFIX}leadline.inbound-decider`,
   });
+  const keyListenerPool = createPool(env.config.DATABASE_URL, { maxConnections: 1 });
   const app = await buildApp({
     db: services.db,
     commands: services.commands,
@@ -60,6 +62,7 @@ export async function startBenchSystem() {
     publicUrl: 'http://127.0.0.1',
     progress: services.progress,
     rateLimitPerMinute: 10_000_000,
+    partnerKeyCache: { pool: keyListenerPool },
     webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
     documentLinks: createDocumentLinks({
       publicUrl: 'http://127.0.0.1',
@@ -78,6 +81,7 @@ export async function startBenchSystem() {
     headers: { 'x-partner-key': key, 'content-type': 'application/json' },
     async close() {
       await app.close();
+      await keyListenerPool.end();
       await decider.stop();
       await deciderDb.destroy();
       await deciderServices.close();

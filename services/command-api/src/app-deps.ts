@@ -9,6 +9,7 @@ import type {
   SecretBox,
 } from '@leadline/runtime';
 import type { NumberProvider } from '@leadline/telephony';
+import type { PartnerKeyCacheOptions } from './http/partner-key-cache';
 import type { FastifyServerOptions } from 'fastify';
 import type { Kysely } from 'kysely';
 
@@ -29,6 +30,11 @@ export interface AppDeps {
   /** Twilio's auth token: when set, every Twilio webhook must carry a valid X-Twilio-Signature. */
   twilioAuthToken?: string | undefined;
   rateLimitPerMinute: number;
+  /**
+   * Partner keys are cached in memory, a connection of this pool listening for their revocations.
+   * Without it every request looks its key up in the database.
+   */
+  partnerKeyCache?: PartnerKeyCacheOptions;
   /** Failed authentications a minute per client address before a 429 (30 by default). */
   authFailuresPerMinute?: number;
   /** How many seconds one `delay_hours` unit of a sequence step lasts (3600; less for demos and tests). */

@@ -19,6 +19,7 @@ import {
 import { sql } from 'kysely';
 import { accountRoutes } from './accounts/routes';
 import { partnerKeyAuthentication } from './http/auth';
+import { createPartnerKeyCache } from './http/partner-key-cache';
 import { parseJsonAsUtf8, refuseContentEncoding } from './http/body-encoding';
 import { registerEdgeChecks } from './http/edge';
 import { consentRoutes } from './consent/routes';
@@ -131,10 +132,15 @@ export async function buildApp(deps: AppDeps) {
     return { status: 'ready', parked_records: await parkedCounts(deps.db) };
   });
 
+  const partnerKeys = deps.partnerKeyCache && (await createPartnerKeyCache(deps.partnerKeyCache));
+  app.addHook('onClose', async () => partnerKeys?.close());
   await app.register(
     async (v1) => {
       await registerEdgeChecks(v1, deps, {
-        authenticate: partnerKeyAuthentication(deps.db, { failuresPerMinute: deps.authFailuresPerMinute }),
+        authenticate: partnerKeyAuthentication(deps.db, {
+          failuresPerMinute: deps.authFailuresPerMinute,
+          keys: partnerKeys,
+        }),
         rateLimitKey: (request) => request.partner.id,
         rateLimitUnit: 'partner key',
       });

@@ -1,6 +1,7 @@
 import {
   createDocumentLinks,
   createDocumentStore,
+  createPool,
   createSecretBox,
   documentLinkKeyRisks,
   guardUnsafeSettings,
@@ -40,6 +41,8 @@ if (config.PARTNER_API_KEY) {
 const twilio = twilioCredentials(config);
 const localPool = twilio ? undefined : createLocalNumberPool(config.DATABASE_URL);
 const numbers = twilio ? createTwilioProvider(twilio) : localPool!;
+// One connection listening for partner key revocations (the key cache's).
+const keyListenerPool = createPool(config.DATABASE_URL, { maxConnections: 1 });
 const app = await buildApp({
   db: services.db,
   commands: services.commands,
@@ -51,6 +54,7 @@ const app = await buildApp({
   progress: services.progress,
   twilioAuthToken: config.TWILIO_AUTH_TOKEN,
   rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
+  partnerKeyCache: { pool: keyListenerPool },
   authFailuresPerMinute: config.AUTH_FAILURES_PER_MINUTE,
   webhookSecrets: createSecretBox(config.WEBHOOK_ENCRYPTION_KEYS),
   sequenceHourSeconds: config.SEQUENCE_HOUR_SECONDS,
@@ -84,6 +88,7 @@ const orphanSweep = startOrphanNumberSweep({
 const shutdown = async () => {
   orphanSweep.stop();
   await app.close();
+  await keyListenerPool.end();
   await localPool?.close();
   await services.close();
   process.exit(0);

@@ -1,6 +1,8 @@
-import { createDb } from '@leadline/runtime';
+import { createDb, createPool, type Database } from '@leadline/runtime';
+import { Kysely, PostgresDialect } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../src/app';
+import { MAX_LEASE_SHARE } from '../src/http/rate-limit-store';
 import { partnerClient } from './client';
 import { startSystem, type TestSystem } from './system';
 
@@ -58,5 +60,42 @@ describe('rate limits across instances', () => {
 
     // Another token of the same account has its own budget on either instance.
     expect((await session(instances[1]!.app, calm)).statusCode).toBe(200);
+  });
+});
+
+describe('a busy partner across instances', () => {
+  it('is allowed no more than its limit in total, refused early by at most the tokens each instance leased, and costs far fewer writes than requests', async () => {
+    const limit = 1000;
+    const counterWrites: number[] = [];
+    const busy: App[] = [];
+    for (let i = 0; i < 2; i++) {
+      const db = new Kysely<Database>({
+        dialect: new PostgresDialect({
+          pool: createPool(system.env.config.DATABASE_URL, { maxConnections: 4 }),
+        }),
+        log: (event) => {
+          if (event.query.sql.includes('rate_limit_counters')) counterWrites[i] = (counterWrites[i] ?? 0) + 1;
+        },
+      });
+      instances.push({ app: await system.appWith({ db, rateLimitPerMinute: limit }), db });
+      busy.push(instances.at(-1)!.app);
+    }
+    const key = await system.createPartner('Busy CRM');
+    const clients = busy.map((app) => partnerClient(app, key));
+    const requests = limit + 100;
+    const statuses: number[] = [];
+    // Eight at a time, spread over both instances.
+    for (let i = 0; i < requests; i += 8)
+      statuses.push(
+        ...(await Promise.all(
+          Array.from({ length: 8 }, async (_, j) => (await clients[(i + j) % 2]!.get('/accounts')).status),
+        )),
+      );
+    const allowed = statuses.filter((status) => status === 200).length;
+    expect(statuses.filter((status) => status !== 200 && status !== 429)).toEqual([]);
+    expect(allowed).toBeLessThanOrEqual(limit);
+    expect(allowed).toBeGreaterThanOrEqual(limit - 2 * limit * MAX_LEASE_SHARE);
+    const writes = counterWrites.reduce((sum, count) => sum + count, 0);
+    expect(writes).toBeLessThan(requests / 3);
   });
 });

@@ -3,6 +3,7 @@ import { startSmsGateway, type RunningGateway } from '@leadline/sms-gateway';
 import {
   createDb,
   createDocumentLinks,
+  createPool,
   createPostgresDocumentStore,
   createSecretBox,
   DEVELOPMENT_DOCUMENT_LINK_KEY,
@@ -114,6 +115,8 @@ export async function startSystem(
       apiBaseUrl: options.twilio.baseUrl,
       publicUrl: PUBLIC_URL,
     });
+  // The key caches' listening connections: one for each app built (destroyed when it closes).
+  const keyListenerPool = createPool(env.config.DATABASE_URL, { maxConnections: 8 });
   const appDeps: AppDeps = {
     db: services.db,
     commands: services.commands,
@@ -124,6 +127,7 @@ export async function startSystem(
     progress: services.progress,
     twilioAuthToken: options.twilio?.authToken,
     rateLimitPerMinute: options.rateLimitPerMinute ?? 100_000,
+    partnerKeyCache: { pool: keyListenerPool },
     webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
     documentLinks: createDocumentLinks({
       publicUrl: PUBLIC_URL,
@@ -224,6 +228,7 @@ export async function startSystem(
     async close() {
       for (const other of otherApps) await other.close();
       await app.close();
+      await keyListenerPool.end();
       await gateway?.stop();
       await gatewayDb.destroy();
       await inboundDecider?.stop();

@@ -11,6 +11,11 @@ export interface ChannelHandlers {
   onReconnect?(): void;
   /** A lost connection or a failed attempt to listen again (each is retried); a warning by default. */
   onError?(error: Error): void;
+  /**
+   * The connection answered (listening began, or a heartbeat came back): every notification committed
+   * before that moment has been delivered. Only with a heartbeat is this called more than once a connection.
+   */
+  onAlive?(): void;
 }
 
 export interface ChannelListener {
@@ -38,6 +43,12 @@ export async function listenToChannel(
   channel: string,
   handlers: ChannelHandlers,
   backoff: ReconnectBackoff = DEFAULT_BACKOFF,
+  /**
+   * When set, the connection is asked `select 1` this often: a connection that died silently (a
+   * network partition sends no error) is then noticed within a few heartbeats and replaced, and
+   * `onAlive` says how recent the last proof of delivery is.
+   */
+  heartbeatMs?: number,
 ): Promise<ChannelListener> {
   const onError =
     handlers.onError ??
@@ -45,20 +56,22 @@ export async function listenToChannel(
   const stopped = new AbortController();
   let current: pg.PoolClient | undefined;
 
+  // Only the first loss of the current connection counts: a client may report more than one error
+  // (the server's termination, then the socket's end), or one after it was replaced or closed.
+  const lose = (client: pg.PoolClient, error: Error) => {
+    if (current !== client) return;
+    current = undefined;
+    client.release(true);
+    onError(error);
+    reconnect();
+  };
+
   const listen = async () => {
     const client = await pool.connect();
     client.on('notification', (message) => {
       if (message.channel === channel) handlers.onNotification(message.payload ?? '');
     });
-    // A client may report more than one error (the server's termination, then the socket's end), or
-    // one after it was replaced or closed: only the first error of the current connection counts.
-    client.on('error', (error) => {
-      if (current !== client) return;
-      current = undefined;
-      client.release(true);
-      onError(error);
-      reconnect();
-    });
+    client.on('error', (error) => lose(client, error));
     try {
       await client.query(`listen ${channel}`);
     } catch (error) {
@@ -70,7 +83,36 @@ export async function listenToChannel(
       return;
     }
     current = client;
+    handlers.onAlive?.();
   };
+
+  // The connection whose heartbeat is unanswered: a replaced connection's never holds the next one back.
+  let beating: pg.PoolClient | undefined;
+  const heartbeat =
+    heartbeatMs === undefined
+      ? undefined
+      : setInterval(() => {
+          const client = current;
+          if (!client || beating === client) return;
+          beating = client;
+          const unanswered = setTimeout(
+            () => lose(client, new Error(`no answer to a heartbeat in ${4 * heartbeatMs} ms`)),
+            4 * heartbeatMs,
+          );
+          client
+            .query('select 1')
+            .then(
+              () => {
+                if (current === client) handlers.onAlive?.();
+              },
+              (error: unknown) => lose(client, error instanceof Error ? error : new Error(String(error))),
+            )
+            .finally(() => {
+              clearTimeout(unanswered);
+              if (beating === client) beating = undefined;
+            });
+        }, heartbeatMs);
+  heartbeat?.unref();
 
   const reconnect = () => {
     if (stopped.signal.aborted) return;
@@ -102,6 +144,7 @@ export async function listenToChannel(
   return {
     close() {
       stopped.abort();
+      clearInterval(heartbeat);
       const client = current;
       current = undefined;
       // Destroyed rather than released: a pooled connection must not go on listening.

@@ -54,17 +54,27 @@ const clockTime = z
   .string()
   .max(5)
   .regex(/^(?:[01]\d|2[0-3]):[0-5]\d$/, 'Must be a time such as 08:00.');
-const timeZone = z
-  .string()
-  .max(64)
-  .refine((zone) => {
-    try {
-      new Intl.DateTimeFormat('en-US', { timeZone: zone });
-      return zone.includes('/') || zone === 'UTC';
-    } catch {
-      return false;
-    }
-  }, 'Must be an IANA time zone such as America/New_York.');
+/**
+ * Zones already checked. Building an Intl.DateTimeFormat costs tens of microseconds, and the response
+ * schema checks every account's zone on every answer (it was an eighth of a GET's CPU): the few zones in
+ * use are checked once. Bounded, so a client sending junk zones cannot grow it.
+ */
+const checkedTimeZones = new Map<string, boolean>();
+function isTimeZone(zone: string): boolean {
+  const known = checkedTimeZones.get(zone);
+  if (known !== undefined) return known;
+  let valid: boolean;
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    valid = zone.includes('/') || zone === 'UTC';
+  } catch {
+    valid = false;
+  }
+  if (checkedTimeZones.size >= 1000) checkedTimeZones.clear();
+  checkedTimeZones.set(zone, valid);
+  return valid;
+}
+const timeZone = z.string().max(64).refine(isTimeZone, 'Must be an IANA time zone such as America/New_York.');
 
 const sendingWindowFields = {
   enabled: z.boolean().describe('False turns quiet hours off for the account (see the README: legal risk).'),

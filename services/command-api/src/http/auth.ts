@@ -2,6 +2,7 @@ import type { CommandContext, Database } from '@leadline/runtime';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import { hashApiKey, isPlausibleApiKey } from '../partners/api-keys';
+import type { PartnerKeyCache } from './partner-key-cache';
 import { sendProblem } from './problem';
 
 export interface AuthenticatedPartner {
@@ -46,12 +47,16 @@ function failureLimiter(maxPerMinute: number) {
 }
 
 /**
- * `X-Partner-Key` authentication. Keys are looked up by hash on every request (one primary-key read),
- * with no cache, so a revoked key is refused by every instance from its next request on. A malformed
- * key (a wrong checksum) is refused without a lookup, and a client address with too many failures a
- * minute gets a 429 before any.
+ * `X-Partner-Key` authentication. Keys are looked up by hash (one primary-key read), or found in
+ * `keys`, a cache that forgets a revoked key when the revocation is announced and is not trusted
+ * while it cannot hear announcements (see partner-key-cache.ts): a revoked key is refused by every
+ * instance within a second. A malformed key (a wrong checksum) is refused without a lookup, and a
+ * client address with too many failures a minute gets a 429 before any.
  */
-export function partnerKeyAuthentication(db: Kysely<Database>, options: { failuresPerMinute?: number } = {}) {
+export function partnerKeyAuthentication(
+  db: Kysely<Database>,
+  options: { failuresPerMinute?: number; keys?: PartnerKeyCache | undefined } = {},
+) {
   const limiter = failureLimiter(options.failuresPerMinute ?? 30);
   const lastRecorded = new Map<string, number>();
   function recordUse(keyId: string, request: FastifyRequest) {
@@ -88,12 +93,15 @@ export function partnerKeyAuthentication(db: Kysely<Database>, options: { failur
       return refuse('missing_api_key', 'Send your partner key in the X-Partner-Key header.');
     }
     if (!isPlausibleApiKey(key)) return refuse('invalid_api_key', 'The partner key is not valid.');
-    const row = await db
-      .selectFrom('partner_api_keys')
-      .select(['id', 'partner_id'])
-      .where('key_hash', '=', hashApiKey(key))
-      .where('revoked_at', 'is', null)
-      .executeTakeFirst();
+    const keyHash = hashApiKey(key);
+    const lookup = () =>
+      db
+        .selectFrom('partner_api_keys')
+        .select(['id', 'partner_id'])
+        .where('key_hash', '=', keyHash)
+        .where('revoked_at', 'is', null)
+        .executeTakeFirst();
+    const row = await (options.keys ? options.keys.find(keyHash, lookup) : lookup());
     if (!row) return refuse('invalid_api_key', 'The partner key is not valid.');
     request.partner = { id: row.partner_id, keyId: row.id };
     recordUse(row.id, request);

@@ -505,5 +505,29 @@ export const operationalMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0015_partner_key_changes': {
+    async up(db: Kysely<unknown>) {
+      await sql`
+        -- The command API caches partner keys; a revoked, changed or deleted key is announced to
+        -- every instance at its commit, whoever made it (the API, the partner CLI, an operator's SQL).
+        -- The last-use bookkeeping does not announce anything.
+        create function notify_partner_key_change() returns trigger language plpgsql as $$
+        begin
+          perform pg_notify('leadline_partner_key_changes', old.key_hash);
+          return null;
+        end $$;
+        create trigger partner_api_keys_changed
+          after update of revoked_at, key_hash, partner_id on partner_api_keys
+          for each row
+          when (old.revoked_at is distinct from new.revoked_at
+                or old.key_hash is distinct from new.key_hash
+                or old.partner_id is distinct from new.partner_id)
+          execute function notify_partner_key_change();
+        create trigger partner_api_keys_deleted
+          after delete on partner_api_keys
+          for each row execute function notify_partner_key_change();
+      `.execute(db);
+    },
+  },
   ...carrierRegistrationOperationalMigrations,
 };

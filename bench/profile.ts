@@ -1,0 +1,160 @@
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import pg from 'pg';
+import { cpuWindow } from './cpu';
+import { cpuPerThousand } from './stats';
+import { expectStatus, startBenchSystem } from './system';
+
+/**
+ * `npx tsx bench/profile.ts [import|get] [operations] [profile.cpuprofile]`: where one operation's cost
+ * goes. Single lead imports (or account GETs) from 16 clients over 16 accounts (the API, projector and
+ * inbound decider in this process, as in `npm run bench`), after a warm-up; over the measured operations only: the V8 CPU profile (what
+ * `node --cpu-prof` records, started and stopped around the window), its top functions and packages by
+ * self time, every SQL statement sent by any `pg` client (pg_stat_statements is not loaded on the
+ * development server, so `Client.query` is counted), and CPU seconds per 1,000 imports from /proc.
+ */
+const MODE = process.argv[2] === 'get' ? 'get' : 'import';
+const IMPORTS = Number(process.argv[3] ?? 1000);
+const OUTPUT = process.argv[4];
+const CONCURRENCY = 16;
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  hitCount?: number;
+}
+interface CpuProfile {
+  nodes: ProfileNode[];
+  startTime: number;
+  endTime: number;
+  samples?: number[];
+}
+
+// Every statement any pg client sends while counting is on, by its text.
+const statements = new Map<string, number>();
+let counting = false;
+const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
+pg.Client.prototype.query = function countedQuery(this: pg.Client, ...args: unknown[]) {
+  if (counting) {
+    const first = args[0] as string | { text?: string } | undefined;
+    const text = (typeof first === 'string' ? first : (first?.text ?? '?')).replace(/\s+/g, ' ').trim();
+    statements.set(text, (statements.get(text) ?? 0) + 1);
+  }
+  return query.apply(this, args);
+} as typeof pg.Client.prototype.query;
+
+const system = await startBenchSystem();
+const { baseUrl, headers } = system;
+const post = async (path: string, body: unknown, status: number) =>
+  expectStatus(
+    await fetch(`${baseUrl}${path}`, { method: 'POST', headers, body: JSON.stringify(body) }),
+    status,
+  );
+const accounts: string[] = [];
+for (let i = 0; i < CONCURRENCY; i++)
+  accounts.push(((await post('/v1/accounts', { name: `Profile ${i}` }, 201)) as { id: string }).id);
+
+let phone = 0;
+const operation = async (i: number) => {
+  const account = accounts[i % CONCURRENCY];
+  if (MODE === 'get') await expectStatus(await fetch(`${baseUrl}/v1/accounts/${account}`, { headers }), 200);
+  else
+    await post(
+      `/v1/accounts/${account}/leads`,
+      { phone: `+1${2000000000 + ++phone}`, name: `Lead ${phone}` },
+      201,
+    );
+};
+async function imports(count: number) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      for (let i = next++; i < count; i = next++) await operation(i);
+    }),
+  );
+}
+await imports(200);
+
+const session = new Session();
+session.connect();
+await session.post('Profiler.enable');
+await session.post('Profiler.setSamplingInterval', { interval: 500 });
+await session.post('Profiler.start');
+const cpu = cpuWindow();
+counting = true;
+const started = performance.now();
+await imports(IMPORTS);
+const seconds = (performance.now() - started) / 1000;
+counting = false;
+const used = cpu.stop();
+const { profile } = (await session.post('Profiler.stop')) as unknown as { profile: CpuProfile };
+session.disconnect();
+await system.close();
+if (OUTPUT) writeFileSync(OUTPUT, JSON.stringify(profile));
+
+/** What a frame belongs to: a package, a module of ours, Node's own code, or V8's bookkeeping. */
+function ownerOf({ url, functionName }: ProfileNode['callFrame']): string {
+  if (!url) return functionName.startsWith('(') ? functionName : `(native) ${functionName}`;
+  const inPackage = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url.slice(url.lastIndexOf('node_modules/')));
+  if (url.includes('node_modules/') && inPackage) return inPackage[1]!;
+  if (url.startsWith('node:')) return url;
+  const ours = /\/((?:packages|services|apps|bench)\/[^/]+)\//.exec(url);
+  return ours ? ours[1]! : url;
+}
+
+const totalHits = profile.nodes.reduce((sum, node) => sum + (node.hitCount ?? 0), 0) || 1;
+const busyHits = profile.nodes
+  .filter((node) => node.callFrame.functionName !== '(idle)')
+  .reduce((sum, node) => sum + (node.hitCount ?? 0), 0);
+const tally = (key: (node: ProfileNode) => string) => {
+  const sums = new Map<string, number>();
+  for (const node of profile.nodes)
+    if (node.hitCount && node.callFrame.functionName !== '(idle)')
+      sums.set(key(node), (sums.get(key(node)) ?? 0) + node.hitCount);
+  return [...sums].sort((a, b) => b[1] - a[1]);
+};
+const share = (hits: number) => `${((hits / busyHits) * 100).toFixed(1)}%`;
+const perImport = (count: number) => (count / IMPORTS).toFixed(2);
+const cpuPer = cpuPerThousand({ name: 'profile', count: IMPORTS, seconds, samples: [], cpu: used });
+const statementTotal = [...statements.values()].reduce((sum, count) => sum + count, 0);
+
+console.log(
+  [
+    `${MODE === 'get' ? 'Account GETs' : 'Single lead imports'}, ${CONCURRENCY} clients over ${CONCURRENCY} accounts: ${IMPORTS} in ${seconds.toFixed(1)} s (${(IMPORTS / seconds).toFixed(0)}/s)`,
+    '',
+    `CPU seconds per 1,000 operations: node ${cpuPer.node.toFixed(2)}, postgres ${cpuPer.postgres.toFixed(2)}, kafka ${cpuPer.kafka.toFixed(2)}, registry ${cpuPer.registry.toFixed(2)}; total ${cpuPer.total.toFixed(2)}`,
+    `This process was busy in ${((busyHits / totalHits) * 100).toFixed(0)}% of the profile's samples.`,
+    '',
+    `SQL statements per operation: ${perImport(statementTotal)}`,
+    '',
+    '| per operation | statement |',
+    '|---:|---|',
+    ...[...statements]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 20)
+      .map(([text, count]) => `| ${perImport(count)} | \`${text.slice(0, 140).replaceAll('|', '\\|')}\` |`),
+    '',
+    'Self time by owner (share of busy samples)',
+    '',
+    '| owner | share |',
+    '|---|---:|',
+    ...tally((node) => ownerOf(node.callFrame))
+      .slice(0, 20)
+      .map(([owner, hits]) => `| ${owner} | ${share(hits)} |`),
+    '',
+    'Self time by function',
+    '',
+    '| function | owner | share |',
+    '|---|---|---:|',
+    ...tally(
+      (node) =>
+        `${node.callFrame.functionName || '(anonymous)'}\u0000${ownerOf(node.callFrame)}:${node.callFrame.lineNumber + 1}`,
+    )
+      .slice(0, 25)
+      .map(([key, hits]) => {
+        const [name, where] = key.split('\u0000');
+        return `| ${name} | ${where} | ${share(hits)} |`;
+      }),
+  ].join('\n'),
+);
+process.exit(0);
