@@ -1,17 +1,9 @@
 import { useState } from 'react';
 import { useDashboard } from '../../context';
 import { dataOf, type Schemas } from '../../lib/api';
+import { StepEditor, type DraftStep } from './StepEditor';
 
 type Sequence = Schemas['Sequence'];
-
-/** A step as the builder edits it: both texts kept, so switching the type back loses nothing. */
-interface DraftStep {
-  type: 'fixed' | 'ai';
-  message: string;
-  instructions: string;
-  delay_hours: string;
-  skip_if_replied: boolean;
-}
 
 interface Draft {
   name: string;
@@ -143,88 +135,15 @@ export function Builder({
       </label>
       <ol className="steps editing">
         {draft.steps.map((step, index) => (
-          <li key={index} className="step" aria-label={`Step ${index + 1}`}>
-            <div className="step-head">
-              <span className="step-number">{index + 1}</span>
-              <select
-                aria-label={`Step ${index + 1} type`}
-                value={step.type}
-                onChange={(event) => setStep(index, { type: event.target.value as DraftStep['type'] })}
-              >
-                <option value="fixed">Fixed message</option>
-                <option value="ai">AI message</option>
-              </select>
-              <label className="check">
-                Wait
-                <input
-                  type="number"
-                  className="hours"
-                  aria-label={`Step ${index + 1} delay in hours`}
-                  min={0}
-                  max={8760}
-                  step={1}
-                  value={step.delay_hours}
-                  onChange={(event) => setStep(index, { delay_hours: event.target.value })}
-                />
-                hours
-              </label>
-              <label className="check">
-                <input
-                  type="checkbox"
-                  aria-label={`Step ${index + 1} skip if replied`}
-                  checked={step.skip_if_replied}
-                  onChange={(event) => setStep(index, { skip_if_replied: event.target.checked })}
-                />
-                Skip if they replied
-              </label>
-              <span className="step-actions">
-                <button
-                  type="button"
-                  className="link"
-                  aria-label={`Move step ${index + 1} up`}
-                  disabled={index === 0}
-                  onClick={() => move(index, -1)}
-                >
-                  ↑
-                </button>
-                <button
-                  type="button"
-                  className="link"
-                  aria-label={`Move step ${index + 1} down`}
-                  disabled={index === draft.steps.length - 1}
-                  onClick={() => move(index, 1)}
-                >
-                  ↓
-                </button>
-                <button
-                  type="button"
-                  className="link"
-                  aria-label={`Remove step ${index + 1}`}
-                  disabled={draft.steps.length === 1}
-                  onClick={() => setDraft({ ...draft, steps: draft.steps.filter((_, at) => at !== index) })}
-                >
-                  Remove
-                </button>
-              </span>
-            </div>
-            {step.type === 'fixed' ? (
-              <textarea
-                aria-label={`Step ${index + 1} message`}
-                maxLength={1600}
-                placeholder="Hi {{first_name}}, this is {{company}}…"
-                value={step.message}
-                onChange={(event) => setStep(index, { message: event.target.value })}
-              />
-            ) : (
-              <textarea
-                aria-label={`Step ${index + 1} instructions`}
-                maxLength={4000}
-                placeholder="What the assistant should say, e.g. ask whether they found a home yet"
-                value={step.instructions}
-                onChange={(event) => setStep(index, { instructions: event.target.value })}
-              />
-            )}
-          </li>
+          <StepEditor
+            key={index}
+            step={step}
+            index={index}
+            count={draft.steps.length}
+            onChange={(change) => setStep(index, change)}
+            onMove={(by) => move(index, by)}
+            onRemove={() => setDraft({ ...draft, steps: draft.steps.filter((_, at) => at !== index) })}
+          />
         ))}
       </ol>
       <p className="sub">

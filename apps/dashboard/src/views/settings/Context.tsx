@@ -111,36 +111,20 @@ export function Context({ onChanged }: { onChanged: () => void }) {
       <h3>Web pages</h3>
       <ul className="context-list" aria-label="Context pages">
         {urls.map((page) => (
-          <li key={page.id}>
-            <span className="name">
-              {page.title ?? page.url}
-              <span className="sub url">{page.url}</span>
-            </span>
-            <span className="sub">
-              {page.status === 'failing' ? (
-                <span className="badge handoff" title={page.last_error ?? undefined}>
-                  Unreachable
-                </span>
-              ) : (
-                page.last_scraped_at && `Synced ${formatTime(page.last_scraped_at)}`
-              )}
-            </span>
-            {canManage && (
-              <button
-                className="link"
-                aria-label={`Remove ${page.url}`}
-                onClick={() =>
-                  void act(null, () =>
-                    api.DELETE('/accounts/{id}/context/urls/{url_id}', {
-                      params: { path: { id, url_id: page.id } },
-                    }),
-                  )
-                }
-              >
-                Remove
-              </button>
-            )}
-          </li>
+          <ContextPage
+            key={page.id}
+            page={page}
+            onRemove={
+              canManage
+                ? () =>
+                    void act(null, () =>
+                      api.DELETE('/accounts/{id}/context/urls/{url_id}', {
+                        params: { path: { id, url_id: page.id } },
+                      }),
+                    )
+                : undefined
+            }
+          />
         ))}
       </ul>
       {urls.length === 0 && <p className="empty">No pages yet.</p>}
@@ -173,5 +157,31 @@ export function Context({ onChanged }: { onChanged: () => void }) {
         </form>
       )}
     </section>
+  );
+}
+
+/** A page the assistant keeps in sync: its title, address, last sync or why it is unreachable. */
+function ContextPage({ page, onRemove }: { page: ContextUrl; onRemove: (() => void) | undefined }) {
+  return (
+    <li>
+      <span className="name">
+        {page.title ?? page.url}
+        <span className="sub url">{page.url}</span>
+      </span>
+      <span className="sub">
+        {page.status === 'failing' ? (
+          <span className="badge handoff" title={page.last_error ?? undefined}>
+            Unreachable
+          </span>
+        ) : (
+          page.last_scraped_at && `Synced ${formatTime(page.last_scraped_at)}`
+        )}
+      </span>
+      {onRemove && (
+        <button className="link" aria-label={`Remove ${page.url}`} onClick={onRemove}>
+          Remove
+        </button>
+      )}
+    </li>
   );
 }
