@@ -4,6 +4,7 @@ import {
   createWorker,
   freshRecords,
   startLogConsumer,
+  watchNumberQueues,
   type Clock,
   type CommandBus,
   type Database,
@@ -13,8 +14,8 @@ import {
 import type { SmsSender } from '@leadline/telephony';
 import type { Kafka } from 'kafkajs';
 import type { Kysely } from 'kysely';
-import { enqueue, releaseRegistrationHolds } from './outbox';
-import type { PaceSettings } from './pacing';
+import { enqueue, pendingPerNumber, releaseRegistrationHolds } from './outbox';
+import { drainSeconds, type PaceSettings } from './pacing';
 import { outboxQueue } from './outbox-queue';
 import { accountPass } from './pass';
 import { reconciler } from './reconcile';
@@ -179,6 +180,13 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
     },
   });
   worker.start();
+  const stopWatching = watchNumberQueues(async () => {
+    const now = clock.now();
+    return (await pendingPerNumber(db, now)).map((queue) => ({
+      depth: queue.depth,
+      drainSeconds: drainSeconds(queue, deps.pacing, now),
+    }));
+  });
   const poll = setInterval(() => void reconcile().catch(onError), deps.pollIntervalMs ?? 1000);
 
   return {
@@ -186,6 +194,7 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
     reconcile,
     async stop() {
       clearInterval(poll);
+      stopWatching();
       await consumer.stop();
       await worker.stop();
     },

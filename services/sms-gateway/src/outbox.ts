@@ -64,7 +64,7 @@ const rankedRows = (now: Date, accounts?: readonly string[]) => sql`
   select message_id, account_id, state, created_at, source,
     row_number() over (partition by account_id, state
       order by (source = 'system') desc, created_at, message_id) as turn,
-    bool_or(coalesce(lease_until >= ${now}, false)) over (partition by account_id) as busy
+    bool_or(coalesce(lease_until > ${now}, false)) over (partition by account_id) as busy
   from sms_outbox
   -- Each alternative is the predicate of a partial index, so the rows in play are found through them;
   -- "state in ('pending', 'sending')" matches no partial index and would read the whole outbox, every
@@ -448,4 +448,18 @@ export async function nextPendingAt(db: Kysely<Database>, now: Date): Promise<Da
     from sms_outbox
     where state = 'pending' and (held_until > ${now} or lease_until > ${now})`.execute(db);
   return rows[0]?.next ?? null;
+}
+
+/**
+ * Each sending account's queue: its pending rows in play (not held) and when its number's next slot
+ * is, for the per-number metrics (see numberQueues in pacing.ts).
+ */
+export async function pendingPerNumber(db: Kysely<Database>, now: Date) {
+  const { rows } = await sql<{ depth: number; next_send_at: Date | null }>`
+    select count(*)::int as depth, max(p.next_send_at) as next_send_at
+    from sms_outbox o
+    left join sms_number_pace p on p.account_id = o.account_id
+    where o.state = 'pending' and (o.held_until is null or o.held_until <= ${now})
+    group by o.account_id`.execute(db);
+  return rows.map((row) => ({ depth: row.depth, nextSendAt: row.next_send_at }));
 }

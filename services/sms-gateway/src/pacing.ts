@@ -124,3 +124,17 @@ export function paceDecision(input: {
     pace: { nextSendAt: new Date(slot.getTime() + spacingMs(settings)), capDay, sentOnCapDay: sent + 1 },
   };
 }
+
+/**
+ * How long a number's queue takes to leave at its pace: its next slot, then one spacing per message
+ * after the first. Unpaced, nothing but the slot.
+ */
+export function drainSeconds(
+  queue: { depth: number; nextSendAt: Date | null },
+  settings: PaceSettings | undefined,
+  now: Date,
+): number {
+  const untilSlot = queue.nextSendAt ? Math.max(0, queue.nextSendAt.getTime() - now.getTime()) : 0;
+  const spacing = settings ? spacingMs(settings) : 0;
+  return (untilSlot + Math.max(0, queue.depth - 1) * spacing) / 1000;
+}

@@ -1,6 +1,13 @@
 import { DEFAULT_SENDING_WINDOW } from '@leadline/domain';
 import { describe, expect, it } from 'vitest';
-import { carrierDay, nextCarrierDay, paceDecision, type PaceSettings, type PaceState } from './pacing';
+import {
+  carrierDay,
+  drainSeconds,
+  nextCarrierDay,
+  paceDecision,
+  type PaceSettings,
+  type PaceState,
+} from './pacing';
 
 // 10:00 in New York, 07:00 in California (winter).
 const now = new Date('2026-03-02T15:00:00.000Z');
@@ -117,5 +124,13 @@ describe('the sending window at the number’s pace', () => {
       kind: 'hold',
       reason: 'state_hours',
     });
+  });
+});
+
+describe('how long a number’s queue takes to drain', () => {
+  it('is its next slot, then one spacing per message after the first', () => {
+    expect(drainSeconds({ depth: 3000, nextSendAt: at(500) }, oneASecond, now)).toBe(2999.5);
+    expect(drainSeconds({ depth: 1, nextSendAt: at(-5000) }, oneASecond, now)).toBe(0);
+    expect(drainSeconds({ depth: 10, nextSendAt: null }, undefined, now)).toBe(0);
   });
 });
