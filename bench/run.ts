@@ -5,6 +5,7 @@ import { benchAi } from './ai.bench';
 import { benchLeads } from './leads.bench';
 import { benchMessaging } from './messaging.bench';
 import { benchMixed } from './mixed.bench';
+import { benchPacing } from './pacing.bench';
 import { benchSequences } from './sequences.bench';
 import { unshownCpuTable } from './stats';
 import { benchWebhooks } from './webhooks.bench';
@@ -22,6 +23,7 @@ const scenarios: Record<string, (rows: string[]) => Promise<string>> = {
   leads: benchLeads,
   messaging: benchMessaging,
   mixed: benchMixed,
+  pacing: benchPacing,
   sequences: benchSequences,
   webhooks: benchWebhooks,
 };

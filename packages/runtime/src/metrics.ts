@@ -178,6 +178,63 @@ export function watchQueue(
   };
 }
 
+/** Upper bounds of the per-number queue histograms: messages waiting, and seconds to send them. */
+export const NUMBER_QUEUE_DEPTH_BUCKETS = [1, 10, 100, 1000, 10_000] as const;
+export const NUMBER_DRAIN_SECONDS_BUCKETS = [1, 10, 60, 300, 900, 3600, 4 * 3600] as const;
+
+const numberQueueDepthSource = scrapedGauge(
+  'leadline_sms_number_queue_depth',
+  'Sending numbers with messages waiting, by how many wait (pending, not held), as a cumulative histogram read at scrape time: numbers with at most `le` waiting.',
+  ['le'],
+);
+const numberDrainSource = scrapedGauge(
+  'leadline_sms_number_drain_seconds',
+  "Sending numbers with messages waiting, by how long their queue takes to leave at the number's pace, as a cumulative histogram read at scrape time: numbers that drain within `le` seconds.",
+  ['le'],
+);
+const numberDrainMaxSource = scrapedGauge(
+  'leadline_sms_number_drain_seconds_max',
+  'The longest expected drain time of any sending number (0 when no number has messages waiting).',
+  [],
+);
+
+/** Cumulative bucket counts of `values` (with `+Inf`), as a Prometheus histogram's buckets read. */
+export function cumulativeBuckets(values: readonly number[], bounds: readonly number[]) {
+  return [
+    ...bounds.map((bound) => ({ le: String(bound), count: values.filter((value) => value <= bound).length })),
+    { le: '+Inf', count: values.length },
+  ];
+}
+
+/**
+ * The SMS gateway's queues per sending number, without naming a number or an account: how many numbers
+ * have how deep a queue, and how long each takes to drain at its pace.
+ */
+export function watchNumberQueues(measure: () => Promise<{ depth: number; drainSeconds: number }[]>) {
+  const stops = [
+    numberQueueDepthSource(async (set) => {
+      const queues = await measure();
+      for (const bucket of cumulativeBuckets(
+        queues.map((queue) => queue.depth),
+        NUMBER_QUEUE_DEPTH_BUCKETS,
+      ))
+        set({ le: bucket.le }, bucket.count);
+    }),
+    numberDrainSource(async (set) => {
+      const queues = await measure();
+      for (const bucket of cumulativeBuckets(
+        queues.map((queue) => queue.drainSeconds),
+        NUMBER_DRAIN_SECONDS_BUCKETS,
+      ))
+        set({ le: bucket.le }, bucket.count);
+    }),
+    numberDrainMaxSource(async (set) =>
+      set({}, Math.max(0, ...(await measure()).map((queue) => queue.drainSeconds))),
+    ),
+  ];
+  return () => stops.forEach((stop) => stop());
+}
+
 /** The text a scrape answers. */
 export const scrapeMetrics = () => register.metrics();
 

@@ -61,6 +61,14 @@ office?\`, \`I want to cancel my appointment\`) is an ordinary reply. Each lead 
 however many ways it asks. START, UNSTOP or YES opt back in; HELP is answered. These replies have
 \`source: system\`. Sending to an opted-out number is a 409 \`lead_opted_out\`.
 
+**Sending pace**: messages leave each account's number at most at its throughput (1 a second for a
+US long code unless the campaign was granted more) and within the brand's daily cap when one is set, so
+a burst of sequence steps is spread out, not refused. Until the account's carrier registration has its
+campaign approved (where the rule is enforced), its US long code sends only opt-out confirmations and
+HELP answers; other messages stay \`queued\` and go once it is approved. A sequence step that cannot leave
+before the lead's sending window closes waits for the next window. An opt-out confirmation that cannot
+be sent within five minutes of the opt-out is not sent at all (\`failed\`).
+
 **Consent**: each lead has a consent trail (\`GET /accounts/{id}/leads/{phone}/consent\`): the grants you
 record with their evidence (\`POST …/consent\`, or \`consent\` on a lead import), each opt-out the lead
 texts (a revocation, with its message) and each START. Accounts created with \`consent_required\` (the

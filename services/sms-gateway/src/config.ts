@@ -1,11 +1,11 @@
 import { infrastructureConfig, metricsConfig } from '@leadline/runtime';
-import { telephonyConfig } from '@leadline/telephony';
+import { registrationEnforcementConfig, telephonyConfig } from '@leadline/telephony';
 import { z } from 'zod';
 
 export const gatewayConfigSchema = infrastructureConfig.extend({
   ...metricsConfig,
   ...telephonyConfig.shape,
-  NODE_ENV: z.string().default('development'),
+  ...registrationEnforcementConfig,
   PROJECTION_WAIT_MS: z.coerce.number().int().positive().default(5000),
   /** Bound on each call to Kafka when writing: past it a write answers 503 event_log_unavailable. */
   EVENT_LOG_TIMEOUT_MS: z.coerce.number().int().positive().default(3000),
@@ -24,5 +24,12 @@ export const gatewayConfigSchema = infrastructureConfig.extend({
    */
   SMS_SEND_TIMEOUT_SECONDS: z.coerce.number().int().positive().default(30),
   SMS_MAX_QUEUE_AGE_MINUTES: z.coerce.number().int().positive().default(60),
+  /**
+   * Messages a second each sending number may carry: a US long code's campaign is typically given 1
+   * (the carriers' tier for most brands); raise it to what the campaign was granted.
+   */
+  SMS_MESSAGES_PER_SECOND: z.coerce.number().positive().max(1000).default(1),
+  /** Messages a day one brand (account) may send, on the carriers' day (Pacific); unset: no cap. */
+  SMS_BRAND_DAILY_CAP: z.coerce.number().int().positive().optional(),
 });
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;

@@ -4,6 +4,7 @@ import {
   createWorker,
   freshRecords,
   startLogConsumer,
+  watchNumberQueues,
   type Clock,
   type CommandBus,
   type Database,
@@ -13,7 +14,8 @@ import {
 import type { SmsSender } from '@leadline/telephony';
 import type { Kafka } from 'kafkajs';
 import type { Kysely } from 'kysely';
-import { enqueue } from './outbox';
+import { enqueue, pendingPerNumber, releaseRegistrationHolds } from './outbox';
+import { drainSeconds, type PaceSettings } from './pacing';
 import { outboxQueue } from './outbox-queue';
 import { accountPass } from './pass';
 import { reconciler } from './reconcile';
@@ -38,6 +40,18 @@ export interface GatewayDeps {
   /** A manual or compliance message older than this when its turn comes fails as `expired`. */
   maxQueueAgeMs?: number;
   leaseMs?: number;
+  /**
+   * The carriers' sending rule (see registrationEnforced): before an account's campaign is approved its
+   * US long code sends only opt-out confirmations and HELP answers; the rest is held. Off by default.
+   */
+  registrationEnforced?: boolean;
+  /** How often a row held for registration is decided again, besides the approval releasing it (10 min). */
+  registrationRecheckMs?: number;
+  /**
+   * Each number's throughput and its brand's daily cap. The service always paces (SMS_MESSAGES_PER_SECOND,
+   * 1 by default); without it (tests of other rules) messages go as fast as the provider takes them.
+   */
+  pacing?: PaceSettings;
   /** How long a send may take before its row counts as interrupted (well above the client's timeout). */
   sendingGraceMs?: number;
   /** How long an interrupted send waits for the provider's status callback before it counts as failed. */
@@ -60,6 +74,13 @@ export interface RunningGateway {
 }
 
 const REQUEST = 'message.outbound_requested' as const;
+const STEP_CHANGED = 'compliance.registration_step_changed' as const;
+
+/** An account's campaign approved: what releases the messages held for registration. */
+const campaignApproved = (event: { type: string; data?: unknown }) =>
+  event.type === STEP_CHANGED &&
+  (event as EventOf<typeof STEP_CHANGED>).data.step === 'campaign' &&
+  (event as EventOf<typeof STEP_CHANGED>).data.status === 'approved';
 
 /**
  * The only code that sends SMS. It consumes `message.outbound_requested` into its outbox (one row per
@@ -90,6 +111,9 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
     leaseMs,
     sendTimeoutMs: deps.sendTimeoutMs ?? 30_000,
     maxQueueAgeMs: deps.maxQueueAgeMs ?? 60 * 60_000,
+    registrationEnforced: deps.registrationEnforced ?? false,
+    registrationRecheckMs: deps.registrationRecheckMs ?? 10 * 60_000,
+    pacing: deps.pacing,
     onError,
   });
   const queue = outboxQueue({ db, clock, leaseMs, decisionBatch, pass, onError });
@@ -116,9 +140,9 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
     groupId: deps.groupId,
     topics: [deps.topics.account],
     checkpoints: 'sms_gateway_checkpoints',
-    // Only requests matter here; the header spares decoding everything else.
-    decodes: (type) => type === REQUEST,
-    actsOn: (event) => event.type === REQUEST,
+    // Only requests and registration steps matter here; the header spares decoding everything else.
+    decodes: (type) => type === REQUEST || type === STEP_CHANGED,
+    actsOn: (event) => event.type === REQUEST || campaignApproved(event),
     // Kafka kept the gateway's position before Postgres did: an upgrade continues from there.
     startAtGroupOffsets: true,
     onParked: deps.onParked,
@@ -141,15 +165,28 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
           trx,
           requests.map((record) => record.event as EventOf<typeof REQUEST>),
         );
+        // The campaign approved: what was held for it goes now (its next decision reads the approval).
+        const approved = fresh.filter((record) => record.event && campaignApproved(record.event));
+        const released = await releaseRegistrationHolds(
+          trx,
+          approved.flatMap((record) => record.event?.account_id ?? []),
+        );
         await advanceCheckpoint(trx, 'sms_gateway_checkpoints', topic, partition, last.offset, clock.now());
         // Requests held behind a parked record and released by an operator wait for the poll: their
         // account's read models are still catching up with what was held, and a pass now would only fail.
-        return requests.filter((record) => !record.replayed).length;
+        return requests.filter((record) => !record.replayed).length + released;
       });
       if (queued > 0) worker.wake();
     },
   });
   worker.start();
+  const stopWatching = watchNumberQueues(async () => {
+    const now = clock.now();
+    return (await pendingPerNumber(db, now)).map((queue) => ({
+      depth: queue.depth,
+      drainSeconds: drainSeconds(queue, deps.pacing, now),
+    }));
+  });
   const poll = setInterval(() => void reconcile().catch(onError), deps.pollIntervalMs ?? 1000);
 
   return {
@@ -157,6 +194,7 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
     reconcile,
     async stop() {
       clearInterval(poll);
+      stopWatching();
       await consumer.stop();
       await worker.stop();
     },

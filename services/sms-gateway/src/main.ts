@@ -10,6 +10,8 @@ import {
 import {
   createLocalSmsSender,
   createTwilioProvider,
+  registrationEnforced,
+  registrationEnforcementRisks,
   twilioCredentials,
   twilioRisks,
 } from '@leadline/telephony';
@@ -17,7 +19,10 @@ import { gatewayConfigSchema } from './config';
 import { startSmsGateway } from './gateway';
 
 const config = loadConfig(gatewayConfigSchema);
-guardUnsafeSettings('sms-gateway', config.NODE_ENV, twilioRisks(config));
+guardUnsafeSettings('sms-gateway', config.NODE_ENV, [
+  ...twilioRisks(config),
+  ...registrationEnforcementRisks(config),
+]);
 // Each worker holds at most one connection of each pool at a time (its decision's transaction on the
 // command pool, its outbox updates on the outbox pool); the consumer, the parking release and
 // reconcile use the rest.
@@ -41,6 +46,11 @@ const gateway = await startSmsGateway({
   maxQueueAgeMs: config.SMS_MAX_QUEUE_AGE_MINUTES * 60_000,
   sendTimeoutMs: config.SMS_SEND_TIMEOUT_SECONDS * 1000,
   sendingGraceMs: config.SMS_SEND_TIMEOUT_SECONDS * 2000,
+  registrationEnforced: registrationEnforced(config),
+  pacing: {
+    messagesPerSecond: config.SMS_MESSAGES_PER_SECOND,
+    brandDailyCap: config.SMS_BRAND_DAILY_CAP ?? null,
+  },
 });
 console.warn(`sms-gateway: running with the ${twilio ? 'Twilio' : 'local'} provider`);
 const metrics = await serveServiceMetrics(config, outboxDb);

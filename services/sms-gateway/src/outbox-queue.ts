@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Clock, Database, WorkQueue } from '@leadline/runtime';
-import { claimPending, releaseClaim } from './outbox';
+import { claimPending, nextPendingAt, releaseClaim } from './outbox';
 import type { AccountClaim } from './send-policy';
 
 /** The outbox as the worker's queue: each item is one account's claimed rows, run by `pass`. */
@@ -63,6 +63,9 @@ export function outboxQueue(deps: {
         );
     },
     leaseEndOf: (claim) => claim.leaseUntil,
+    // A paced number's next slot and a held row's time are leases and holds ending: the idle loop
+    // sleeps until the first of them instead of polling.
+    nextDue: () => nextPendingAt(db, clock.now()),
     async measure() {
       const { rows } = await sql<{ depth: string; lateness: number | null }>`
         select count(*)::text as depth,

@@ -15,6 +15,13 @@ export const expirable = (request: EventOf<'message.outbound_requested'>) =>
   !(request.actor.kind === 'system' && request.actor.service === 'ai-agent');
 
 /**
+ * A sequence step (fixed or AI-written) is a proactive message: besides the sequencer's decision that
+ * it is due, it leaves only inside the lead's sending window, whenever the gateway's pace lets it go.
+ */
+export const proactive = (request: EventOf<'message.outbound_requested'>) =>
+  request.data.source === 'sequence' || request.data.sequence_step !== undefined;
+
+/**
  * One row per requested message, inserted when the request is consumed. The primary key is the
  * message id, so a request consumed twice (a redelivery, a consumer restarted from an old offset)
  * is one row and is sent at most once.
@@ -38,6 +45,8 @@ export async function enqueue(
         causation_id: event.id,
         requested_at: event.occurred_at,
         expirable: expirable(event),
+        answers: event.data.answers ?? null,
+        proactive: proactive(event),
       })),
     )
     .onConflict((oc) => oc.column('message_id').doNothing())
@@ -45,20 +54,23 @@ export async function enqueue(
 }
 
 /**
- * The rows in play, ranked per account: each account's pending rows in order (`turn`), and whether any
+ * The rows in play, ranked per account: each account's pending rows in order (`turn`; compliance
+ * replies first, so an opt-out confirmation is never paced behind a backlog past its five minutes), and whether any
  * of its rows is held (`busy`: a live lease on a pending or in-flight row, or on a row settled and not
  * yet reported). Of every account, or of `accounts` only (each account is ranked on its own rows, so
  * leaving the others out changes nothing for these).
  */
 const rankedRows = (now: Date, accounts?: readonly string[]) => sql`
-  select message_id, account_id, state, created_at,
-    row_number() over (partition by account_id, state order by created_at, message_id) as turn,
-    bool_or(coalesce(lease_until >= ${now}, false)) over (partition by account_id) as busy
+  select message_id, account_id, state, created_at, source,
+    row_number() over (partition by account_id, state
+      order by (source = 'system') desc, created_at, message_id) as turn,
+    bool_or(coalesce(lease_until > ${now}, false)) over (partition by account_id) as busy
   from sms_outbox
   -- Each alternative is the predicate of a partial index, so the rows in play are found through them;
   -- "state in ('pending', 'sending')" matches no partial index and would read the whole outbox, every
   -- row ever sent, on every claim.
-  where (state = 'pending' or state = 'sending' or (report is not null and reported_at is null))
+  where ((state = 'pending' and (held_until is null or held_until <= ${now}))
+    or state = 'sending' or (report is not null and reported_at is null))
     ${accounts ? sql`and account_id = any(${accounts}::text[])` : sql``}`;
 
 /**
@@ -121,7 +133,7 @@ export async function claimPending(
         where state = 'pending' and message_id in (
           select message_id from (${rankedRows(now, locked)}) ranked
           where state = 'pending' and turn <= ${perAccount} and not busy
-          order by created_at, message_id
+          order by (source = 'system') desc, created_at, message_id
           limit ${limit}
         )
         for update skip locked
@@ -131,7 +143,10 @@ export async function claimPending(
   };
   const rows = db.isTransaction ? await claim(db) : await db.transaction().execute(claim);
   return rows.sort(
-    (a, b) => a.created_at.getTime() - b.created_at.getTime() || a.message_id.localeCompare(b.message_id),
+    (a, b) =>
+      Number(b.source === 'system') - Number(a.source === 'system') ||
+      a.created_at.getTime() - b.created_at.getTime() ||
+      a.message_id.localeCompare(b.message_id),
   );
 }
 
@@ -324,4 +339,127 @@ export async function claimUnreported(
     )
     returning *`.execute(db);
   return rows;
+}
+
+/** A pending row the gateway will not send before `until` (null: until its reason lifts), and why. */
+export interface RowHold {
+  messageId: string;
+  reason: string;
+  until: Date;
+}
+
+/**
+ * Holds pending rows of this claim: each is out of play until its `held_until` (no lease, so the
+ * account's other rows, an opt-out confirmation among them, go past it). Returns the ids whose reason
+ * changed (first held, or held for another reason): those owe a `message.held`, the others said it.
+ */
+export async function holdRows(
+  db: Kysely<Database>,
+  holds: readonly RowHold[],
+  token: string | null,
+  now: Date,
+): Promise<Set<string>> {
+  if (holds.length === 0) return new Set();
+  const { rows } = await sql<{ message_id: string; changed: boolean }>`
+    with previous as (
+      select message_id, hold_reason from sms_outbox
+      where message_id = any(${holds.map((hold) => hold.messageId)}::text[]) and state = 'pending'
+        and claim_token is not distinct from ${token}
+      for update
+    )
+    update sms_outbox as o
+    set held_until = v.until, hold_reason = v.reason, lease_until = null, claim_token = null,
+      updated_at = ${now}
+    from previous,
+      unnest(${holds.map((hold) => hold.messageId)}::text[], ${holds.map((hold) => hold.reason)}::text[],
+             ${holds.map((hold) => hold.until.toISOString())}::timestamptz[]) as v(message_id, reason, until)
+    where o.message_id = v.message_id and previous.message_id = v.message_id
+    returning o.message_id, previous.hold_reason is distinct from v.reason as changed`.execute(db);
+  return new Set(rows.filter((row) => row.changed).map((row) => row.message_id));
+}
+
+/** The account's campaign was approved: its rows held for registration are in play again at once. */
+export async function releaseRegistrationHolds(db: Kysely<Database>, accountIds: readonly string[]) {
+  if (accountIds.length === 0) return 0;
+  const result = await db
+    .updateTable('sms_outbox')
+    .set({ held_until: null })
+    .where('account_id', 'in', [...accountIds])
+    .where('state', '=', 'pending')
+    .where('hold_reason', '=', 'registration_pending')
+    .where('held_until', 'is not', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/** A sending number's pace, as stored (see pacing.ts). */
+export async function readPace(db: Kysely<Database>, phoneNumber: string) {
+  const row = await db
+    .selectFrom('sms_number_pace')
+    .select(['next_send_at', 'cap_day', 'sent_on_cap_day'])
+    .where('phone_number', '=', phoneNumber)
+    .executeTakeFirst();
+  return row && { nextSendAt: row.next_send_at, capDay: row.cap_day, sentOnCapDay: row.sent_on_cap_day };
+}
+
+/**
+ * Claims a number's next slot: stores `next` only if the pace is still what this pass read (`read`;
+ * undefined when there was none), so two passes that both read the same pace (an account's claim lost
+ * and retaken, a number moved between accounts) cannot both send in one slot. False when another took it.
+ */
+export async function claimPace(
+  db: Kysely<Database>,
+  phoneNumber: string,
+  accountId: string,
+  read: { nextSendAt: Date; capDay: string; sentOnCapDay: number } | undefined,
+  next: { nextSendAt: Date; capDay: string; sentOnCapDay: number },
+  now: Date,
+): Promise<boolean> {
+  const values = {
+    next_send_at: next.nextSendAt,
+    cap_day: next.capDay,
+    sent_on_cap_day: next.sentOnCapDay,
+    account_id: accountId,
+    updated_at: now,
+  };
+  const result = read
+    ? await db
+        .updateTable('sms_number_pace')
+        .set(values)
+        .where('phone_number', '=', phoneNumber)
+        .where('next_send_at', '=', read.nextSendAt)
+        .where('sent_on_cap_day', '=', read.sentOnCapDay)
+        .where('cap_day', '=', read.capDay)
+        .executeTakeFirst()
+        .then((r) => Number(r.numUpdatedRows))
+    : await db
+        .insertInto('sms_number_pace')
+        .values({ phone_number: phoneNumber, ...values })
+        .onConflict((oc) => oc.column('phone_number').doNothing())
+        .executeTakeFirst()
+        .then((r) => Number(r.numInsertedOrUpdatedRows ?? 0n));
+  return result === 1;
+}
+
+/** When the next pending row comes into play: a hold or a lease (a paced account's next slot) ending. */
+export async function nextPendingAt(db: Kysely<Database>, now: Date): Promise<Date | null> {
+  const { rows } = await sql<{ next: Date | null }>`
+    select min(greatest(coalesce(held_until, ${now}), coalesce(lease_until, ${now}))) as next
+    from sms_outbox
+    where state = 'pending' and (held_until > ${now} or lease_until > ${now})`.execute(db);
+  return rows[0]?.next ?? null;
+}
+
+/**
+ * Each sending account's queue: its pending rows in play (not held) and when its number's next slot
+ * is, for the per-number metrics (see numberQueues in pacing.ts).
+ */
+export async function pendingPerNumber(db: Kysely<Database>, now: Date) {
+  const { rows } = await sql<{ depth: number; next_send_at: Date | null }>`
+    select count(*)::int as depth, max(p.next_send_at) as next_send_at
+    from sms_outbox o
+    left join sms_number_pace p on p.account_id = o.account_id
+    where o.state = 'pending' and (o.held_until is null or o.held_until <= ${now})
+    group by o.account_id`.execute(db);
+  return rows.map((row) => ({ depth: row.depth, nextSendAt: row.next_send_at }));
 }

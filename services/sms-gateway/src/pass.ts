@@ -1,3 +1,5 @@
+import { campaignStatuses } from '@leadline/decision-state';
+import { DEFAULT_SENDING_WINDOW, type SendingWindow } from '@leadline/domain';
 import {
   optedOutPhones,
   runRemoteCall,
@@ -10,14 +12,26 @@ import {
 import type { AcceptedSms, SmsSender } from '@leadline/telephony';
 import type { Kysely } from 'kysely';
 import {
+  holdRows,
   markReported,
   markSending,
+  releaseClaim,
   settleRefused,
   settleSending,
   type OutboxRow,
   type OwedSettlement,
+  type RowHold,
 } from './outbox';
-import { inRequestOrder, refusal, sendReport, type AccountClaim } from './send-policy';
+import { numberPace } from './number-pace';
+import type { PaceSettings } from './pacing';
+import {
+  heldEvent,
+  inRequestOrder,
+  refusal,
+  registrationHoldOf,
+  sendReport,
+  type AccountClaim,
+} from './send-policy';
 
 export interface PassDeps {
   db: Kysely<Database>;
@@ -28,6 +42,12 @@ export interface PassDeps {
   leaseMs: number;
   sendTimeoutMs: number;
   maxQueueAgeMs: number;
+  /** The carriers' sending rule is enforced (see registrationEnforced). */
+  registrationEnforced: boolean;
+  /** How long a row held for registration waits before it is decided again (an approval releases it at once). */
+  registrationRecheckMs: number;
+  /** Each number's throughput and the brand's daily cap; undefined sends as fast as the provider takes. */
+  pacing: PaceSettings | undefined;
   onError: (error: unknown) => void;
 }
 
@@ -90,18 +110,27 @@ export function accountPass(deps: PassDeps) {
    * The short decision: under the account's lock, against caught-up read models, refused rows are
    * settled in the same transaction; the rows that may go out are returned with the account's number.
    */
-  async function decide(accountId: string, rows: readonly OutboxRow[]) {
+  async function decide(accountId: string, rows: readonly OutboxRow[], token: string) {
     const { result } = await commands.execute({
       stream: { topic: 'account', accountId },
       context: contextOf(rows[0]!),
       lockKeys: [`account:${accountId}`],
       consistency: 'partition',
+      // Its events are the holds it decided; nothing reads them back through the read models.
+      readYourWrites: false,
       async decide(trx) {
+        const now = clock.now();
         const account = await trx
           .selectFrom('accounts')
-          .select(['status', 'phone_number'])
+          .select(['status', 'phone_number', 'sending_window'])
           .where('id', '=', accountId)
           .executeTakeFirst();
+        const from = account?.phone_number ?? '';
+        const rule = {
+          enforced: deps.registrationEnforced,
+          campaignStatus: (await campaignStatuses(trx, [accountId])).get(accountId),
+          from,
+        };
         // The projected opt-outs, and STOPs already answered whose decisions are still queued.
         const optedOut = await optedOutPhones(
           trx,
@@ -110,20 +139,33 @@ export function accountPass(deps: PassDeps) {
         );
         const refused: Settled[] = [];
         const allowed: OutboxRow[] = [];
+        const held: RowHold[] = [];
         for (const row of rows) {
-          const reason = refusal(row, account, optedOut.has(row.phone), clock.now(), deps.maxQueueAgeMs);
+          const reason = refusal(row, account, optedOut.has(row.phone), now, deps.maxQueueAgeMs);
           if (reason) refused.push({ row, report: reason });
+          else if (registrationHoldOf(row, rule))
+            held.push({
+              messageId: row.message_id,
+              reason: 'registration_pending',
+              until: new Date(now.getTime() + deps.registrationRecheckMs),
+            });
           else allowed.push(row);
         }
         const settled = await settleRefused(
           trx,
           refused.map(({ row, report }) => ({ messageId: row.message_id, report })),
-          clock.now(),
+          now,
         );
+        // Held in the decision's transaction, and said (`message.held`) in its append: both or neither.
+        const newlyHeld = await holdRows(trx, held, token, now);
+        const byId = new Map(rows.map((row) => [row.message_id, row]));
         return {
-          events: [],
+          events: held
+            .filter((hold) => newlyHeld.has(hold.messageId))
+            .map((hold) => heldEvent(byId.get(hold.messageId)!, hold, null)),
           result: {
-            from: account?.phone_number ?? '',
+            from,
+            window: (account?.sending_window ?? DEFAULT_SENDING_WINDOW) as SendingWindow,
             allowed,
             refused: refused.filter(({ row }) => settled.has(row.message_id)),
           },
@@ -179,6 +221,9 @@ export function accountPass(deps: PassDeps) {
   return async function pass({ rows, token }: AccountClaim, signal: AbortSignal): Promise<void> {
     const byId = new Map(rows.map((row) => [row.message_id, row]));
     const outcomes: Settled[] = [];
+    const paceHolds: RowHold[] = [];
+    /** Rows handed back because the number's next slot is later (at `until`), in order. */
+    let waiting: { rows: readonly OutboxRow[]; until: Date | undefined } | undefined;
     let owed: OwedSettlement | undefined;
     const owedSettled = () => {
       if (owed) outcomes.push({ row: byId.get(owed.messageId)!, report: owed.report });
@@ -192,10 +237,31 @@ export function accountPass(deps: PassDeps) {
         let next = todo.slice(chunk.length);
         // Nothing is settled when the decision fails (the log or the read models are unavailable): the
         // worker hands the claim back and the rows are tried again, in order; this account stops here.
-        const decided = await decide(chunk[0]!.account_id, chunk);
+        const decided = await decide(chunk[0]!.account_id, chunk, token);
         outcomes.push(...decided.refused);
+        const pace = numberPace({
+          ...deps,
+          settings: deps.pacing,
+          accountId: chunk[0]!.account_id,
+          ...decided,
+        });
         for (const row of decided.allowed) {
           if (signal.aborted) break;
+          const verdict = await pace.verdict(row);
+          if (verdict.kind === 'hold') {
+            paceHolds.push({ messageId: row.message_id, reason: verdict.reason, until: verdict.until });
+            continue;
+          }
+          if (verdict.kind === 'wait' || verdict.kind === 'taken') {
+            // The number is busy until its next slot: this row and the rest wait for it, in order,
+            // without holding a worker (the queue's next due time wakes the loop then).
+            waiting = {
+              rows: todo.slice(todo.indexOf(row)),
+              until: verdict.kind === 'wait' ? verdict.until : undefined,
+            };
+            next = [];
+            break;
+          }
           const result = await send(row, decided.from, token, owed);
           if (result.settledOwed) owedSettled();
           owed = result.owed;
@@ -214,6 +280,43 @@ export function accountPass(deps: PassDeps) {
       // the pass failed to record.
       if (owed && (await settleSending(db, owed.messageId, clock.now(), owed.report))) owedSettled();
       await report(deps, inRequestOrder(outcomes, rows));
+      await holdForPace(paceHolds, token);
+      if (waiting)
+        await releaseClaim(
+          db,
+          waiting.rows.map((row) => row.message_id),
+          token,
+          waiting.until,
+        );
     }
   };
+
+  /**
+   * Holds the rows pacing put off (their window closed, or the brand's cap), and says so: the events
+   * first, so a crash between the two repeats a `message.held` rather than losing it.
+   */
+  async function holdForPace(holds: readonly RowHold[], token: string) {
+    if (holds.length === 0) return;
+    const rows = await db
+      .selectFrom('sms_outbox')
+      .selectAll()
+      .where(
+        'message_id',
+        'in',
+        holds.map((hold) => hold.messageId),
+      )
+      .execute();
+    const byId = new Map(rows.map((row) => [row.message_id, row]));
+    const changed = holds.filter((hold) => byId.get(hold.messageId)?.hold_reason !== hold.reason);
+    if (changed.length > 0) {
+      const first = byId.get(changed[0]!.messageId)!;
+      await commands.append({
+        stream: { topic: 'account', accountId: first.account_id },
+        context: contextOf(first),
+        events: changed.map((hold) => heldEvent(byId.get(hold.messageId)!, hold, hold.until)),
+        readYourWrites: false,
+      });
+    }
+    await holdRows(db, holds, token, clock.now());
+  }
 }

@@ -1,5 +1,12 @@
+import { registrationHold, type RegistrationStatus } from '@leadline/domain';
 import type { EventOf } from '@leadline/events';
-import type { FairnessPolicy, OutboxReport, RemoteOutcome, RetryPolicy } from '@leadline/runtime';
+import type {
+  EventToAppend,
+  FairnessPolicy,
+  OutboxReport,
+  RemoteOutcome,
+  RetryPolicy,
+} from '@leadline/runtime';
 import { SmsRejectedError, type AcceptedSms } from '@leadline/telephony';
 import type { OutboxRow } from './outbox';
 
@@ -56,6 +63,14 @@ export function refusal(
   // A backlog (after an outage) must not go out hours late, at night; sequence and AI sends follow
   // their sending window instead.
   const requestedAt = row.requested_at ?? row.created_at;
+  // One confirmation within five minutes of the opt-out, then nothing: a late one would be a message
+  // after the person said stop.
+  if (isOptOutConfirmation(row) && now.getTime() - requestedAt.getTime() > OPT_OUT_CONFIRMATION_WINDOW_MS)
+    return failure(
+      row,
+      'expired',
+      'An opt-out confirmation is sent within five minutes of the opt-out or not at all; this one could not be.',
+    );
   if (row.expirable && now.getTime() - requestedAt.getTime() > maxQueueAgeMs)
     return failure(
       row,
@@ -63,6 +78,29 @@ export function refusal(
       `The message waited longer than ${maxQueueAgeMs / 60_000} minutes to be sent.`,
     );
   return undefined;
+}
+
+/** How long after an opt-out its confirmation may still be sent (CTIA: one confirmation, at once). */
+export const OPT_OUT_CONFIRMATION_WINDOW_MS = 5 * 60_000;
+
+export const isOptOutConfirmation = (row: Pick<OutboxRow, 'source' | 'answers'>) =>
+  row.source === 'system' && row.answers === 'opt_out';
+
+/** A compliance reply: owed to the person who asked (a confirmation, a HELP answer), never capped. */
+export const isComplianceReply = (row: Pick<OutboxRow, 'source'>) => row.source === 'system';
+
+/**
+ * The carriers' sending rule applied to a row (see registrationHold): `registration_pending` while the
+ * account's campaign is not approved and the number is a US long code, unless the row is an opt-out
+ * confirmation or a HELP answer; null when it may go.
+ */
+export function registrationHoldOf(
+  row: Pick<OutboxRow, 'source' | 'answers'>,
+  rule: { enforced: boolean; campaignStatus: RegistrationStatus | undefined; from: string },
+) {
+  const answers =
+    row.answers === 'opt_out' || row.answers === 'opt_in' || row.answers === 'help' ? row.answers : undefined;
+  return registrationHold(rule, { source: row.source as 'manual' | 'sequence' | 'ai' | 'system', answers });
 }
 
 /**
@@ -155,3 +193,25 @@ export const passRetryPolicy: RetryPolicy = {
  * the account's messages go back to the queue, in order, for the next claim.
  */
 export const passBudgetMs = (leaseMs: number) => leaseMs / 2;
+
+/**
+ * The `message.held` that says why a row waits: `nextAttemptAt` when it is decided again, null when
+ * its reason must lift first (the campaign's approval).
+ */
+export function heldEvent(
+  row: Pick<OutboxRow, 'message_id' | 'phone' | 'correlation_id' | 'causation_id'>,
+  hold: { reason: string },
+  nextAttemptAt: Date | null,
+): EventToAppend {
+  return {
+    type: 'message.held',
+    data: {
+      message_id: row.message_id,
+      phone: row.phone,
+      reason: hold.reason as EventOf<'message.held'>['data']['reason'],
+      next_attempt_at: nextAttemptAt?.toISOString() ?? null,
+    },
+    correlationId: row.correlation_id,
+    causationId: row.causation_id,
+  };
+}

@@ -7,6 +7,7 @@ import {
   oneWorkerPerAccount,
   reconciliation,
   refusal,
+  registrationHoldOf,
   sendReport,
   type AccountClaim,
 } from './send-policy';
@@ -35,6 +36,10 @@ const row = (fields: Partial<OutboxRow> = {}): OutboxRow => ({
   report: null,
   reported_at: null,
   claim_token: null,
+  held_until: null,
+  hold_reason: null,
+  answers: null,
+  proactive: false,
   ...fields,
 });
 const active = { status: 'active', phone_number: '+15125550000' };
@@ -78,6 +83,41 @@ describe('whether a message may go out', () => {
     expect(
       reasonOf(refusal(row({ requested_at: null, created_at: ago(2 * HOUR) }), active, false, now, HOUR)),
     ).toBe('expired');
+  });
+});
+
+describe('one opt-out confirmation within five minutes, then nothing', () => {
+  const confirmation = (waitedMs: number) =>
+    row({ source: 'system', answers: 'opt_out', requested_at: ago(waitedMs) });
+
+  it('sends the confirmation within five minutes of the opt-out and drops it, as expired, after', () => {
+    expect(refusal(confirmation(5 * 60_000), active, true, now, HOUR)).toBeUndefined();
+    expect(refusal(confirmation(5 * 60_000 + 1), active, true, now, HOUR)).toMatchObject({
+      type: 'message.failed',
+      data: { reason: 'expired', error_message: expect.stringContaining('five minutes') },
+    });
+  });
+
+  it('keeps the queue’s own limit for the other compliance replies', () => {
+    const help = row({ source: 'system', answers: 'help', requested_at: ago(30 * 60_000) });
+    expect(refusal(help, active, false, now, HOUR)).toBeUndefined();
+  });
+});
+
+describe('the carriers’ sending rule on a row', () => {
+  const pending = { enforced: true, campaignStatus: 'pending' as const, from: '+15125550000' };
+
+  it('holds everything but the opt-out confirmation and the HELP answer before approval', () => {
+    expect(registrationHoldOf(row(), pending)).toBe('registration_pending');
+    expect(registrationHoldOf(row({ source: 'system', answers: 'opt_in' }), pending)).toBe(
+      'registration_pending',
+    );
+    // A compliance reply queued before replies said what they answer may be anything: it waits.
+    expect(registrationHoldOf(row({ source: 'system' }), pending)).toBe('registration_pending');
+    expect(registrationHoldOf(row({ source: 'system', answers: 'opt_out' }), pending)).toBeNull();
+    expect(registrationHoldOf(row({ source: 'system', answers: 'help' }), pending)).toBeNull();
+    expect(registrationHoldOf(row(), { ...pending, campaignStatus: 'approved' })).toBeNull();
+    expect(registrationHoldOf(row(), { ...pending, enforced: false })).toBeNull();
   });
 });
 

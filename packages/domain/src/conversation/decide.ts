@@ -99,6 +99,9 @@ export function complianceReply(
       body: complianceReplies[kind](company),
       source: 'system',
       sender_name: null,
+      // The gateway lets an opt-out confirmation and a HELP answer out before carrier registration, and
+      // drops an opt-out confirmation it could not send within five minutes.
+      answers: kind,
     },
   };
 }

@@ -34,6 +34,7 @@ export const eventCatalog = [
   messaging.messageOutboundRequested,
   messaging.messageSent,
   messaging.messageFailed,
+  messaging.messageHeld,
   messaging.messageStatusUpdated,
   messaging.conversationStarted,
   messaging.conversationReplyReceived,
@@ -111,7 +112,13 @@ export { sequenceStepRefSchema, sequenceStepSchema, sequenceStepTypes } from './
 export { sendingWindowSchema, teamMemberRoles } from './accounts';
 export { leadOrigins, leadStatuses, leadStatusSchema } from './leads';
 export { consentMethods, consentRecordedVia } from './consent';
-export { deliveryStatuses, messageFailureReasons, messageSources } from './messaging';
+export {
+  complianceAnswers,
+  deliveryStatuses,
+  messageFailureReasons,
+  messageHoldReasons,
+  messageSources,
+} from './messaging';
 export { requirementTypes, requirementTypeSchema } from './requirements';
 export { brandingSchema, metadataSchema } from './shared';
 export {

@@ -9,6 +9,8 @@ import { sequenceStepRefSchema } from './sequences';
  */
 
 export const messageSources = ['manual', 'sequence', 'ai', 'system'] as const;
+/** The keywords a compliance reply (`source: system`) answers. */
+export const complianceAnswers = ['opt_out', 'opt_in', 'help'] as const;
 export const deliveryStatuses = ['queued', 'sent', 'delivered', 'undelivered', 'failed'] as const;
 
 const mediaSchema = z.object({ url: z.string(), content_type: z.string().nullable() });
@@ -62,6 +64,43 @@ export const messageOutboundRequested = defineEvent('message.outbound_requested'
     sender_name: z.string().nullable(),
     /** The sequence step this message carries out, for messages with `source: sequence`. */
     sequence_step: sequenceStepRefSchema.optional(),
+    /**
+     * For a `system` message, the keyword it answers: the confirmation of an opt-out (`opt_out`) or of an
+     * opt-in (`opt_in`), or the answer to HELP. Absent on requests from before it was recorded.
+     */
+    answers: z.enum(complianceAnswers).optional(),
+  }),
+});
+
+/**
+ * Why the gateway holds a message it may send later: `registration_pending` (the account's campaign is
+ * not approved by the carriers yet, and the number is a US long code), the lead's sending window
+ * (`quiet_hours`, or the lead's state's `state_hours`, `state_sunday`, `state_holiday`) for a sequence
+ * step that could not leave before the window closed, or `brand_daily_cap` (the brand's carrier cap for
+ * the day is reached).
+ */
+export const messageHoldReasons = [
+  'registration_pending',
+  'quiet_hours',
+  'state_hours',
+  'state_sunday',
+  'state_holiday',
+  'brand_daily_cap',
+] as const;
+
+/**
+ * The gateway holds the message instead of sending it now, for `reason`; it is decided again at
+ * `next_attempt_at` (null: when the reason lifts, such as the campaign's approval), checked again against
+ * every rule (opt-out, sending window, queue age) when it goes. Recorded when a message is first held,
+ * and again only when the reason changes.
+ */
+export const messageHeld = defineEvent('message.held', {
+  topic: 'account',
+  data: z.object({
+    message_id: z.string(),
+    phone: z.string(),
+    reason: z.enum(messageHoldReasons),
+    next_attempt_at: z.iso.datetime().nullable(),
   }),
 });
 
@@ -82,7 +121,10 @@ export const messageFailureReasons = [
   'provider_rejected',
   'provider_error',
   'send_unconfirmed',
-  /** A manual or compliance message that waited in the queue longer than the gateway allows. */
+  /**
+   * A manual or compliance message that waited in the queue longer than the gateway allows (an opt-out
+   * confirmation: five minutes after the opt-out).
+   */
   'expired',
 ] as const;
 

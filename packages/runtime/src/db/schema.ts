@@ -364,6 +364,24 @@ export interface OperationalTables {
     reported_at: Timestamp | null;
     /** The claim the row is leased under (see the 0013_sms_gateway_checkpoints migration). */
     claim_token: ColumnType<string | null, string | null | undefined, string | null>;
+    /** A held row is not claimed before this (see the 0015_sms_outbox_holds_and_pacing migration). */
+    held_until: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+    /** Why it is held (a `message.held` reason); recorded once per reason. */
+    hold_reason: ColumnType<string | null, string | null | undefined, string | null>;
+    /** For a compliance reply, the keyword it answers (`opt_out`, `opt_in`, `help`). */
+    answers: ColumnType<string | null, string | null | undefined, string | null>;
+    /** A sequence step: it leaves only inside the lead's sending window. */
+    proactive: ColumnType<boolean, boolean | undefined, boolean>;
+  };
+  /** Each sending number's pace (see the 0015_sms_outbox_holds_and_pacing migration). */
+  sms_number_pace: {
+    phone_number: string;
+    account_id: string;
+    next_send_at: ColumnType<Date, Date | string, Date | string>;
+    /** The carriers' day (`YYYY-MM-DD`, Pacific) `sent_on_cap_day` counts. */
+    cap_day: string;
+    sent_on_cap_day: number;
+    updated_at: ColumnType<Date, Date | string, Date | string>;
   };
   /** Embed tokens, stored only as SHA-256 hashes (see the 0010_embed_tokens migration). */
   embed_tokens: {

@@ -29,7 +29,9 @@ export const complianceRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps
           '10DLC): business profile, brand, campaign, then the number joining the campaign. Idempotent: the ' +
           'same profile again changes nothing. Another profile is taken only before any submission (201) ' +
           'or once a step failed (200, every step starts again); while the carriers review it, or once they ' +
-          'approved it, it is a 409. The tax id is stored encrypted and never answered in full.',
+          'approved it, it is a 409. The tax id is stored encrypted and never answered in full. Where the ' +
+          "carriers' rule is enforced, the account's US long code sends only opt-out confirmations and HELP " +
+          'answers until the campaign is approved; its other messages wait and go once it is.',
         params: registrationParams,
         body: registrationBody,
         response: { 200: registrationResponse, 201: registrationResponse },

@@ -2,6 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Migration } from 'kysely/migration';
 import { READ_MODEL_SCHEMA } from '../database';
 import { carrierRegistrationOperationalMigrations } from './carrier-registration';
+import { smsPacingOperationalMigrations } from './sms-pacing';
 
 /** Tables in `public` that are not derived from the log (see OperationalTables). */
 /**
@@ -530,4 +531,5 @@ export const operationalMigrations: Record<string, Migration> = {
     },
   },
   ...carrierRegistrationOperationalMigrations,
+  ...smsPacingOperationalMigrations,
 };

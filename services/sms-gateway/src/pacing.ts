@@ -1,0 +1,140 @@
+import type { EventData } from '@leadline/events';
+import { leadLocation, proactiveHold, type SendingWindow } from '@leadline/domain';
+
+/**
+ * Pacing, as pure functions: when a number's next message may leave, and whether it must wait for the
+ * next sending window or the brand's next day instead. The gateway's shell reads and claims the pace
+ * in Postgres (see `claimPace` in outbox.ts); nothing here reads a clock or a table.
+ */
+
+/** What a number and its brand may carry. */
+export interface PaceSettings {
+  /** Messages a second the number may send (the campaign's throughput; 1 for a plain long code). */
+  messagesPerSecond: number;
+  /** Messages a day the brand may send on the carriers' day; null when no cap is set. */
+  brandDailyCap: number | null;
+}
+
+/** A number's pace as stored: when its next message may leave, and what its brand sent on the carriers' day. */
+export interface PaceState {
+  nextSendAt: Date;
+  capDay: string;
+  sentOnCapDay: number;
+}
+
+/** The message the pace is decided for. */
+export interface PacedMessage {
+  phone: string;
+  /** A sequence step: it leaves only inside the lead's sending window. */
+  proactive: boolean;
+  /** A compliance reply (an opt-out or opt-in confirmation, a HELP answer): owed, never capped. */
+  compliance: boolean;
+}
+
+export type HoldReason = EventData<'message.held'>['reason'];
+
+export type PaceDecision =
+  /** It leaves now; `pace` is the number's pace once it has. */
+  | { kind: 'send'; pace: PaceState }
+  /** The number's next slot is later: the account's rows wait until `until`, in order. */
+  | { kind: 'wait'; until: Date }
+  /** This message waits (for its window, or the brand's next day); the account's other rows go on. */
+  | { kind: 'hold'; reason: HoldReason; until: Date };
+
+/**
+ * The carriers count a brand's daily messages on their own day, which T-Mobile resets at midnight
+ * Pacific time.
+ */
+export const CARRIER_DAY_ZONE = 'America/Los_Angeles';
+
+const wallClock = new Intl.DateTimeFormat('en-US', {
+  timeZone: CARRIER_DAY_ZONE,
+  hourCycle: 'h23',
+  year: 'numeric',
+  month: 'numeric',
+  day: 'numeric',
+  hour: 'numeric',
+  minute: 'numeric',
+  second: 'numeric',
+});
+
+/** The carriers' wall clock at an instant. */
+function localParts(at: Date) {
+  const parts: Record<string, number> = {};
+  for (const part of wallClock.formatToParts(at))
+    if (part.type !== 'literal') parts[part.type] = Number(part.value);
+  return parts as { year: number; month: number; day: number; hour: number; minute: number; second: number };
+}
+
+/** The carriers' day an instant falls on, `YYYY-MM-DD`. */
+export function carrierDay(at: Date): string {
+  const { year, month, day } = localParts(at);
+  return `${year}-${String(month).padStart(2, '0')}-${String(day).padStart(2, '0')}`;
+}
+
+/** The first instant of the carriers' next day after `at`. */
+export function nextCarrierDay(at: Date): Date {
+  const { year, month, day } = localParts(at);
+  const midnight = Date.UTC(year, month - 1, day + 1);
+  // The zone's offset near midnight (read twice: the first guess may sit across a DST change).
+  const offsetAt = (instant: number) => {
+    const p = localParts(new Date(instant));
+    return Date.UTC(p.year, p.month - 1, p.day, p.hour, p.minute, p.second) - instant;
+  };
+  const first = midnight - offsetAt(midnight);
+  return new Date(midnight - offsetAt(first));
+}
+
+/** The time between two messages of one number. */
+export const spacingMs = (settings: PaceSettings) => 1000 / settings.messagesPerSecond;
+
+/**
+ * Whether a message may leave the number now:
+ * - its slot is the number's next send time (now, if that passed);
+ * - a sequence step whose slot is outside the lead's sending window (the account's window, the lead's
+ *   state's hours, Sundays and holidays) is held until the window opens again, rather than sent at the
+ *   edge of quiet hours; the account's other messages go on;
+ * - a slot later than now makes the account's messages wait for it, in order;
+ * - past the brand's daily cap, a message is held until the carriers' next day; compliance replies are
+ *   owed to the person who asked and are never held by the cap (they count towards it);
+ * - otherwise it leaves, and the number's next slot is one spacing later.
+ */
+export function paceDecision(input: {
+  now: Date;
+  settings: PaceSettings;
+  pace: PaceState | undefined;
+  message: PacedMessage;
+  window: SendingWindow;
+}): PaceDecision {
+  const { now, settings, pace, message, window } = input;
+  const slot = pace && pace.nextSendAt.getTime() > now.getTime() ? pace.nextSendAt : now;
+  if (message.proactive) {
+    const hold = proactiveHold(slot, window, leadLocation(message.phone, window.time_zone));
+    // No messages sent are given, so the state's per-lead cap (the sequencer's rule) never holds here.
+    if (hold && hold.reason !== 'frequency_cap')
+      return { kind: 'hold', reason: hold.reason, until: hold.next_allowed_at };
+  }
+  if (slot.getTime() > now.getTime()) return { kind: 'wait', until: slot };
+  const capDay = carrierDay(slot);
+  const sent = pace?.capDay === capDay ? pace.sentOnCapDay : 0;
+  if (!message.compliance && settings.brandDailyCap !== null && sent >= settings.brandDailyCap)
+    return { kind: 'hold', reason: 'brand_daily_cap', until: nextCarrierDay(slot) };
+  return {
+    kind: 'send',
+    pace: { nextSendAt: new Date(slot.getTime() + spacingMs(settings)), capDay, sentOnCapDay: sent + 1 },
+  };
+}
+
+/**
+ * How long a number's queue takes to leave at its pace: its next slot, then one spacing per message
+ * after the first. Unpaced, nothing but the slot.
+ */
+export function drainSeconds(
+  queue: { depth: number; nextSendAt: Date | null },
+  settings: PaceSettings | undefined,
+  now: Date,
+): number {
+  const untilSlot = queue.nextSendAt ? Math.max(0, queue.nextSendAt.getTime() - now.getTime()) : 0;
+  const spacing = settings ? spacingMs(settings) : 0;
+  return (untilSlot + Math.max(0, queue.depth - 1) * spacing) / 1000;
+}

@@ -1,0 +1,134 @@
+import { eventually } from '@leadline/test-kit';
+import { describe, expect, it } from 'vitest';
+import { accountEvents } from '../../command-api/test/log';
+import { gatewayHarness } from './harness';
+
+const { harness, append, gateway, account, request, outboxRow } = gatewayHarness(
+  new Date('2026-03-02T15:00:00Z'),
+);
+
+const sentFrom = (from: string) => harness.twilio.messages.filter((message) => message.from === from);
+const oneASecond = { messagesPerSecond: 1, brandDailyCap: null };
+
+describe('pacing each number', () => {
+  it("spaces one number's burst a second apart, while another account's message goes at once", async () => {
+    await account('acc-burst', '+15125553101');
+    await account('acc-other', '+15125553102');
+    const running = await gateway({ pacing: oneASecond });
+    const burst = Array.from({ length: 5 }, (_, i) => request(`+1512555420${i}`, `Step ${i}`));
+    await append('acc-burst', burst);
+    const single = request('+15125554299', 'Your appraisal is in');
+    await append('acc-other', [single]);
+
+    await eventually(async () =>
+      (await outboxRow(single.data.message_id))?.state === 'sent' ? true : undefined,
+    );
+    await eventually(async () =>
+      (await outboxRow(burst[0]!.data.message_id))?.state === 'sent' ? true : undefined,
+    );
+    await running.dispatch();
+    expect(sentFrom('+15125553101')).toHaveLength(1);
+    expect(sentFrom('+15125553102')).toHaveLength(1);
+
+    // One more each second of the clock, never two; in the order they were requested.
+    for (let second = 1; second < 5; second++) {
+      harness.clock.advance(999);
+      await running.dispatch();
+      expect(sentFrom('+15125553101')).toHaveLength(second);
+      harness.clock.advance(1);
+      await running.dispatch();
+      expect(sentFrom('+15125553101')).toHaveLength(second + 1);
+    }
+    expect(sentFrom('+15125553101').map((message) => message.body)).toEqual(burst.map((r) => r.data.body));
+  });
+
+  it("holds what exceeds the brand's daily cap until the carriers' next day, and says so; a STOP confirmation still goes", async () => {
+    await account('acc-capped', '+15125553103');
+    const running = await gateway({ pacing: { messagesPerSecond: 10, brandDailyCap: 2 } });
+    const messages = Array.from({ length: 3 }, (_, i) => request(`+1512555430${i}`, `Reminder ${i}`));
+    await append('acc-capped', messages);
+    await eventually(async () =>
+      (await outboxRow(messages[0]!.data.message_id))?.state === 'sent' ? true : undefined,
+    );
+    for (let i = 0; i < 2; i++) {
+      harness.clock.advance(100);
+      await running.dispatch();
+    }
+    await eventually(async () =>
+      (await outboxRow(messages[2]!.data.message_id))?.hold_reason === 'brand_daily_cap' ? true : undefined,
+    );
+    expect(sentFrom('+15125553103').map((message) => message.body)).toEqual(['Reminder 0', 'Reminder 1']);
+    const held = (await accountEvents(harness.services)).filter(
+      (event) => event.type === 'message.held' && event.account_id === 'acc-capped',
+    );
+    expect(held.map((event) => event.data)).toEqual([
+      {
+        message_id: messages[2]!.data.message_id,
+        phone: '+15125554302',
+        reason: 'brand_daily_cap',
+        // Midnight Pacific.
+        next_attempt_at: '2026-03-03T08:00:00.000Z',
+      },
+    ]);
+
+    const confirmation = request('+15125554309', 'Gateway Co: You are unsubscribed.', {
+      source: 'system',
+      answers: 'opt_out',
+    });
+    await append('acc-capped', [confirmation]);
+    await eventually(async () =>
+      (await outboxRow(confirmation.data.message_id))?.state === 'sent' ? true : undefined,
+    );
+    expect((await outboxRow(messages[2]!.data.message_id))?.state).toBe('pending');
+  });
+
+  it('holds a sequence step that cannot leave before the window closes until it opens again, rather than at its edge', async () => {
+    // 20:59:58 in New York, where the leads (212) are.
+    harness.clock.set(new Date('2026-03-03T01:59:58.000Z'));
+    await account('acc-evening', '+15125553104');
+    const running = await gateway({ pacing: oneASecond });
+    const steps = Array.from({ length: 3 }, (_, i) =>
+      request(`+1212555440${i}`, `Evening step ${i}`, { source: 'sequence' }),
+    );
+    await append('acc-evening', steps);
+    await eventually(async () =>
+      (await outboxRow(steps[0]!.data.message_id))?.state === 'sent' ? true : undefined,
+    );
+    harness.clock.advance(1000);
+    await running.dispatch();
+    harness.clock.advance(1000);
+    await running.dispatch();
+    // The third's slot is 21:00:00, when the window has closed.
+    expect(sentFrom('+15125553104').map((message) => message.body)).toEqual([
+      'Evening step 0',
+      'Evening step 1',
+    ]);
+    expect(await outboxRow(steps[2]!.data.message_id)).toMatchObject({
+      state: 'pending',
+      hold_reason: 'quiet_hours',
+      held_until: new Date('2026-03-03T13:00:00.000Z'),
+    });
+    const held = (await accountEvents(harness.services)).filter(
+      (event) => event.type === 'message.held' && event.account_id === 'acc-evening',
+    );
+    expect(held.map((event) => event.data)).toEqual([
+      {
+        message_id: steps[2]!.data.message_id,
+        phone: '+12125554402',
+        reason: 'quiet_hours',
+        next_attempt_at: '2026-03-03T13:00:00.000Z',
+      },
+    ]);
+
+    harness.clock.set(new Date('2026-03-03T12:59:59.000Z'));
+    await running.dispatch();
+    expect(sentFrom('+15125553104')).toHaveLength(2);
+    harness.clock.set(new Date('2026-03-03T13:00:00.000Z'));
+    await running.dispatch();
+    expect(sentFrom('+15125553104').map((message) => message.body)).toEqual([
+      'Evening step 0',
+      'Evening step 1',
+      'Evening step 2',
+    ]);
+  });
+});
