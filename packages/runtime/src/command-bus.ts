@@ -13,6 +13,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Admin, Kafka } from 'kafkajs';
 import { DomainError, unavailable } from '@leadline/domain';
 import type { Clock, NewId } from './clock';
+import { isDatabaseBusy } from './db/database';
 import type { Database } from './db/schema';
 import { APPEND_MAX_BYTES, createEventProducer, partitionForKey } from './kafka';
 import { enterWriteFence, type LogGeneration } from './log-generations';
@@ -130,10 +131,6 @@ export function encodedSize(
   }
   return bytes;
 }
-
-/** SQLSTATEs of `lock_timeout` and of `statement_timeout` (or a cancelled query). */
-const LOCK_NOT_AVAILABLE = '55P03';
-const QUERY_CANCELED = '57014';
 
 const lockId = (key: string) => sql`pg_advisory_xact_lock(hashtextextended(${key}, 0))`;
 
@@ -277,14 +274,14 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
 
   /**
    * The command's transaction. A lock or statement timeout (a setting of the database or of the
-   * command) is the database being busy, not a bug: 503 `database_busy`, nothing written, retry.
+   * command), a connection refused ("too many clients") or not given in time is the database being
+   * busy, not a bug: 503 `database_busy`, nothing written, retry.
    */
   async function inTransaction<T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
     try {
       return await db.transaction().execute(work);
     } catch (error) {
-      const code = (error as { code?: unknown }).code;
-      if (code === LOCK_NOT_AVAILABLE || code === QUERY_CANCELED) {
+      if (isDatabaseBusy(error)) {
         throw unavailable(
           'database_busy',
           'The database did not answer in time; nothing was written, retry shortly.',

@@ -25,6 +25,11 @@ export const infrastructureConfig = z.object({
   DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).optional(),
   DATABASE_LOCK_TIMEOUT_MS: z.coerce.number().int().min(0).optional(),
   DATABASE_IDLE_TX_TIMEOUT_MS: z.coerce.number().int().min(0).optional(),
+  /**
+   * The most connections one process of a service opens, all its pools together (split among them
+   * by `splitConnectionBudget`); unset means the service's default (README, "Connection budget").
+   */
+  DATABASE_MAX_CONNECTIONS: z.coerce.number().int().min(1).optional(),
 });
 export type InfrastructureConfig = z.infer<typeof infrastructureConfig>;
 

@@ -34,3 +34,4 @@ export * from './log-migration';
 export * from './log-reader';
 export * from './log-transforms';
 export * from './registration-queue';
+export * from './db/connection-budget';
