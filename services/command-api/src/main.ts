@@ -13,6 +13,7 @@ import {
 } from '@leadline/runtime';
 import { startOrphanNumberSweep } from './accounts/orphan-numbers';
 import { buildApp } from './app';
+import { eventLogReadiness } from './http/readiness';
 import { apiConfigSchema } from './config';
 import { ensurePartnerWithKey } from './partners/partners';
 import { connectCommandServices } from './services';
@@ -79,7 +80,7 @@ const app = await buildApp({
   }),
   documents: createDocumentStore(config, services.db),
   allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
-  readinessChecks: [async () => void (await services.admin.fetchTopicOffsets(services.topics.account))],
+  readinessChecks: [eventLogReadiness(services.admin, () => services.topics.account)],
   logger: { level: process.env.LOG_LEVEL ?? 'info' },
 });
 await app.listen({ port: config.PORT, host: config.HOST });
