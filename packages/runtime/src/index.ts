@@ -35,3 +35,4 @@ export * from './log-reader';
 export * from './log-transforms';
 export * from './registration-queue';
 export * from './db/connection-budget';
+export * from './log-durability';
