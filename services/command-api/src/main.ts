@@ -36,6 +36,7 @@ const twilio = twilioCredentials(config);
 // the first to get what rounding leaves; reads (and authentication) share the other.
 const connections = splitConnectionBudget('command-api', config.DATABASE_MAX_CONNECTIONS ?? 10, {
   listening: { fixed: 2 },
+  keyListening: { fixed: 1 },
   localNumbers: { fixed: twilio ? 0 : 1 },
   commands: { share: 1 },
   reads: { share: 1 },
@@ -56,7 +57,7 @@ if (config.PARTNER_API_KEY) {
 const localPool = twilio ? undefined : createLocalNumberPool(config.DATABASE_URL);
 const numbers = twilio ? createTwilioProvider(twilio) : localPool!;
 // One connection listening for partner key revocations (the key cache's).
-const keyListenerPool = createPool(config.DATABASE_URL, { maxConnections: 1 });
+const keyListenerPool = createPool(config.DATABASE_URL, { maxConnections: connections.keyListening });
 const app = await buildApp({
   db: services.db,
   commands: services.commands,
