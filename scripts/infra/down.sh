@@ -11,6 +11,8 @@ set -euo pipefail
 
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=kafka-cluster.sh
+source "$(dirname "${BASH_SOURCE[0]}")/kafka-cluster.sh"
 
 STOP_TIMEOUT=20
 
@@ -32,3 +34,5 @@ lock_state_dir
 # stopping Kafka last gives any still-running app the longest time to flush.
 stop_one "$REGISTRY_PID_FILE" schema-registry "$INFRA_HOST" "$SCHEMA_REGISTRY_PORT"
 stop_one "$KAFKA_PID_FILE" kafka "$INFRA_HOST" "$KAFKA_PORT"
+# The three nodes LEADLINE_KAFKA_NODES=3 started, if any.
+stop_kafka_cluster

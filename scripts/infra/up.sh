@@ -8,6 +8,8 @@
 # Idempotent: whatever is already running is left alone, whatever is missing is
 # fetched/started. Stop with scripts/infra/down.sh, inspect with status.sh.
 #
+# LEADLINE_KAFKA_NODES=3 starts a cluster of three KRaft nodes instead (kafka-cluster.sh).
+#
 # Env overrides: KAFKA_PORT (9092), KAFKA_CONTROLLER_PORT (9093),
 # SCHEMA_REGISTRY_PORT (8081), SCHEMA_REGISTRY_MGMT_PORT (port+1000),
 # REGISTRY_PG_HOST/PORT/USER/PASSWORD/DB, SCHEMA_REGISTRY_DEFAULT_COMPATIBILITY
@@ -18,6 +20,8 @@ set -euo pipefail
 
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=kafka-cluster.sh
+source "$(dirname "${BASH_SOURCE[0]}")/kafka-cluster.sh"
 
 KAFKA_READY_TIMEOUT=60
 REGISTRY_READY_TIMEOUT=120
@@ -428,11 +432,20 @@ main() {
     info "schema-registry: no Java >= 21 found; using Apicurio Registry $APICURIO_VERSION, the newest that runs on Java 17 (docker-compose.yml runs $APICURIO_VERSION_JAVA21)"
   fi
   live_pid "$REGISTRY_PID_FILE" schema-registry >/dev/null || fetch_apicurio
-  start_kafka
+  local brokers="$INFRA_HOST:$KAFKA_PORT"
+  if [[ ${LEADLINE_KAFKA_NODES:-1} == 3 ]]; then
+    start_kafka_cluster
+    brokers=$(kafka_cluster_brokers)
+  elif [[ ${LEADLINE_KAFKA_NODES:-1} == 1 ]]; then
+    start_kafka
+  else
+    die "LEADLINE_KAFKA_NODES is 1 (the default) or 3"
+  fi
   start_registry
   echo
   ok "infrastructure is up:"
-  echo "  KAFKA_BROKERS=$INFRA_HOST:$KAFKA_PORT"
+  echo "  KAFKA_BROKERS=$brokers"
+  [[ ${LEADLINE_KAFKA_NODES:-1} == 3 ]] && echo "  KAFKA_REPLICATION_FACTOR=3 (min.insync.replicas 2)"
   echo "  SCHEMA_REGISTRY_URL=$SCHEMA_REGISTRY_CCOMPAT_URL"
   echo "  (source scripts/infra/env.sh to export these; logs in ${STATE_DIR#"$PWD"/}/)"
 }

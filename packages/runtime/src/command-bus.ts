@@ -13,6 +13,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Admin, Kafka } from 'kafkajs';
 import { DomainError, unavailable } from '@leadline/domain';
 import type { Clock, NewId } from './clock';
+import { isDatabaseBusy } from './db/database';
 import type { Database } from './db/schema';
 import { APPEND_MAX_BYTES, createEventProducer, partitionForKey } from './kafka';
 import { enterWriteFence, type LogGeneration } from './log-generations';
@@ -131,9 +132,30 @@ export function encodedSize(
   return bytes;
 }
 
-/** SQLSTATEs of `lock_timeout` and of `statement_timeout` (or a cancelled query). */
-const LOCK_NOT_AVAILABLE = '55P03';
-const QUERY_CANCELED = '57014';
+/**
+ * One write's time for the event log: its bound counts from the write's start, less the time it spent
+ * waiting for the read models (their own bound, `PROJECTION_WAIT_MS`).
+ */
+interface EventLogBudget {
+  remainingMs(): number;
+  excluding<T>(wait: () => Promise<T>): Promise<T>;
+}
+
+function eventLogBudget(boundMs: number): EventLogBudget {
+  const startedAt = Date.now();
+  let excludedMs = 0;
+  return {
+    remainingMs: () => boundMs - (Date.now() - startedAt - excludedMs),
+    async excluding(wait) {
+      const waitStarted = Date.now();
+      try {
+        return await wait();
+      } finally {
+        excludedMs += Date.now() - waitStarted;
+      }
+    },
+  };
+}
 
 const lockId = (key: string) => sql`pg_advisory_xact_lock(hashtextextended(${key}, 0))`;
 
@@ -161,9 +183,19 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
    * `extraMs` is for work that grows with the payload (compressing and sending a bulk import), which a
    * fixed bound would refuse on every retry alike.
    */
-  async function fromEventLog<T>(what: string, call: () => Promise<T>, extraMs = 0): Promise<T> {
+  async function fromEventLog<T>(
+    what: string,
+    call: () => Promise<T>,
+    extraMs = 0,
+    budget?: EventLogBudget,
+  ): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
-    const boundMs = eventLogTimeoutMs + extraMs;
+    const boundMs = (budget ? budget.remainingMs() : eventLogTimeoutMs) + extraMs;
+    // Its time went waiting (for a lock a command stuck on the log held, for a connection): refused
+    // now, rather than a whole bound later, so a queue behind an outage drains at once.
+    if (boundMs <= 0) {
+      throw unavailable('event_log_unavailable', `The event log is unavailable (${what}): no time left`);
+    }
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no answer within ${boundMs} ms`)), boundMs);
     });
@@ -210,15 +242,20 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
     bounded: (call, bytes) => fromEventLog('appending', call, Math.floor(bytes / PER_EXTRA_MS_BYTES)),
   });
 
-  async function waitForHighWatermark(topic: string, partitionKey: string) {
-    // A lookup shared with concurrent commands, started after this one took its locks.
-    const offsets = await timeStage('offsets', () => freshOffsets(topic));
+  async function waitForHighWatermark(topic: string, partitionKey: string, budget: EventLogBudget) {
+    // A lookup shared with concurrent commands, started after this one took its locks; waited for
+    // within this command's own bound, which may end before the shared lookup's.
+    const offsets = await timeStage('offsets', () =>
+      fromEventLog('reading its end', () => freshOffsets(topic), 0, budget),
+    );
     const partition = partitionForKey(topic, partitionKey, offsets.length);
     const relevant = offsets.filter((entry) => entry.partition === partition);
     const caughtUp = await timeStage('catch_up', () =>
-      Promise.all(
-        relevant.map((entry) =>
-          progress.waitFor(topic, entry.partition, BigInt(entry.high), projectionWaitMs),
+      budget.excluding(() =>
+        Promise.all(
+          relevant.map((entry) =>
+            progress.waitFor(topic, entry.partition, BigInt(entry.high), projectionWaitMs),
+          ),
         ),
       ),
     );
@@ -245,7 +282,12 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
     }
   }
 
-  async function appendToLog(topic: string, key: string, events: DomainEvent[]): Promise<AppendPosition> {
+  async function appendToLog(
+    topic: string,
+    key: string,
+    events: DomainEvent[],
+    budget?: EventLogBudget,
+  ): Promise<AppendPosition> {
     const messages = await Promise.all(
       events.map(async (event) => ({
         key,
@@ -269,7 +311,7 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
     // its records if they are not sent yet.
     const { position, abandon } = appender.append({ topic, key, messages, bytes });
     try {
-      return await fromEventLog('appending', () => position, Math.floor(bytes / PER_EXTRA_MS_BYTES));
+      return await fromEventLog('appending', () => position, Math.floor(bytes / PER_EXTRA_MS_BYTES), budget);
     } finally {
       abandon();
     }
@@ -277,14 +319,14 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
 
   /**
    * The command's transaction. A lock or statement timeout (a setting of the database or of the
-   * command) is the database being busy, not a bug: 503 `database_busy`, nothing written, retry.
+   * command), a connection refused ("too many clients") or not given in time is the database being
+   * busy, not a bug: 503 `database_busy`, nothing written, retry.
    */
   async function inTransaction<T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
     try {
       return await db.transaction().execute(work);
     } catch (error) {
-      const code = (error as { code?: unknown }).code;
-      if (code === LOCK_NOT_AVAILABLE || code === QUERY_CANCELED) {
+      if (isDatabaseBusy(error)) {
         throw unavailable(
           'database_busy',
           'The database did not answer in time; nothing was written, retry shortly.',
@@ -298,6 +340,9 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
     async execute(command) {
       const { stream, context } = command;
       const key = keyOf(stream, context);
+      // From here, the wait for a connection and for the stream's locks included: a write refused for
+      // the log's sake is refused within EVENT_LOG_TIMEOUT_MS of its start, however many were queued.
+      const budget = eventLogBudget(eventLogTimeoutMs);
 
       const { events, result, position } = await inTransaction(async (trx) => {
         // Sorted, so two commands that share locks always take them in the same order.
@@ -309,12 +354,14 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
           // those queued behind one account's lock; those are refused at once when their turn comes.
           return topicsOf(await enterWriteFence(trx, { waitMs: 0 }))[stream.topic];
         });
-        if (command.consistency === 'partition') await waitForHighWatermark(topic, key);
+        if (command.consistency === 'partition') await waitForHighWatermark(topic, key, budget);
         await refuseHeldStream(trx, key);
         const decision = await timeStage('decide', () => command.decide(trx));
         const stamped = decision.events.map((event) => stamp(event, stream, context));
         const position =
-          stamped.length > 0 ? await timeStage('append', () => appendToLog(topic, key, stamped)) : undefined;
+          stamped.length > 0
+            ? await timeStage('append', () => appendToLog(topic, key, stamped, budget))
+            : undefined;
         return { events: stamped, result: decision.result, position };
       });
 

@@ -19,13 +19,22 @@ export async function connectCommandServices(
     clock?: Clock;
     /** Commands deciding at once; each holds a connection from its lock to its append. 10 by default. */
     commandConnections?: number;
+    /** The process's own pool (`db`): reads, or a worker's queue. 10 by default. */
+    readConnections?: number;
+    /** Listening for the projector's progress, and its catch-up reads. 2 by default. */
+    listeningConnections?: number;
     /** Lowers the most one command may append (tests reach the limit with a small request). */
     appendMaxBytes?: number;
   } = {},
 ): Promise<CommandServices> {
-  const infrastructure = await connectInfrastructure(config, clientId);
+  const infrastructure = await connectInfrastructure(config, clientId, {
+    maxConnections: options.readConnections ?? 10,
+  });
   const timeouts = databaseTimeouts(config);
-  const listenerPool = createPool(config.DATABASE_URL, { maxConnections: 2, timeouts });
+  const listenerPool = createPool(config.DATABASE_URL, {
+    maxConnections: options.listeningConnections ?? 2,
+    timeouts,
+  });
   const progress = await createProjectionProgress(listenerPool);
   // Commands hold a connection while they wait for their stream's lock; their own pool keeps a burst
   // of writes to one account from starving the reads and the projector.

@@ -25,6 +25,19 @@ export const infrastructureConfig = z.object({
   DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).optional(),
   DATABASE_LOCK_TIMEOUT_MS: z.coerce.number().int().min(0).optional(),
   DATABASE_IDLE_TX_TIMEOUT_MS: z.coerce.number().int().min(0).optional(),
+  /**
+   * The most connections one process of a service opens, all its pools together (split among them
+   * by `splitConnectionBudget`); unset means the service's default (README, "Connection budget").
+   */
+  DATABASE_MAX_CONNECTIONS: z.coerce.number().int().min(1).optional(),
+  /**
+   * What the deployment declares of its brokers (see `declaredDurability`): copies of each partition
+   * of the log, unset 1; and how many acknowledge a write, unset 2 where there are 3 or more, else 1.
+   */
+  KAFKA_REPLICATION_FACTOR: z.coerce.number().int().min(1).optional(),
+  KAFKA_MIN_INSYNC_REPLICAS: z.coerce.number().int().min(1).optional(),
+  /** `production` refuses to start on a log less durable than declared (and on unsafe settings). */
+  NODE_ENV: z.string().optional(),
 });
 export type InfrastructureConfig = z.infer<typeof infrastructureConfig>;
 

@@ -34,3 +34,5 @@ export * from './log-migration';
 export * from './log-reader';
 export * from './log-transforms';
 export * from './registration-queue';
+export * from './db/connection-budget';
+export * from './log-durability';

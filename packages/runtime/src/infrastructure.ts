@@ -12,6 +12,7 @@ import { createDb } from './db/database';
 import { migrate } from './db/migrate';
 import type { Database } from './db/schema';
 import { createKafka, ensureTopics } from './kafka';
+import { checkLogDurability, declaredDurability } from './log-durability';
 import { activeGeneration, followActiveTopics } from './log-generations';
 
 export interface Infrastructure {
@@ -48,10 +49,14 @@ export async function connectInfrastructure(
   // copied history, by `migrate-log`, and are never made again empty.
   const active = await activeGeneration(db);
   const startTopics = topicNames(config.TOPIC_PREFIX, active.generation);
+  const durability = declaredDurability(config);
   await ensureTopics(admin, startTopics, {
     partitions: active.partitions,
     createMissing: active.generation === 1,
+    durability,
   });
+  // Acknowledged writes survive what the deployment says they survive, or production does not start.
+  await checkLogDurability(admin, Object.values(startTopics), durability, config.NODE_ENV ?? 'development');
   const codec = await createEventCodec(createSchemaRegistry(config.SCHEMA_REGISTRY_URL), startTopics);
   const following = followActiveTopics(db, config.TOPIC_PREFIX, active);
   const topics = following.topics;

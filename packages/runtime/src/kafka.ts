@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import kafkajs, { Kafka, logLevel, Partitioners, type Admin, type Producer } from 'kafkajs';
 import { topicPartitions, type TopicKind, type TopicNames } from '@leadline/events';
+import { EVENT_PRODUCER_DURABILITY, type LogDurability } from './log-durability';
 
 /**
  * kafkajs 2.2.4, its last release, re-arms a timer on every broker connection each time it checks for
@@ -100,7 +101,7 @@ export function createKafka(brokers: string[], clientId: string): Kafka {
  */
 export function createEventProducer(kafka: Kafka): Producer {
   return kafka.producer({
-    idempotent: true,
+    idempotent: EVENT_PRODUCER_DURABILITY.idempotent,
     maxInFlightRequests: 1,
     allowAutoTopicCreation: false,
     createPartitioner: Partitioners.DefaultPartitioner,
@@ -151,8 +152,14 @@ const topicConfig = {
 export async function ensureTopics(
   admin: Admin,
   topics: TopicNames,
-  options: { partitions?: Readonly<Record<TopicKind, number>>; createMissing?: boolean } = {},
+  options: {
+    partitions?: Readonly<Record<TopicKind, number>>;
+    createMissing?: boolean;
+    /** Copies of each partition and `min.insync.replicas` of the topics it creates; 1 and 1 by default. */
+    durability?: LogDurability;
+  } = {},
 ): Promise<void> {
+  const durability = options.durability ?? { replicationFactor: 1, minInsyncReplicas: 1 };
   const partitions = options.partitions ?? topicPartitions;
   const existing = new Set(await admin.listTopics());
   const kinds = Object.keys(topics) as (keyof TopicNames)[];
@@ -168,8 +175,11 @@ export async function ensureTopics(
       topics: missing.map((kind) => ({
         topic: topics[kind],
         numPartitions: partitions[kind],
-        replicationFactor: 1,
-        configEntries: Object.entries(topicConfig).map(([name, value]) => ({ name, value })),
+        replicationFactor: durability.replicationFactor,
+        configEntries: Object.entries({
+          ...topicConfig,
+          'min.insync.replicas': String(durability.minInsyncReplicas),
+        }).map(([name, value]) => ({ name, value })),
       })),
     });
   }

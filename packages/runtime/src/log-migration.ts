@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { LogDurability } from './log-durability';
 import {
   createEventCodec,
   createSchemaRegistry,
@@ -49,6 +50,8 @@ export interface MigrateLogDeps {
   schemaRegistryUrl: string;
   /** The environment's topic prefix (`TOPIC_PREFIX`). */
   prefix: string;
+  /** Replication and `min.insync.replicas` of the new generation's topics; 1 and 1 by default. */
+  durability?: LogDurability;
   log?: (message: string) => void;
 }
 
@@ -193,7 +196,10 @@ async function liftLeftoverFence(deps: MigrateLogDeps, target: number) {
 /** Makes the new generation's topics, or checks the ones an earlier run made. */
 async function prepareTopics(deps: MigrateLogDeps, target: LogGeneration) {
   const topics = topicNames(deps.prefix, target.generation);
-  await ensureTopics(deps.admin, topics, { partitions: target.partitions });
+  await ensureTopics(deps.admin, topics, {
+    partitions: target.partitions,
+    ...(deps.durability && { durability: deps.durability }),
+  });
   for (const kind of Object.keys(topics) as TopicKind[]) {
     const count = (await offsetsOf(deps.admin, topics[kind])).length;
     if (count !== target.partitions[kind]) {

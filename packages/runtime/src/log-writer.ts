@@ -1,5 +1,6 @@
 import type { Admin, Message, Producer, RecordMetadata } from 'kafkajs';
 import { logCompression, partitionForKey } from './kafka';
+import { EVENT_PRODUCER_DURABILITY } from './log-durability';
 
 type TopicOffsets = Awaited<ReturnType<Admin['fetchTopicOffsets']>>;
 
@@ -211,7 +212,7 @@ export function createGroupAppender(options: {
           producer.then((connected) => {
             if (abandoned) throw new Error('abandoned before it was sent');
             return (request = connected.sendBatch({
-              acks: -1,
+              acks: EVENT_PRODUCER_DURABILITY.acks,
               compression: logCompression(bytes),
               topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
             }));

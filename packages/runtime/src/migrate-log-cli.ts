@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { declaredDurability } from './log-durability';
 import { infrastructureConfig, loadConfig } from './config';
 import { connectInfrastructure } from './infrastructure';
 import {
@@ -67,6 +68,7 @@ const deps: MigrateLogDeps = {
   ...infrastructure,
   schemaRegistryUrl: config.SCHEMA_REGISTRY_URL,
   prefix: config.TOPIC_PREFIX,
+  durability: declaredDurability(config),
   log: (message) => console.log(`migrate-log: ${message}`),
 };
 try {

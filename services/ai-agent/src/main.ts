@@ -1,7 +1,6 @@
 import {
   connectCommandServices,
-  createDb,
-  databaseTimeouts,
+  splitConnectionBudget,
   createDocumentStore,
   loadConfig,
   newUuid,
@@ -15,8 +14,18 @@ import { createModelResponder } from './model';
 import { offlineResponder } from './offline';
 
 const config = loadConfig(agentConfigSchema);
-const services = await connectCommandServices(config, 'leadline-ai-agent');
-const agentDb = createDb(config.DATABASE_URL, { maxConnections: 10, timeouts: databaseTimeouts(config) });
+// Its turns' queue and recordings on its own pool, their commands on theirs (README, "Connection budget").
+const connections = splitConnectionBudget('ai-agent', config.DATABASE_MAX_CONNECTIONS ?? 5, {
+  listening: { fixed: 2 },
+  commands: { share: 1 },
+  agent: { share: 1 },
+});
+const services = await connectCommandServices(config, 'leadline-ai-agent', {
+  listeningConnections: connections.listening,
+  commandConnections: connections.commands,
+  readConnections: connections.agent,
+});
+const agentDb = services.db;
 const twilio = twilioCredentials(config);
 // The model whenever a key is configured; the deterministic offline responder otherwise.
 const responder = config.OPENAI_API_KEY
@@ -51,7 +60,6 @@ const metrics = await serveServiceMetrics(config, agentDb);
 const shutdown = async () => {
   await metrics?.close();
   await agent.stop();
-  await agentDb.destroy();
   await services.close();
   process.exit(0);
 };

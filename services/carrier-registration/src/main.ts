@@ -1,8 +1,7 @@
 import {
   connectCommandServices,
-  createDb,
   createSecretBox,
-  databaseTimeouts,
+  splitConnectionBudget,
   guardUnsafeSettings,
   loadConfig,
   serveServiceMetrics,
@@ -19,12 +18,20 @@ import { startRegistrationWorker } from './worker';
 
 const config = loadConfig(registrationConfigSchema);
 guardUnsafeSettings('carrier-registration', config.NODE_ENV, webhookKeyRisks(config.WEBHOOK_ENCRYPTION_KEYS));
-const services = await connectCommandServices(config, 'leadline-carrier-registration', {
-  commandConnections: 4,
-});
-const workerDb = createDb(config.DATABASE_URL, { maxConnections: 4, timeouts: databaseTimeouts(config) });
 // Twilio's ISV onboarding whenever Twilio is configured; the local simulation otherwise.
 const twilio = twilioCredentials(config);
+const connections = splitConnectionBudget('carrier-registration', config.DATABASE_MAX_CONNECTIONS ?? 5, {
+  listening: { fixed: 2 },
+  localRegistration: { fixed: twilio ? 0 : 1 },
+  commands: { share: 1 },
+  worker: { share: 1 },
+});
+const services = await connectCommandServices(config, 'leadline-carrier-registration', {
+  listeningConnections: connections.listening,
+  commandConnections: connections.commands,
+  readConnections: connections.worker,
+});
+const workerDb = services.db;
 const local = twilio
   ? undefined
   : createLocalCarrierRegistration({
@@ -66,7 +73,6 @@ const shutdown = async () => {
   await metrics?.close();
   await worker.stop();
   await local?.close();
-  await workerDb.destroy();
   await services.close();
   process.exit(0);
 };

@@ -49,5 +49,7 @@ export interface AppDeps {
   allowPrivateTargets?: boolean;
   /** Extra readiness checks (the event log's reachability), run by GET /health/ready. */
   readinessChecks?: (() => Promise<void>)[];
+  /** How long GET /health/ready waits for its checks before it answers 503 `not_ready`; 800 ms. */
+  readinessBoundMs?: number;
   logger?: FastifyServerOptions['logger'];
 }

@@ -17,6 +17,7 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import { sql } from 'kysely';
+import { READINESS_BOUND_MS, withinReadinessBound } from './http/readiness';
 import { accountRoutes } from './accounts/routes';
 import { partnerKeyAuthentication } from './http/auth';
 import { createPartnerKeyCache } from './http/partner-key-cache';
@@ -119,17 +120,21 @@ export async function buildApp(deps: AppDeps) {
   );
 
   app.get('/health/live', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  // Answers within READINESS_BOUND_MS whatever is down: a load balancer or an orchestrator polling a
+  // silent broker or a full pool gets its "not ready" in time, instead of a poll that times out.
   app.get('/health/ready', { schema: { hide: true } }, async (request) => {
     try {
-      await sql`select 1`.execute(deps.db);
-      await Promise.all((deps.readinessChecks ?? []).map((check) => check()));
+      return await withinReadinessBound(async () => {
+        await sql`select 1`.execute(deps.db);
+        await Promise.all((deps.readinessChecks ?? []).map((check) => check()));
+        // Records consumers could not apply wait for an operator (`npm run parked`); ready, but said.
+        return { status: 'ready', parked_records: await parkedCounts(deps.db) };
+      }, deps.readinessBoundMs ?? READINESS_BOUND_MS);
     } catch (error) {
       // Anyone may ask; why it is not ready (hosts, addresses, library errors) goes to our log only.
       request.log.warn({ err: error }, 'not ready');
       throw new DomainError(503, 'not_ready', 'Not ready.');
     }
-    // Records consumers could not apply wait for an operator (`npm run parked`); ready, but said.
-    return { status: 'ready', parked_records: await parkedCounts(deps.db) };
   });
 
   const partnerKeys = deps.partnerKeyCache && (await createPartnerKeyCache(deps.partnerKeyCache));

@@ -7,11 +7,13 @@ import {
   guardUnsafeSettings,
   loadConfig,
   newUuid,
+  splitConnectionBudget,
   systemClock,
   webhookKeyRisks,
 } from '@leadline/runtime';
 import { startOrphanNumberSweep } from './accounts/orphan-numbers';
 import { buildApp } from './app';
+import { eventLogReadiness } from './http/readiness';
 import { apiConfigSchema } from './config';
 import { ensurePartnerWithKey } from './partners/partners';
 import { connectCommandServices } from './services';
@@ -28,7 +30,22 @@ guardUnsafeSettings('command-api', config.NODE_ENV, [
   ...webhookKeyRisks(config.WEBHOOK_ENCRYPTION_KEYS),
   ...documentLinkKeyRisks(config.DOCUMENT_LINK_KEYS),
 ]);
-const services = await connectCommandServices(config, 'leadline-command-api');
+// Twilio whenever its credentials are configured; the local number pool (one connection) otherwise.
+const twilio = twilioCredentials(config);
+// Commands hold a connection from their stream's lock to their append, so they get their own pool,
+// the first to get what rounding leaves; reads (and authentication) share the other.
+const connections = splitConnectionBudget('command-api', config.DATABASE_MAX_CONNECTIONS ?? 10, {
+  listening: { fixed: 2 },
+  keyListening: { fixed: 1 },
+  localNumbers: { fixed: twilio ? 0 : 1 },
+  commands: { share: 1 },
+  reads: { share: 1 },
+});
+const services = await connectCommandServices(config, 'leadline-command-api', {
+  listeningConnections: connections.listening,
+  commandConnections: connections.commands,
+  readConnections: connections.reads,
+});
 if (config.PARTNER_API_KEY) {
   await ensurePartnerWithKey(
     { db: services.db, commands: services.commands, newId: newUuid },
@@ -37,12 +54,10 @@ if (config.PARTNER_API_KEY) {
   );
 }
 
-// Twilio whenever its credentials are configured; the local number pool otherwise.
-const twilio = twilioCredentials(config);
 const localPool = twilio ? undefined : createLocalNumberPool(config.DATABASE_URL);
 const numbers = twilio ? createTwilioProvider(twilio) : localPool!;
 // One connection listening for partner key revocations (the key cache's).
-const keyListenerPool = createPool(config.DATABASE_URL, { maxConnections: 1 });
+const keyListenerPool = createPool(config.DATABASE_URL, { maxConnections: connections.keyListening });
 const app = await buildApp({
   db: services.db,
   commands: services.commands,
@@ -66,7 +81,7 @@ const app = await buildApp({
   }),
   documents: createDocumentStore(config, services.db),
   allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
-  readinessChecks: [async () => void (await services.admin.fetchTopicOffsets(services.topics.account))],
+  readinessChecks: [eventLogReadiness(services.admin, () => services.topics.account)],
   logger: { level: process.env.LOG_LEVEL ?? 'info' },
 });
 await app.listen({ port: config.PORT, host: config.HOST });

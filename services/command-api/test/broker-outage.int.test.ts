@@ -16,6 +16,7 @@ import type { Admin } from 'kafkajs';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type App } from '../src/app';
+import { eventLogReadiness } from '../src/http/readiness';
 import { partnerClient, type PartnerClient } from './client';
 import { accountEvents, logSize } from './log';
 import { startSystem, type TestSystem } from './system';
@@ -77,6 +78,8 @@ async function apiAgainst(broker: string): Promise<{ app: App; commands: Command
     rateLimitPerMinute: 100_000,
     webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
     ...testDocuments(system.services.db),
+    // What the command API's main checks, against the same broker as its writes.
+    readinessChecks: [eventLogReadiness(admin, () => system.services.topics.account)],
   });
   cleanups.push(
     () => app.close(),
@@ -124,6 +127,39 @@ describe('with the event log unreachable', () => {
       expect((await partner.patch(`/accounts/${account}`, { name: 'Renamed' })).status).toBe(200);
     });
   }
+});
+
+describe('with the event log silent, many writes queued on one account', () => {
+  it('refuses each within the bound of its start, not one bound after another, and readiness answers', async () => {
+    const account = (await partner.post('/accounts', { name: 'Queue Co' })).body.id as string;
+    const silentBroker = `127.0.0.1:${(silent.address() as net.AddressInfo).port}`;
+    const { app } = await apiAgainst(silentBroker);
+    const down = partnerClient(app, key);
+    const before = await logSize(system.services);
+
+    // Sixteen renames of one account queue on its stream's lock (and on the pool's two connections):
+    // each bounded on its own, one after another, the last would answer sixteen bounds later.
+    const started = Date.now();
+    const answers = await Promise.all(
+      Array.from({ length: 16 }, (_, n) => down.patch(`/accounts/${account}`, { name: `Queued ${n}` })),
+    );
+    const elapsed = Date.now() - started;
+    for (const answer of answers) {
+      expect(answer.status).toBe(503);
+      expect(answer.body.code).toBe('event_log_unavailable');
+      expect(answer.headers['retry-after']).toBeDefined();
+    }
+    // A few bounds at most (the machine's own delays included), where the queue took sixteen.
+    expect(elapsed, `answered after ${elapsed} ms`).toBeLessThan(BOUND_MS * 8);
+    expect(await logSize(system.services)).toBe(before);
+
+    // Readiness answers "not ready" while the broker is silent, rather than hanging on its lookup.
+    const asked = Date.now();
+    const ready = await app.inject({ method: 'GET', url: '/health/ready' });
+    expect(ready.statusCode).toBe(503);
+    expect(ready.json()).toMatchObject({ code: 'not_ready' });
+    expect(Date.now() - asked).toBeLessThan(5_000);
+  });
 });
 
 describe('the broker killed under a write loop, then restarted', () => {

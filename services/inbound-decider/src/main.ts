@@ -1,13 +1,30 @@
-import { connectCommandServices, createDb, loadConfig, newUuid, systemClock } from '@leadline/runtime';
+import {
+  connectCommandServices,
+  loadConfig,
+  newUuid,
+  splitConnectionBudget,
+  systemClock,
+} from '@leadline/runtime';
 import { inboundDeciderConfigSchema } from './config';
 import { startInboundDecider } from './decider';
 
 // The inbound decider: its own process, so the webhook that keeps inbound SMS never waits for it.
 const config = loadConfig(inboundDeciderConfigSchema);
-const services = await connectCommandServices(config, 'leadline-inbound-decider');
 const concurrency = config.INBOUND_DECIDER_CONCURRENCY;
-// Checkpoints of the partitions handled at once, and the MessageSid claims of the decisions in flight.
-const deciderDb = createDb(config.DATABASE_URL, { maxConnections: concurrency + 2 });
+// Decisions are commands (half the rest, the first to get what rounding leaves); checkpoints and the
+// MessageSid marks are short statements on the decider's own pool. Neither holds one of its pool's
+// connections while waiting for another, so a small pool queues work rather than deadlocking.
+const connections = splitConnectionBudget('inbound-decider', config.DATABASE_MAX_CONNECTIONS ?? 6, {
+  listening: { fixed: 2 },
+  commands: { share: 1 },
+  decider: { share: 1 },
+});
+const services = await connectCommandServices(config, 'leadline-inbound-decider', {
+  listeningConnections: connections.listening,
+  commandConnections: connections.commands,
+  readConnections: connections.decider,
+});
+const deciderDb = services.db;
 const decider = await startInboundDecider({
   ...services,
   db: deciderDb,
@@ -24,7 +41,6 @@ const decider = await startInboundDecider({
 
 const shutdown = async () => {
   await decider.stop();
-  await deciderDb.destroy();
   await services.close();
   process.exit(0);
 };

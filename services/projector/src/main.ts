@@ -4,6 +4,7 @@ import {
   loadConfig,
   metricsConfig,
   serveServiceMetrics,
+  splitConnectionBudget,
 } from '@leadline/runtime';
 import { z } from 'zod';
 import { projections } from './projections';
@@ -15,8 +16,14 @@ const config = loadConfig(
     PROJECTOR_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   }),
 );
+// One connection per partition applied at once, and one for the metrics and the generation polls.
+const connections = splitConnectionBudget(
+  'projector',
+  config.DATABASE_MAX_CONNECTIONS ?? config.PROJECTOR_CONCURRENCY + 1,
+  { projector: { share: 1 } },
+);
 const infrastructure = await connectInfrastructure(config, 'leadline-projector', {
-  maxConnections: config.PROJECTOR_CONCURRENCY + 2,
+  maxConnections: connections.projector,
 });
 const projector = await startProjector({
   ...infrastructure,

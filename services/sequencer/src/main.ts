@@ -1,18 +1,26 @@
 import {
   connectCommandServices,
-  createDb,
   loadConfig,
   newUuid,
   systemClock,
   serveServiceMetrics,
-  databaseTimeouts,
+  splitConnectionBudget,
 } from '@leadline/runtime';
 import { sequencerConfigSchema } from './config';
 import { startSequencer } from './sequencer';
 
 const config = loadConfig(sequencerConfigSchema);
-const services = await connectCommandServices(config, 'leadline-sequencer');
-const claimsDb = createDb(config.DATABASE_URL, { maxConnections: 4, timeouts: databaseTimeouts(config) });
+const connections = splitConnectionBudget('sequencer', config.DATABASE_MAX_CONNECTIONS ?? 5, {
+  listening: { fixed: 2 },
+  commands: { share: 1 },
+  claims: { share: 1 },
+});
+const services = await connectCommandServices(config, 'leadline-sequencer', {
+  listeningConnections: connections.listening,
+  commandConnections: connections.commands,
+  readConnections: connections.claims,
+});
+const claimsDb = services.db;
 const sequencer = await startSequencer({
   ...services,
   db: claimsDb,
@@ -28,7 +36,6 @@ const metrics = await serveServiceMetrics(config, claimsDb);
 const shutdown = async () => {
   await metrics?.close();
   await sequencer.stop();
-  await claimsDb.destroy();
   await services.close();
   process.exit(0);
 };

@@ -1,7 +1,6 @@
 import {
   connectCommandServices,
-  createDb,
-  databaseTimeouts,
+  splitConnectionBudget,
   guardUnsafeSettings,
   loadConfig,
   systemClock,
@@ -24,15 +23,19 @@ guardUnsafeSettings('sms-gateway', config.NODE_ENV, [
   ...registrationEnforcementRisks(config),
 ]);
 // Each worker holds at most one connection of each pool at a time (its decision's transaction on the
-// command pool, its outbox updates on the outbox pool); the consumer, the parking release and
-// reconcile use the rest.
+// command pool, its outbox updates on the outbox pool), so a pool smaller than the workers queues
+// them rather than deadlocking; the consumer, the parking release and reconcile share the outbox pool.
+const connections = splitConnectionBudget('sms-gateway', config.DATABASE_MAX_CONNECTIONS ?? 6, {
+  listening: { fixed: 2 },
+  commands: { share: 1 },
+  outbox: { share: 1 },
+});
 const services = await connectCommandServices(config, 'leadline-sms-gateway', {
-  commandConnections: config.SMS_GATEWAY_CONCURRENCY + 1,
+  listeningConnections: connections.listening,
+  commandConnections: connections.commands,
+  readConnections: connections.outbox,
 });
-const outboxDb = createDb(config.DATABASE_URL, {
-  maxConnections: config.SMS_GATEWAY_CONCURRENCY + 3,
-  timeouts: databaseTimeouts(config),
-});
+const outboxDb = services.db;
 // Twilio whenever its credentials are configured; the local sender (marks everything delivered) otherwise.
 const twilio = twilioCredentials(config);
 const gateway = await startSmsGateway({
@@ -58,7 +61,6 @@ const metrics = await serveServiceMetrics(config, outboxDb);
 const shutdown = async () => {
   await metrics?.close();
   await gateway.stop();
-  await outboxDb.destroy();
   await services.close();
   process.exit(0);
 };

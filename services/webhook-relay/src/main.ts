@@ -5,6 +5,7 @@ import {
   documentLinkKeyRisks,
   createPool,
   databaseTimeouts,
+  splitConnectionBudget,
   createProjectionProgress,
   listenToChannel,
   createSecretBox,
@@ -33,16 +34,20 @@ guardUnsafeSettings('webhook-relay', config.NODE_ENV, [
       ]
     : []),
 ]);
-// No connection is held while a partner's endpoint answers: the dispatcher's claims, records and
-// outbox appends are short statements, the consumer's batches need one per partition at most.
-const infrastructure = await connectInfrastructure(config, 'leadline-webhook-relay', {
-  maxConnections: 10,
-});
 // Two listening connections (projection progress, queued deliveries) and one for the progress's own
 // reads (catching up after a reconnect, polling while a command waits): with two, those reads waited
-// for a connection that never came free.
+// for a connection that never came free. No connection is held while a partner's endpoint answers:
+// the dispatcher's claims, records and outbox appends are short statements, the consumer's batches
+// need one per partition at most; they share the rest.
+const connections = splitConnectionBudget('webhook-relay', config.DATABASE_MAX_CONNECTIONS ?? 5, {
+  listening: { fixed: 3 },
+  relay: { share: 1 },
+});
+const infrastructure = await connectInfrastructure(config, 'leadline-webhook-relay', {
+  maxConnections: connections.relay,
+});
 const listenerPool = createPool(config.DATABASE_URL, {
-  maxConnections: 3,
+  maxConnections: connections.listening,
   timeouts: databaseTimeouts(config),
 });
 const progress = await createProjectionProgress(listenerPool);

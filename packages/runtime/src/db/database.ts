@@ -72,3 +72,27 @@ export function createPool(url: string, options: DbOptions = {}): pg.Pool {
 export function createDb(url: string, options: DbOptions = {}): Kysely<Database> {
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool: createPool(url, options) }) });
 }
+
+/**
+ * SQLSTATEs that mean "not now" rather than "wrong": `lock_timeout`, `statement_timeout`, a server at
+ * its `max_connections` or a role at its `CONNECTION LIMIT` ("too many clients"), a server starting
+ * up or shutting down.
+ */
+const BUSY_SQLSTATES = new Set(['55P03', '57014', '53300', '57P03']);
+/** What pg says when no connection came in time: none free in the pool, or the server's too slow. */
+const NO_CONNECTION_IN_TIME = [
+  'timeout exceeded when trying to connect',
+  'Connection terminated due to connection timeout',
+];
+
+/**
+ * A database that did not answer in time or refused a connection: busy, not broken. Callers answer
+ * 503 `database_busy` with `Retry-After`, having written nothing (the statement, or the transaction
+ * it was part of, did not run or was rolled back). A connection lost mid-transaction is not one: the
+ * outcome of its commit may be unknown.
+ */
+export function isDatabaseBusy(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof code === 'string' && (BUSY_SQLSTATES.has(code) || code === 'ECONNREFUSED')) return true;
+  return typeof message === 'string' && NO_CONNECTION_IN_TIME.includes(message);
+}

@@ -302,7 +302,7 @@ export const errorCatalog = {
   ),
   database_busy: entry(
     503,
-    'The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.',
+    'The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.',
     every,
   ),
   telephony_unavailable: entry(

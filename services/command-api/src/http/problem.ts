@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import { DomainError } from '@leadline/runtime';
+import { DomainError, isDatabaseBusy } from '@leadline/runtime';
 import { z } from 'zod';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
@@ -104,17 +104,6 @@ const fastifyClientErrorCodes: Record<number, string> = {
   415: 'unsupported_media_type',
 };
 
-/** SQLSTATEs of `lock_timeout` and `statement_timeout`, and pg-pool's word for no free connection in time. */
-const LOCK_NOT_AVAILABLE = '55P03';
-const QUERY_CANCELED = '57014';
-const POOL_TIMEOUT = 'timeout exceeded when trying to connect';
-
-/** A database that did not answer in time: busy, not broken (a read's; a write's is the command bus's). */
-function isDatabaseTimeout(error: unknown): boolean {
-  const { code, message } = error as { code?: unknown; message?: unknown };
-  return code === LOCK_NOT_AVAILABLE || code === QUERY_CANCELED || message === POOL_TIMEOUT;
-}
-
 /** Turns every error into problem+json; internals of a 5xx never reach the client. */
 export function problemErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   if (error instanceof DomainError) {
@@ -139,7 +128,8 @@ export function problemErrorHandler(error: FastifyError, request: FastifyRequest
     request.log.error({ err: error, issues: error.cause.issues }, 'response does not match its schema');
     return sendProblem(reply, request, 500, 'internal_error', 'Something went wrong on our side.');
   }
-  if (isDatabaseTimeout(error)) {
+  // A read's timeout or refused connection (a write's is the command bus's, as a DomainError).
+  if (isDatabaseBusy(error)) {
     request.log.warn({ err: error }, 'database busy');
     reply.header('retry-after', '1');
     return sendProblem(
@@ -147,7 +137,7 @@ export function problemErrorHandler(error: FastifyError, request: FastifyRequest
       request,
       503,
       'database_busy',
-      'The database did not answer in time; retry shortly.',
+      'The database did not answer in time or had no connection to give; retry shortly.',
     );
   }
   const status = error.statusCode ?? 500;
