@@ -770,7 +770,7 @@ export interface paths {
         get: operations["getCarrierRegistration"];
         /**
          * Submit the account's carrier registration
-         * @description Submits the business behind the account for the carriers' registration of its number (US A2P 10DLC): business profile, brand, campaign, then the number joining the campaign. Idempotent: the same profile again changes nothing. Another profile is taken only before any submission (201) or once a step failed (200, every step starts again); while the carriers review it, or once they approved it, it is a 409. The tax id is stored encrypted and never answered in full.
+         * @description Submits the business behind the account for the carriers' registration of its number (US A2P 10DLC): business profile, brand, campaign, then the number joining the campaign. Idempotent: the same profile again changes nothing. Another profile is taken only before any submission (201) or once a step failed (200, every step starts again); while the carriers review it, or once they approved it, it is a 409. The tax id is stored encrypted and never answered in full. Where the carriers' rule is enforced, the account's US long code sends only opt-out confirmations and HELP answers until the campaign is approved; its other messages wait and go once it is.
          */
         put: operations["submitCarrierRegistration"];
         post?: never;
@@ -2415,7 +2415,7 @@ export interface components {
              *     | `projection_lagging` | 503 | The read models are catching up with the event log; nothing was written, retry after `Retry-After`. |
              *     | `event_log_unavailable` | 503 | The event log did not accept the write; nothing was written, retry after `Retry-After`. |
              *     | `log_migrating` | 503 | The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`. |
-             *     | `database_busy` | 503 | The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. |
+             *     | `database_busy` | 503 | The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`. |
              *     | `telephony_unavailable` | 503 | The telephony provider did not answer; nothing was written, retry after `Retry-After`. |
              *     | `account_held` | 503 | A record of this account waits for an operator; writes to it are paused, nothing was written. |
              *     | `live_updates_unavailable` | 503 | Live updates are not available from this server (embedded dashboard only). |
@@ -2961,7 +2961,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3149,7 +3149,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `telephony_unavailable`: The telephony provider did not answer; nothing was written, retry after `Retry-After`.
              */
@@ -3288,7 +3288,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3431,7 +3431,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -3645,7 +3645,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -3827,7 +3827,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -4039,7 +4039,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -4178,7 +4178,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4323,7 +4323,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4540,7 +4540,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -4752,7 +4752,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -4897,7 +4897,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5046,7 +5046,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -5264,7 +5264,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -5409,7 +5409,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5556,7 +5556,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5779,7 +5779,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -5926,7 +5926,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6062,7 +6062,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6273,7 +6273,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -6425,7 +6425,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -6643,7 +6643,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -6787,7 +6787,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6994,7 +6994,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -7139,7 +7139,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7288,7 +7288,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -7502,7 +7502,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -7724,7 +7724,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -7869,7 +7869,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -8080,7 +8080,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -8226,7 +8226,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -8373,7 +8373,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -8590,7 +8590,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -8804,7 +8804,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -8935,7 +8935,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -9040,7 +9040,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -9222,7 +9222,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              */
             503: {
                 headers: {
@@ -9366,7 +9366,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              */
             503: {
                 headers: {
@@ -9572,7 +9572,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              */
             503: {
                 headers: {
@@ -9716,7 +9716,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -9901,7 +9901,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              */
             503: {
                 headers: {
@@ -10081,7 +10081,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              */
             503: {
                 headers: {
@@ -10291,7 +10291,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -10437,7 +10437,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -10581,7 +10581,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -10786,7 +10786,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -10925,7 +10925,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -11146,7 +11146,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -11298,7 +11298,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -11437,7 +11437,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -11652,7 +11652,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -11804,7 +11804,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -11943,7 +11943,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -12144,7 +12144,7 @@ export interface operations {
              *
              *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
              *
-             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`.
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
              *
              *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
              */
@@ -12283,7 +12283,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout); nothing was written, retry after `Retry-After`. */
+            /** @description `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
