@@ -1,6 +1,7 @@
 import { newUuid, systemClock, type Clock } from './clock';
 import { createCommandBus, type CommandBus } from './command-bus';
 import { databaseTimeouts, type InfrastructureConfig } from './config';
+import { splitConnectionBudget } from './db/connection-budget';
 import { createDb, createPool } from './db/database';
 import { connectInfrastructure, type Infrastructure } from './infrastructure';
 import { createProjectionProgress, type ProjectionProgress } from './projection-progress';
@@ -64,4 +65,27 @@ export async function connectCommandServices(
       await infrastructure.close();
     },
   };
+}
+
+/**
+ * A background worker's command services within its connection budget (README, "Connection budget"):
+ * two listening connections, the rest shared equally by its commands and its own work (`db`: its
+ * queue, claims or checkpoints). Each worker holds at most one connection of each pool at a time, so
+ * a pool smaller than its concurrency queues the work rather than deadlocking.
+ */
+export function connectWorkerServices(
+  config: Parameters<typeof connectCommandServices>[0] & { DATABASE_MAX_CONNECTIONS?: number | undefined },
+  service: string,
+  defaultBudget: number,
+): Promise<CommandServices> {
+  const connections = splitConnectionBudget(service, config.DATABASE_MAX_CONNECTIONS ?? defaultBudget, {
+    listening: { fixed: 2 },
+    commands: { share: 1 },
+    work: { share: 1 },
+  });
+  return connectCommandServices(config, `leadline-${service}`, {
+    listeningConnections: connections.listening,
+    commandConnections: connections.commands,
+    readConnections: connections.work,
+  });
 }

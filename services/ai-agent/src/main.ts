@@ -1,6 +1,5 @@
 import {
-  connectCommandServices,
-  splitConnectionBudget,
+  connectWorkerServices,
   createDocumentStore,
   loadConfig,
   newUuid,
@@ -15,16 +14,7 @@ import { offlineResponder } from './offline';
 
 const config = loadConfig(agentConfigSchema);
 // Its turns' queue and recordings on its own pool, their commands on theirs (README, "Connection budget").
-const connections = splitConnectionBudget('ai-agent', config.DATABASE_MAX_CONNECTIONS ?? 5, {
-  listening: { fixed: 2 },
-  commands: { share: 1 },
-  agent: { share: 1 },
-});
-const services = await connectCommandServices(config, 'leadline-ai-agent', {
-  listeningConnections: connections.listening,
-  commandConnections: connections.commands,
-  readConnections: connections.agent,
-});
+const services = await connectWorkerServices(config, 'ai-agent', 5);
 const agentDb = services.db;
 const twilio = twilioCredentials(config);
 // The model whenever a key is configured; the deterministic offline responder otherwise.

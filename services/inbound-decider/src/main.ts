@@ -1,10 +1,4 @@
-import {
-  connectCommandServices,
-  loadConfig,
-  newUuid,
-  splitConnectionBudget,
-  systemClock,
-} from '@leadline/runtime';
+import { connectWorkerServices, loadConfig, newUuid, systemClock } from '@leadline/runtime';
 import { inboundDeciderConfigSchema } from './config';
 import { startInboundDecider } from './decider';
 
@@ -14,16 +8,7 @@ const concurrency = config.INBOUND_DECIDER_CONCURRENCY;
 // Decisions are commands (half the rest, the first to get what rounding leaves); checkpoints and the
 // MessageSid marks are short statements on the decider's own pool. Neither holds one of its pool's
 // connections while waiting for another, so a small pool queues work rather than deadlocking.
-const connections = splitConnectionBudget('inbound-decider', config.DATABASE_MAX_CONNECTIONS ?? 6, {
-  listening: { fixed: 2 },
-  commands: { share: 1 },
-  decider: { share: 1 },
-});
-const services = await connectCommandServices(config, 'leadline-inbound-decider', {
-  listeningConnections: connections.listening,
-  commandConnections: connections.commands,
-  readConnections: connections.decider,
-});
+const services = await connectWorkerServices(config, 'inbound-decider', 6);
 const deciderDb = services.db;
 const decider = await startInboundDecider({
   ...services,

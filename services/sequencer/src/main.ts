@@ -1,25 +1,15 @@
 import {
-  connectCommandServices,
+  connectWorkerServices,
   loadConfig,
   newUuid,
   systemClock,
   serveServiceMetrics,
-  splitConnectionBudget,
 } from '@leadline/runtime';
 import { sequencerConfigSchema } from './config';
 import { startSequencer } from './sequencer';
 
 const config = loadConfig(sequencerConfigSchema);
-const connections = splitConnectionBudget('sequencer', config.DATABASE_MAX_CONNECTIONS ?? 5, {
-  listening: { fixed: 2 },
-  commands: { share: 1 },
-  claims: { share: 1 },
-});
-const services = await connectCommandServices(config, 'leadline-sequencer', {
-  listeningConnections: connections.listening,
-  commandConnections: connections.commands,
-  readConnections: connections.claims,
-});
+const services = await connectWorkerServices(config, 'sequencer', 5);
 const claimsDb = services.db;
 const sequencer = await startSequencer({
   ...services,

@@ -1,6 +1,5 @@
 import {
-  connectCommandServices,
-  splitConnectionBudget,
+  connectWorkerServices,
   guardUnsafeSettings,
   loadConfig,
   systemClock,
@@ -25,16 +24,7 @@ guardUnsafeSettings('sms-gateway', config.NODE_ENV, [
 // Each worker holds at most one connection of each pool at a time (its decision's transaction on the
 // command pool, its outbox updates on the outbox pool), so a pool smaller than the workers queues
 // them rather than deadlocking; the consumer, the parking release and reconcile share the outbox pool.
-const connections = splitConnectionBudget('sms-gateway', config.DATABASE_MAX_CONNECTIONS ?? 6, {
-  listening: { fixed: 2 },
-  commands: { share: 1 },
-  outbox: { share: 1 },
-});
-const services = await connectCommandServices(config, 'leadline-sms-gateway', {
-  listeningConnections: connections.listening,
-  commandConnections: connections.commands,
-  readConnections: connections.outbox,
-});
+const services = await connectWorkerServices(config, 'sms-gateway', 6);
 const outboxDb = services.db;
 // Twilio whenever its credentials are configured; the local sender (marks everything delivered) otherwise.
 const twilio = twilioCredentials(config);
