@@ -13,6 +13,16 @@ export interface EventCodec {
 export class UnknownEventTypeError extends Error {}
 
 /**
+ * Seals an event's personal data on its way to the log and opens it on the way back (see
+ * personal-data.ts for which values, and the runtime for the keys). Without one the codec writes and
+ * reads every value as it is: for tools that must see the log exactly as stored.
+ */
+export interface PersonalDataSealer {
+  seal(event: DomainEvent): Promise<DomainEvent>;
+  open(event: DomainEvent): Promise<DomainEvent>;
+}
+
+/**
  * The JSON Schema registered for an event type: draft-07, which every registry and validator reads.
  * `format` keywords are left out: strict validators (Ajv's default, used by the registry clients)
  * refuse unknown formats, and every formatted string also carries the equivalent `pattern`.
@@ -90,7 +100,11 @@ async function registerOnce(
  * type, BACKWARD compatibility enforced by the registry. Decoding looks the schema up by the id in the
  * record, so any Confluent-compatible consumer can replay the log; we then parse with zod for types.
  */
-export async function createEventCodec(registry: SchemaRegistry, topics: TopicNames): Promise<EventCodec> {
+export async function createEventCodec(
+  registry: SchemaRegistry,
+  topics: TopicNames,
+  sealer?: PersonalDataSealer,
+): Promise<EventCodec> {
   const schemaIds = new Map<string, number>();
   for (const definition of eventCatalog) {
     const schema = { type: SchemaType.JSON as const, schema: jsonSchemaOf(definition) };
@@ -106,7 +120,7 @@ export async function createEventCodec(registry: SchemaRegistry, topics: TopicNa
       // consumer downstream may be appended.
       const problem = findUnstorableText(event);
       if (problem) throw new UnstorableTextError(problem);
-      return registry.encode(schemaId, event);
+      return registry.encode(schemaId, sealer ? await sealer.seal(event) : event);
     },
     async decode(record) {
       // The registry client validates the record against the writer's schema, found by the id in the
@@ -116,7 +130,7 @@ export async function createEventCodec(registry: SchemaRegistry, topics: TopicNa
       if (!eventDefinitionsByType.has(String(payload.type))) {
         throw new UnknownEventTypeError(`Unknown event type ${String(payload.type)}`);
       }
-      return payload as DomainEvent;
+      return sealer ? sealer.open(payload as DomainEvent) : (payload as DomainEvent);
     },
   };
 }

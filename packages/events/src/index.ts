@@ -5,3 +5,4 @@ export * from './lead-name';
 export * from './text';
 export * from './topics';
 export * from './webhook-events';
+export * from './personal-data';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { keyListValue, keyValue } from './secret-box';
 
 export class ConfigError extends Error {}
 
@@ -38,6 +39,14 @@ export const infrastructureConfig = z.object({
   KAFKA_MIN_INSYNC_REPLICAS: z.coerce.number().int().min(1).optional(),
   /** `production` refuses to start on a log less durable than declared (and on unsafe settings). */
   NODE_ENV: z.string().optional(),
+  /**
+   * Wrap the per-subject keys that seal personal data on the log: comma-separated, newest first; the
+   * newest wraps new keys, all of them unwrap (`npm run personal-data-keys -- rewrap` moves every key
+   * to the newest). Required in production; a fixed development key stands in elsewhere.
+   */
+  PERSONAL_DATA_KEYS: keyListValue,
+  /** Keys the hash that names a data subject (a lead's phone in its account); required in production. */
+  PERSONAL_DATA_HASH_KEY: keyValue.optional(),
 });
 export type InfrastructureConfig = z.infer<typeof infrastructureConfig>;
 

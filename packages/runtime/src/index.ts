@@ -36,3 +36,5 @@ export * from './log-transforms';
 export * from './registration-queue';
 export * from './db/connection-budget';
 export * from './log-durability';
+export * from './personal-data/keys';
+export * from './personal-data/sealer';

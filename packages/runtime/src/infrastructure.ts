@@ -14,6 +14,8 @@ import type { Database } from './db/schema';
 import { createKafka, ensureTopics } from './kafka';
 import { checkLogDurability, declaredDurability } from './log-durability';
 import { activeGeneration, followActiveTopics } from './log-generations';
+import { createPersonalDataKeys, personalDataKeySettings, type PersonalDataKeys } from './personal-data/keys';
+import { createPersonalDataSealer } from './personal-data/sealer';
 
 export interface Infrastructure {
   kafka: Kafka;
@@ -25,6 +27,8 @@ export interface Infrastructure {
    */
   topics: TopicNames;
   db: Kysely<Database>;
+  /** The keys sealing each data subject's personal data on the log (erasure destroys them). */
+  personalDataKeys: PersonalDataKeys;
   close(): Promise<void>;
 }
 
@@ -37,6 +41,8 @@ export async function connectInfrastructure(
   clientId: string,
   options: { maxConnections?: number } = {},
 ): Promise<Infrastructure> {
+  // Checked first: production without its keys stops here, before touching anything.
+  const keySettings = personalDataKeySettings(config);
   await migrate(config.DATABASE_URL);
   const db = createDb(config.DATABASE_URL, {
     maxConnections: options.maxConnections ?? 10,
@@ -57,7 +63,12 @@ export async function connectInfrastructure(
   });
   // Acknowledged writes survive what the deployment says they survive, or production does not start.
   await checkLogDurability(admin, Object.values(startTopics), durability, config.NODE_ENV ?? 'development');
-  const codec = await createEventCodec(createSchemaRegistry(config.SCHEMA_REGISTRY_URL), startTopics);
+  const personalDataKeys = createPersonalDataKeys(db, keySettings);
+  const codec = await createEventCodec(
+    createSchemaRegistry(config.SCHEMA_REGISTRY_URL),
+    startTopics,
+    createPersonalDataSealer(personalDataKeys),
+  );
   const following = followActiveTopics(db, config.TOPIC_PREFIX, active);
   const topics = following.topics;
   return {
@@ -66,6 +77,7 @@ export async function connectInfrastructure(
     codec,
     topics,
     db,
+    personalDataKeys,
     async close() {
       following.stop();
       await admin.disconnect();

@@ -14,6 +14,14 @@ export interface AccountFieldBinding {
   field: 'tax_id';
 }
 
+/** What a wrapped personal-data key belongs to: it unwraps only as that key of that account. */
+export interface PersonalDataKeyBinding {
+  accountId: string;
+  personalDataKeyId: string;
+}
+
+type Binding = SecretBinding | AccountFieldBinding | PersonalDataKeyBinding;
+
 /**
  * Encrypts webhook signing secrets (and an account's tax id) at rest, on the log and in the read
  * models, with AES-256-GCM under
@@ -24,19 +32,21 @@ export interface AccountFieldBinding {
  * rotation existed; it still opens under any configured key, since the log is never rewritten.
  */
 export interface SecretBox {
-  seal(plaintext: string, binding: SecretBinding | AccountFieldBinding): string;
-  open(sealed: string, binding: SecretBinding | AccountFieldBinding): string;
+  seal(plaintext: string, binding: Binding): string;
+  open(sealed: string, binding: Binding): string;
   /** Whether `sealed` is already under the newest key in the current format (nothing to re-seal). */
   isCurrent(sealed: string): boolean;
 }
 
 const keyIdOf = (key: Buffer) =>
   createHash('sha256').update(key).digest().subarray(0, 6).toString('base64url');
-const associatedData = (binding: SecretBinding | AccountFieldBinding) =>
+const associatedData = (binding: Binding) =>
   Buffer.from(
-    'webhookId' in binding
-      ? `leadline.webhook-secret\u0000${binding.partnerId}\u0000${binding.webhookId}`
-      : `leadline.account-${binding.field}\u0000${binding.partnerId}\u0000${binding.accountId}`,
+    'personalDataKeyId' in binding
+      ? `leadline.personal-data-key\u0000${binding.accountId}\u0000${binding.personalDataKeyId}`
+      : 'webhookId' in binding
+        ? `leadline.webhook-secret\u0000${binding.partnerId}\u0000${binding.webhookId}`
+        : `leadline.account-${binding.field}\u0000${binding.partnerId}\u0000${binding.accountId}`,
     'utf8',
   );
 
@@ -89,7 +99,7 @@ export function createSecretBox(keys: Buffer | readonly Buffer[]): SecretBox {
 }
 
 /** 32 bytes as 64 hex digits or as base64 (standard or url-safe). */
-const keyValue = z.string().transform((value, context) => {
+export const keyValue = z.string().transform((value, context) => {
   const trimmed = value.trim();
   const bytes = /^[0-9a-fA-F]{64}$/.test(trimmed)
     ? Buffer.from(trimmed, 'hex')

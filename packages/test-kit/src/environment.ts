@@ -23,6 +23,8 @@ export async function createTestEnvironment(): Promise<TestEnvironment> {
     KAFKA_BROKERS: kafkaBrokers,
     SCHEMA_REGISTRY_URL: schemaRegistryUrl,
     TOPIC_PREFIX: `test-${id}.`,
+    // The development master and hash keys, as every process the tests start uses.
+    PERSONAL_DATA_KEYS: [],
   };
   return {
     config,

@@ -298,6 +298,19 @@ export type OutboxReport =
   | { type: 'message.failed'; data: EventOf<'message.failed'>['data'] };
 
 export interface OperationalTables {
+  /**
+   * One AES-256 key per data subject (a lead, by the keyed hash of its phone in the account) that seals
+   * its personal data on the log, wrapped by the newest of PERSONAL_DATA_KEYS. Erasing the subject
+   * clears `wrapped_key` and keeps the row, so what was sealed under it reads as erased, not as unknown.
+   */
+  personal_data_keys: {
+    key_id: string;
+    account_id: string;
+    subject: string;
+    wrapped_key: string | null;
+    created_at: Generated<Date>;
+    erased_at: Timestamp | null;
+  };
   partner_api_keys: {
     id: string;
     partner_id: string;

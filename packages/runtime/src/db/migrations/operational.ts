@@ -530,6 +530,23 @@ export const operationalMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0016_personal_data_keys': {
+    async up(db: Kysely<unknown>) {
+      await sql`
+        create table personal_data_keys (
+          key_id text primary key,
+          account_id text not null,
+          subject text not null,
+          wrapped_key text,
+          created_at timestamptz not null default now(),
+          erased_at timestamptz
+        );
+        -- One live key per subject; an erased subject that comes back (texts again) gets a new one.
+        create unique index personal_data_keys_live_subject
+          on personal_data_keys (account_id, subject) where erased_at is null;
+      `.execute(db);
+    },
+  },
   ...carrierRegistrationOperationalMigrations,
   ...smsPacingOperationalMigrations,
 };

@@ -1,0 +1,189 @@
+import { createHash, createHmac, randomBytes } from 'node:crypto';
+import type { DataSubjectKind } from '@leadline/events';
+import { sql, type Kysely } from 'kysely';
+import type { InfrastructureConfig } from '../config';
+import type { Database } from '../db/schema';
+import { createSecretBox, type SecretBox } from '../secret-box';
+
+/**
+ * The keys that seal each data subject's personal data on the log, kept off the log in Postgres and
+ * wrapped by the master keys. A process caches what it read for `cacheMs`: an erasure therefore takes
+ * effect in every running process within that time, and nothing sealed under an erased key opens again.
+ */
+export interface PersonalDataKeys {
+  /** The keyed hash naming a subject: the same for the same phone in the same account, nothing else. */
+  subjectOf(accountId: string, kind: DataSubjectKind, value: string): string;
+  /** The live key of each subject, created where there is none (one query for all that are new). */
+  sealingKeys(accountId: string, subjects: readonly string[]): Promise<Map<string, SubjectKey>>;
+  /** Each key by id: its bytes, or null when the subject was erased. Unknown ids are left out. */
+  openingKeys(keyIds: readonly string[]): Promise<Map<string, SubjectKey>>;
+  /** Destroys every key of the subject; what they sealed reads as erased from now on, everywhere. */
+  eraseSubject(accountId: string, subject: string): Promise<void>;
+}
+
+export interface SubjectKey {
+  keyId: string;
+  subject: string;
+  /** Null: erased. */
+  key: Buffer | null;
+}
+
+/** Stand-ins outside production, derived from public strings: fine for a laptop, worthless as protection. */
+const developmentKey = (purpose: string) =>
+  createHash('sha256').update(`leadline local development ${purpose}`).digest();
+
+export interface PersonalDataKeySettings {
+  masterKeys: Buffer[];
+  hashKey: Buffer;
+}
+
+/** The master keys and the hash key from the configuration; production must set both. */
+export function personalDataKeySettings(
+  config: Pick<InfrastructureConfig, 'PERSONAL_DATA_KEYS' | 'PERSONAL_DATA_HASH_KEY' | 'NODE_ENV'>,
+): PersonalDataKeySettings {
+  const production = config.NODE_ENV === 'production';
+  const missing = [
+    ...(config.PERSONAL_DATA_KEYS.length === 0 ? ['PERSONAL_DATA_KEYS'] : []),
+    ...(config.PERSONAL_DATA_HASH_KEY ? [] : ['PERSONAL_DATA_HASH_KEY']),
+  ];
+  if (production && missing.length > 0) {
+    throw new Error(
+      `${missing.join(' and ')} must be set in production: 32 random bytes each, as hex or base64 (openssl rand -base64 32).`,
+    );
+  }
+  return {
+    masterKeys:
+      config.PERSONAL_DATA_KEYS.length > 0
+        ? config.PERSONAL_DATA_KEYS
+        : [developmentKey('personal data key')],
+    hashKey: config.PERSONAL_DATA_HASH_KEY ?? developmentKey('personal data hash key'),
+  };
+}
+
+interface Cached {
+  value: SubjectKey;
+  until: number;
+}
+
+export function createPersonalDataKeys(
+  db: Kysely<Database>,
+  settings: PersonalDataKeySettings,
+  { cacheMs = 60_000, now = Date.now } = {},
+): PersonalDataKeys {
+  const box: SecretBox = createSecretBox(settings.masterKeys);
+  const byId = new Map<string, Cached>();
+  const liveBySubject = new Map<string, Cached>();
+  const subjectKey = (accountId: string, subject: string) => `${accountId}\u0000${subject}`;
+
+  const unwrap = (row: {
+    key_id: string;
+    account_id: string;
+    subject: string;
+    wrapped_key: string | null;
+  }) => ({
+    keyId: row.key_id,
+    subject: row.subject,
+    key:
+      row.wrapped_key === null
+        ? null
+        : Buffer.from(
+            box.open(row.wrapped_key, { accountId: row.account_id, personalDataKeyId: row.key_id }),
+            'base64',
+          ),
+  });
+
+  function remember(accountId: string, value: SubjectKey) {
+    // An erased key never comes back, so it is remembered for good; a live one only for a while.
+    const until = value.key === null ? Number.POSITIVE_INFINITY : now() + cacheMs;
+    byId.set(value.keyId, { value, until });
+    if (value.key) liveBySubject.set(subjectKey(accountId, value.subject), { value, until });
+    // Bounded: a process that saw millions of subjects keeps the newest (Map keeps insertion order).
+    for (const cache of [byId, liveBySubject]) {
+      while (cache.size > 100_000) cache.delete(cache.keys().next().value!);
+    }
+  }
+  const fresh = (cached: Cached | undefined) => (cached && cached.until > now() ? cached.value : undefined);
+
+  return {
+    subjectOf(accountId, kind, value) {
+      return createHmac('sha256', settings.hashKey)
+        .update(`${kind}\u0000${accountId}\u0000${value}`)
+        .digest()
+        .subarray(0, 16)
+        .toString('base64url');
+    },
+
+    async sealingKeys(accountId, subjects) {
+      const found = new Map<string, SubjectKey>();
+      const missing: string[] = [];
+      for (const subject of new Set(subjects)) {
+        const cached = fresh(liveBySubject.get(subjectKey(accountId, subject)));
+        if (cached) found.set(subject, cached);
+        else missing.push(subject);
+      }
+      if (missing.length === 0) return found;
+      const created = missing.map((subject) => {
+        const keyId = randomBytes(12).toString('base64url');
+        const key = randomBytes(32);
+        const wrapped = box.seal(key.toString('base64'), { accountId, personalDataKeyId: keyId });
+        return { key_id: keyId, account_id: accountId, subject, wrapped_key: wrapped };
+      });
+      // A subject keyed by another process a moment ago keeps its key: ours is dropped, theirs read.
+      await db
+        .insertInto('personal_data_keys')
+        .values(created)
+        .onConflict((conflict) =>
+          conflict.columns(['account_id', 'subject']).where('erased_at', 'is', null).doNothing(),
+        )
+        .execute();
+      const rows = await db
+        .selectFrom('personal_data_keys')
+        .select(['key_id', 'account_id', 'subject', 'wrapped_key'])
+        .where('account_id', '=', accountId)
+        .where('subject', 'in', missing)
+        .where('erased_at', 'is', null)
+        .execute();
+      for (const row of rows) {
+        const value = unwrap(row);
+        remember(accountId, value);
+        found.set(row.subject, value);
+      }
+      return found;
+    },
+
+    async openingKeys(keyIds) {
+      const found = new Map<string, SubjectKey>();
+      const missing: string[] = [];
+      for (const keyId of new Set(keyIds)) {
+        const cached = fresh(byId.get(keyId));
+        if (cached) found.set(keyId, cached);
+        else missing.push(keyId);
+      }
+      if (missing.length === 0) return found;
+      const rows = await db
+        .selectFrom('personal_data_keys')
+        .select(['key_id', 'account_id', 'subject', 'wrapped_key'])
+        .where('key_id', 'in', missing)
+        .execute();
+      for (const row of rows) {
+        const value = unwrap(row);
+        remember(row.account_id, value);
+        found.set(row.key_id, value);
+      }
+      return found;
+    },
+
+    async eraseSubject(accountId, subject) {
+      const erased = await db
+        .updateTable('personal_data_keys')
+        .set({ wrapped_key: null, erased_at: sql<Date>`now()` })
+        .where('account_id', '=', accountId)
+        .where('subject', '=', subject)
+        .where('erased_at', 'is', null)
+        .returning(['key_id', 'account_id', 'subject'])
+        .execute();
+      liveBySubject.delete(subjectKey(accountId, subject));
+      for (const row of erased) remember(accountId, { keyId: row.key_id, subject: row.subject, key: null });
+    },
+  };
+}

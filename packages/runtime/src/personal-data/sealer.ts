@@ -1,0 +1,140 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import {
+  mapPersonalData,
+  type DomainEvent,
+  type PersonalDataSealer,
+  type PersonalValueSite,
+} from '@leadline/events';
+import type { PersonalDataKeys, SubjectKey } from './keys';
+
+/**
+ * A personal value on the log: `sealed:1:<key id>:<s|j>:<iv, tag and ciphertext, base64url>`, `s` for
+ * text and `j` for any other JSON value (a number in a lead's metadata). It is a string wherever the
+ * value was, so every event schema stays as registered and a stock deserializer shows it as opaque text.
+ */
+const SEALED = /^sealed:1:([A-Za-z0-9_-]{16}):([sj]):([A-Za-z0-9_-]+)$/;
+/** What a value sealed under an erased key reads as: the subject's hash, the same for all its values. */
+export const ERASED_PREFIX = 'erased:';
+export const isErased = (value: unknown): value is string =>
+  typeof value === 'string' && value.startsWith(ERASED_PREFIX);
+
+/** The event and the field's place in it: a value copied into another event or field does not open. */
+const associatedData = (event: DomainEvent, site: PersonalValueSite) =>
+  Buffer.from(`leadline.personal\u0000${event.type}\u0000${event.id}\u0000${site.path}`, 'utf8');
+
+function seal(key: SubjectKey, event: DomainEvent, site: PersonalValueSite, value: unknown): string {
+  const kind = typeof value === 'string' ? 's' : 'j';
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', key.key!, iv);
+  cipher.setAAD(associatedData(event, site));
+  const plaintext = kind === 's' ? (value as string) : JSON.stringify(value);
+  const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+  const sealed = Buffer.concat([iv, cipher.getAuthTag(), ciphertext]).toString('base64url');
+  return `sealed:1:${key.keyId}:${kind}:${sealed}`;
+}
+
+function open(key: SubjectKey, event: DomainEvent, site: PersonalValueSite, kind: string, sealed: string) {
+  if (key.key === null) return `${ERASED_PREFIX}${key.subject}`;
+  const bytes = Buffer.from(sealed, 'base64url');
+  const decipher = createDecipheriv('aes-256-gcm', key.key, bytes.subarray(0, 12));
+  decipher.setAAD(associatedData(event, site));
+  decipher.setAuthTag(bytes.subarray(12, 28));
+  const plaintext = Buffer.concat([decipher.update(bytes.subarray(28)), decipher.final()]).toString('utf8');
+  return kind === 's' ? plaintext : (JSON.parse(plaintext) as unknown);
+}
+
+/**
+ * Key lookups of everything encoded or decoded in the same tick go to the database together: a bulk
+ * import of 1,000 leads creates its 1,000 keys in one statement, a consumer's batch reads its keys once.
+ */
+function batchPerTick<T, R>(run: (items: T[]) => Promise<R[]>): (item: T) => Promise<R> {
+  let queued: { item: T; resolve: (result: R) => void; reject: (error: unknown) => void }[] = [];
+  const flush = () => {
+    const batch = queued;
+    queued = [];
+    run(batch.map((entry) => entry.item)).then(
+      (results) => batch.forEach((entry, index) => entry.resolve(results[index]!)),
+      (error: unknown) => batch.forEach((entry) => entry.reject(error)),
+    );
+  };
+  return (item) =>
+    new Promise<R>((resolve, reject) => {
+      if (queued.length === 0) setImmediate(flush);
+      queued.push({ item, resolve, reject });
+    });
+}
+
+export class UnknownPersonalDataKeyError extends Error {}
+
+/**
+ * Seals every personal value of an event under its subject's key on the way to the log, and opens
+ * them on the way back; an erased subject's values read as `erased:<subject hash>`.
+ */
+export function createPersonalDataSealer(keys: PersonalDataKeys): PersonalDataSealer {
+  const sealingKey = batchPerTick(async (items: { accountId: string; subject: string }[]) => {
+    const byAccount = Map.groupBy(items, (item) => item.accountId);
+    const found = new Map<string, SubjectKey>();
+    for (const [accountId, entries] of byAccount) {
+      const keysOfAccount = await keys.sealingKeys(
+        accountId,
+        entries.map((entry) => entry.subject),
+      );
+      for (const [subject, key] of keysOfAccount) found.set(`${accountId}\u0000${subject}`, key);
+    }
+    return items.map((item) => found.get(`${item.accountId}\u0000${item.subject}`)!);
+  });
+  const openingKey = batchPerTick(async (keyIds: string[]) => {
+    const found = await keys.openingKeys(keyIds);
+    return keyIds.map((keyId) => found.get(keyId));
+  });
+
+  /** The subject of a scope, or nothing when there is none to seal for (absent, or already erased). */
+  const subjectOf = (event: DomainEvent, subject: { kind: 'lead' | 'team_member'; value: unknown }) =>
+    typeof subject.value === 'string' && !isErased(subject.value)
+      ? keys.subjectOf(event.account_id ?? event.partner_id, subject.kind, subject.value)
+      : undefined;
+
+  return {
+    async seal(event) {
+      const subjects = new Set<string>();
+      mapPersonalData(event, (subject) => {
+        const name = subjectOf(event, subject);
+        if (name) subjects.add(name);
+        return undefined;
+      });
+      if (subjects.size === 0) return event;
+      const accountId = event.account_id ?? event.partner_id;
+      const found = new Map<string, SubjectKey>();
+      await Promise.all(
+        [...subjects].map(async (subject) => found.set(subject, await sealingKey({ accountId, subject }))),
+      );
+      return mapPersonalData(event, (subject) => {
+        const name = subjectOf(event, subject);
+        if (!name) return undefined;
+        const key = found.get(name)!;
+        return (value, site) => (isErased(value) ? value : seal(key, event, site, value));
+      });
+    },
+
+    async open(event) {
+      const keyIds = new Set<string>();
+      mapPersonalData(event, () => (value) => {
+        const match = typeof value === 'string' ? SEALED.exec(value) : null;
+        if (match) keyIds.add(match[1]!);
+        return value;
+      });
+      if (keyIds.size === 0) return event;
+      const found = new Map<string, SubjectKey | undefined>();
+      await Promise.all([...keyIds].map(async (keyId) => found.set(keyId, await openingKey(keyId))));
+      return mapPersonalData(event, () => (value, site) => {
+        const match = typeof value === 'string' ? SEALED.exec(value) : null;
+        if (!match) return value;
+        const key = found.get(match[1]!);
+        // A key that was never in this database: the log belongs to another deployment, or the keys
+        // table was lost. Refused loudly (the record is parked), never read as erased.
+        if (!key) throw new UnknownPersonalDataKeyError(`No personal-data key ${match[1]} in this database`);
+        return open(key, event, site, match[2]!, match[3]!);
+      });
+    },
+  };
+}

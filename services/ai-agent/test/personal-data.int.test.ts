@@ -1,0 +1,83 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readTopic } from '../../command-api/test/log';
+import { aiMessages, inbound, newAccount, PNG, startAgentSystem, type AgentSystem } from './harness';
+
+let world: AgentSystem;
+beforeAll(async () => {
+  world = await startAgentSystem();
+});
+afterAll(() => world?.close());
+
+const PHONE = '+15125550177';
+const lead = {
+  phone: PHONE,
+  name: 'Zelda Quillfeather',
+  email: 'zelda.quill@example.net',
+  notes: 'Prefers evening calls about the Maple Street refinance',
+  metadata: { loan_reference: 'LR-77341-QX' },
+};
+const manualBody = 'Hello Zelda, your rate lock expires on Friday';
+const inboundBody = 'sure, it is Zelda.Inbox@Example.com';
+const extractedValue = 'zelda.inbox@example.com';
+
+/** Every record of every topic of this file's log: keys, headers and values, as raw bytes. */
+async function rawLog(): Promise<Buffer> {
+  const { system } = world;
+  const topics = (await system.services.admin.listTopics()).filter((topic) =>
+    topic.startsWith(system.env.config.TOPIC_PREFIX),
+  );
+  const chunks: Buffer[] = [];
+  for (const topic of topics) {
+    await readTopic(system.services, topic, (_, message) => {
+      if (message.key) chunks.push(message.key);
+      if (message.value) chunks.push(message.value);
+      for (const value of Object.values(message.headers ?? {})) chunks.push(Buffer.from(String(value)));
+    });
+  }
+  return Buffer.concat(chunks);
+}
+
+describe('personal data on the log', () => {
+  it("holds none of a lead's values in clear, and the API still reads them all", async () => {
+    const { system, partner, media } = world;
+    const account = await newAccount(partner, [
+      { name: 'Email', type: 'email' },
+      { name: 'Photo ID', type: 'document' },
+    ]);
+    const created = await partner.post(`/accounts/${account.id}/leads`, lead);
+    expect(created.status).toBe(201);
+    const conversation = `/accounts/${account.id}/conversations/${encodeURIComponent(PHONE)}`;
+    const sent = await partner.post(`${conversation}/messages`, { body: manualBody });
+    expect(sent.status).toBe(200);
+    // A manual message pauses the AI; the agent collects the checklist once it is resumed.
+    expect((await partner.post(`${conversation}/resume-ai`, {})).status).toBe(200);
+    await inbound(system, account.number, PHONE, inboundBody);
+    await aiMessages(partner, account.id, PHONE, 1);
+    await inbound(system, account.number, PHONE, '', [
+      { url: media.host(PNG, 'image/png'), type: 'image/png' },
+    ]);
+    await aiMessages(partner, account.id, PHONE, 2);
+
+    // Everything is readable through the API, opened from the log by the projector.
+    const read = (await partner.get(`/accounts/${account.id}/leads/${encodeURIComponent(PHONE)}`)).body;
+    expect(read).toMatchObject({ name: lead.name, email: lead.email, metadata: lead.metadata });
+    expect(read.checklist.items[0]).toMatchObject({ status: 'completed', value: extractedValue });
+    expect(read.checklist.items[1]).toMatchObject({ status: 'completed' });
+
+    const log = (await rawLog()).toString('latin1');
+    expect(log).toContain('sealed:1:');
+    const clear = [
+      PHONE,
+      PHONE.slice(2),
+      lead.name,
+      'Quillfeather',
+      lead.email,
+      lead.notes,
+      lead.metadata.loan_reference,
+      manualBody,
+      'Zelda.Inbox',
+      extractedValue,
+    ];
+    expect(clear.filter((value) => log.toLowerCase().includes(value.toLowerCase()))).toEqual([]);
+  });
+});
