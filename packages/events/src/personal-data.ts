@@ -50,6 +50,7 @@ export const personalDataScopes: Partial<Record<DomainEvent['type'], readonly Pe
   'lead.updated': lead(leadFields.map((field) => `changes.${field}`)),
   'lead.status_changed': lead([]),
   'lead.deleted': lead([]),
+  'lead.erased': lead([]),
   'message.received': lead(['body', 'media[].url']),
   'message.inbound_received': lead(['body', 'media[].url']),
   'message.outbound_requested': lead(['body']),
@@ -91,7 +92,7 @@ export const clearFieldNames: ReadonlySet<string> = new Set([
   // Identifiers and references (no meaning outside this system or the carrier's).
   ...['lead_id', 'message_id', 'message_ids', 'reply_message_id', 'enrollment_id', 'sequence_id'],
   ...['requirement_id', 'consent_id', 'webhook_id', 'delivery_id', 'event_id', 'file_id', 'url_id'],
-  ...['submission_id', 'provider_id', 'member_id', 'document_id', 'provider_message_id'],
+  ...['submission_id', 'provider_id', 'member_id', 'document_id', 'provider_message_id', 'subject'],
   // Times, states and codes.
   ...['next_step_at', 'next_attempt_at', 'due_at', 'paused_until', 'captured_at', 'start', 'end'],
   ...['time_zone', 'zone', 'state', 'provider_status', 'error_code', 'content_type', 'event_type'],

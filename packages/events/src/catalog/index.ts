@@ -78,6 +78,7 @@ export const eventCatalog = [
   consent.leadConsentGranted,
   sequences.sequenceStepHeldForConsent,
   compliance.registrationSubmitted,
+  leads.leadErased,
   compliance.registrationStepChanged,
   compliance.registrationResourceCreated,
 ] as const;

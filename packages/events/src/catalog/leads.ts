@@ -61,3 +61,20 @@ export const leadDeleted = defineEvent('lead.deleted', {
   topic: 'account',
   data: z.object({ lead_id: z.string(), phone: z.string() }),
 });
+
+/**
+ * A partner erased the person behind `phone` in the account (a privacy request): the subject's key is
+ * destroyed, so everything sealed under it on the log reads as erased, and every read model and
+ * operational table forgets the lead, its conversation and its documents. `subject` is the keyed hash
+ * naming the person (see the runtime's personal-data keys): it lets a consumer find rows it keeps under
+ * the phone in clear, or under the erased marker after a rebuild, without the phone being readable.
+ */
+export const leadErased = defineEvent('lead.erased', {
+  topic: 'account',
+  data: z.object({
+    /** Null when the phone had no lead any more (deleted, its conversation kept). */
+    lead_id: z.string().nullable(),
+    phone: z.string(),
+    subject: z.string(),
+  }),
+});

@@ -138,3 +138,16 @@ export function createPersonalDataSealer(keys: PersonalDataKeys): PersonalDataSe
     },
   };
 }
+
+/**
+ * Whether a phone a table keeps belongs to the erased subject `subject`: in clear (the table was
+ * written before the erasure) or as the erased marker (written by a rebuild after it).
+ */
+export function isPhoneOfSubject(
+  keys: Pick<PersonalDataKeys, 'subjectOf'>,
+  accountId: string,
+  subject: string,
+  phone: string,
+): boolean {
+  return phone === `${ERASED_PREFIX}${subject}` || keys.subjectOf(accountId, 'lead', phone) === subject;
+}
