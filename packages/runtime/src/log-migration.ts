@@ -26,6 +26,8 @@ import { LOG_FENCE_LOCK, offsetIn, readGenerations, type LogGeneration } from '.
 import { checkpointConsumers, type CheckpointTable } from './log-records';
 import { readLogRanges } from './log-reader';
 import { identityTransform, type LogTransform } from './log-transforms';
+import type { PersonalDataKeys } from './personal-data/keys';
+import { createPersonalDataSealer } from './personal-data/sealer';
 
 const { AssignerProtocol } = kafkajs;
 
@@ -48,6 +50,11 @@ export interface MigrateLogDeps {
   kafka: Kafka;
   admin: Admin;
   schemaRegistryUrl: string;
+  /**
+   * Open and seal personal data when a transform rewrites records (a transform sees values in clear,
+   * and what it writes is sealed again). Every process has them (`connectInfrastructure`).
+   */
+  personalDataKeys: PersonalDataKeys;
   /** The environment's topic prefix (`TOPIC_PREFIX`). */
   prefix: string;
   /** Replication and `min.insync.replicas` of the new generation's topics; 1 and 1 by default. */
@@ -678,6 +685,7 @@ export async function migrateLog(deps: MigrateLogDeps, options: MigrateLogOption
   const codec = await createEventCodec(
     createSchemaRegistry(deps.schemaRegistryUrl),
     topicNames(deps.prefix, target.generation),
+    createPersonalDataSealer(deps.personalDataKeys),
   );
   const alreadyCopied = await recoverUnrecorded(deps, target);
   const sourceTopics = Object.values(topicNames(deps.prefix, source.generation));

@@ -29,8 +29,21 @@ export interface LogTransformDeps {
   db: Kysely<Database>;
 }
 
+/**
+ * Every personal value sealed under its subject's key: a log written before personal data was sealed
+ * holds it in clear, and the codec the migration re-encodes with seals it (values already sealed are
+ * opened and sealed again, unchanged in meaning). A record this version cannot read could hold clear
+ * personal data, so it stops the copy rather than being copied as it is.
+ */
+export const sealPersonalDataTransform: LogTransform = {
+  name: 'seal-personal-data',
+  undecodable: 'refuse',
+  apply: (event) => event,
+};
+
 /** The transforms `--transform <name>` picks from; each is built once per run. */
 export const logTransforms: Record<string, (deps: LogTransformDeps) => LogTransform | Promise<LogTransform>> =
   {
     identity: () => identityTransform,
+    'seal-personal-data': () => sealPersonalDataTransform,
   };

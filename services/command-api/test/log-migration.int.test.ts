@@ -31,6 +31,7 @@ import type { Consumer } from 'kafkajs';
 import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { partnerClient, type PartnerClient } from './client';
+import { readModelSnapshot } from './log';
 import { startSystem, type TestSystem } from './system';
 
 let system: TestSystem;
@@ -100,6 +101,7 @@ const migrationDeps = (log: string[]): MigrateLogDeps => ({
   kafka: system.services.kafka,
   admin: system.services.admin,
   schemaRegistryUrl: system.env.config.SCHEMA_REGISTRY_URL,
+  personalDataKeys: system.services.personalDataKeys,
   prefix: system.env.config.TOPIC_PREFIX,
   log: (message) => log.push(message),
 });
@@ -145,22 +147,7 @@ function idsByKey(records: readonly LogRecord[]) {
   return byKey;
 }
 
-/** Every row of every read model, in a stable order. */
-async function readModels() {
-  const { rows: tables } = await sql<{ table_name: string }>`
-    select table_name from information_schema.tables
-    where table_schema = 'read_model'
-      and table_name not in ('projection_checkpoints', 'projection_parked_records', 'kysely_migration', 'kysely_migration_lock')
-    order by table_name`.execute(system.services.db);
-  const snapshot: Record<string, unknown[]> = {};
-  for (const { table_name } of tables) {
-    const { rows } = await sql`select * from ${sql.table(`read_model.${table_name}`)}`.execute(
-      system.services.db,
-    );
-    snapshot[table_name] = rows.map((row) => JSON.stringify(row)).sort();
-  }
-  return snapshot;
-}
+const readModels = () => readModelSnapshot(system.services.db);
 
 type Op = 'import' | 'bulk' | 'message' | 'inbound';
 interface Outcome {

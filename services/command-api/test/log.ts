@@ -1,5 +1,7 @@
 import type { DomainEvent } from '@leadline/events';
+import type { Database } from '@leadline/runtime';
 import { Kafka, logLevel, type KafkaMessage } from 'kafkajs';
+import { sql, type Kysely } from 'kysely';
 import type { CommandServices } from '../src/services';
 
 /** How many records the account topic holds: a rejected request must not have added any. */
@@ -62,4 +64,19 @@ export function refusingKafka(): Kafka {
     retry: { retries: 0 },
     logLevel: logLevel.NOTHING,
   });
+}
+
+/** Every row of every read model, in a stable order: what a rebuild must reproduce. */
+export async function readModelSnapshot(db: Kysely<Database>): Promise<Record<string, unknown[]>> {
+  const { rows: tables } = await sql<{ table_name: string }>`
+    select table_name from information_schema.tables
+    where table_schema = 'read_model'
+      and table_name not in ('projection_checkpoints', 'projection_parked_records', 'kysely_migration', 'kysely_migration_lock')
+    order by table_name`.execute(db);
+  const snapshot: Record<string, unknown[]> = {};
+  for (const { table_name } of tables) {
+    const { rows } = await sql`select * from ${sql.table(`read_model.${table_name}`)}`.execute(db);
+    snapshot[table_name] = rows.map((row) => JSON.stringify(row)).sort();
+  }
+  return snapshot;
 }

@@ -187,3 +187,42 @@ export function createPersonalDataKeys(
     },
   };
 }
+
+/**
+ * After a new master key is put first in PERSONAL_DATA_KEYS (and every process restarted with it):
+ * wraps every live subject key under it, a thousand at a time, so the old master key can then be
+ * removed. The subject keys themselves do not change, so nothing on the log is rewritten. Returns how
+ * many were re-wrapped; running it again finds none.
+ */
+export async function rewrapPersonalDataKeys(
+  db: Kysely<Database>,
+  settings: Pick<PersonalDataKeySettings, 'masterKeys'>,
+): Promise<number> {
+  const box = createSecretBox(settings.masterKeys);
+  let rewrapped = 0;
+  for (let after = ''; ;) {
+    const rows = await db
+      .selectFrom('personal_data_keys')
+      .select(['key_id', 'account_id', 'wrapped_key'])
+      .where('wrapped_key', 'is not', null)
+      .where('key_id', '>', after)
+      .orderBy('key_id')
+      .limit(1_000)
+      .execute();
+    if (rows.length === 0) return rewrapped;
+    after = rows.at(-1)!.key_id;
+    for (const row of rows) {
+      if (box.isCurrent(row.wrapped_key!)) continue;
+      const binding = { accountId: row.account_id, personalDataKeyId: row.key_id };
+      const rewrapped_key = box.seal(box.open(row.wrapped_key!, binding), binding);
+      // Only if still live and unchanged: an erasure meanwhile wins.
+      const { numUpdatedRows } = await db
+        .updateTable('personal_data_keys')
+        .set({ wrapped_key: rewrapped_key })
+        .where('key_id', '=', row.key_id)
+        .where('wrapped_key', '=', row.wrapped_key)
+        .executeTakeFirst();
+      rewrapped += Number(numUpdatedRows);
+    }
+  }
+}

@@ -1,0 +1,116 @@
+import { randomBytes } from 'node:crypto';
+import type { DomainEvent } from '@leadline/events';
+import { createTestEnvironment, type TestEnvironment } from '@leadline/test-kit';
+import type { Kysely } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDb } from '../src/db/database';
+import { ensureDatabase, migrate } from '../src/db/migrate';
+import type { Database } from '../src/db/schema';
+import { createPersonalDataKeys, rewrapPersonalDataKeys } from '../src/personal-data/keys';
+import { createPersonalDataSealer } from '../src/personal-data/sealer';
+
+let env: TestEnvironment;
+let db: Kysely<Database>;
+beforeAll(async () => {
+  env = await createTestEnvironment();
+  await ensureDatabase(env.config.DATABASE_URL);
+  await migrate(env.config.DATABASE_URL);
+  db = createDb(env.config.DATABASE_URL, { maxConnections: 2 });
+});
+afterAll(async () => {
+  await db?.destroy();
+  await env?.dispose();
+});
+
+const hashKey = randomBytes(32);
+const [oldMaster, newMaster] = [randomBytes(32), randomBytes(32)];
+/** A process started with these master keys (each caches nothing across the test's steps). */
+const sealerWith = (masterKeys: Buffer[]) => {
+  const keys = createPersonalDataKeys(db, { masterKeys, hashKey }, { cacheMs: 0 });
+  return { keys, sealer: createPersonalDataSealer(keys) };
+};
+
+const leadCreated = (name: string) =>
+  ({
+    id: crypto.randomUUID(),
+    type: 'lead.created',
+    version: 1,
+    account_id: 'acct_keys',
+    partner_id: 'partner_keys',
+    occurred_at: new Date().toISOString(),
+    actor: { kind: 'system', service: 'test' },
+    correlation_id: 'c',
+    causation_id: null,
+    data: {
+      lead_id: 'lead_1',
+      phone: '+15125550188',
+      name,
+      first_name: null,
+      last_name: null,
+      email: 'rotation@example.com',
+      company: null,
+      notes: null,
+      source: null,
+      external_id: null,
+      property_address: null,
+      metadata: { income: 82000 },
+      status: 'new',
+      auto_sequence: false,
+      origin: 'api',
+    },
+  }) as DomainEvent;
+
+describe('personal-data keys', () => {
+  it('open what was sealed under the old master key after rotation, and only under the new one once re-wrapped', async () => {
+    const event = leadCreated('Rowan Ashdown');
+    const sealed = await sealerWith([oldMaster]).sealer.seal(event);
+    expect(JSON.stringify(sealed)).not.toContain('Rowan');
+    expect(JSON.stringify(sealed)).not.toContain('82000');
+
+    // Rotated: the new key first, the old one still listed.
+    expect(await sealerWith([newMaster, oldMaster]).sealer.open(sealed)).toEqual(event);
+    // The new key alone cannot unwrap what the old one wrapped.
+    await expect(sealerWith([newMaster]).sealer.open(sealed)).rejects.toThrow();
+
+    expect(await rewrapPersonalDataKeys(db, { masterKeys: [newMaster, oldMaster] })).toBe(1);
+    expect(await rewrapPersonalDataKeys(db, { masterKeys: [newMaster, oldMaster] })).toBe(0);
+    // The old master key can go: the log was not rewritten, and it still opens.
+    expect(await sealerWith([newMaster]).sealer.open(sealed)).toEqual(event);
+  });
+
+  it('reads an erased subject as erased, and seals what comes after under a new key', async () => {
+    const { keys, sealer } = sealerWith([newMaster]);
+    const before = await sealer.seal(leadCreated('Marlow Fenwick'));
+    const subject = keys.subjectOf('acct_keys', 'lead', '+15125550188');
+    await keys.eraseSubject('acct_keys', subject);
+
+    const opened = (await sealerWith([newMaster]).sealer.open(before)) as Extract<
+      DomainEvent,
+      { type: 'lead.created' }
+    >;
+    expect(opened.data).toMatchObject({
+      phone: `erased:${subject}`,
+      name: `erased:${subject}`,
+      email: `erased:${subject}`,
+      metadata: { income: `erased:${subject}` },
+      lead_id: 'lead_1',
+      first_name: null,
+    });
+
+    const later = leadCreated('Marlow Fenwick');
+    const again = await sealer.seal(later);
+    expect(await sealerWith([newMaster]).sealer.open(again)).toEqual(later);
+  });
+
+  it('refuses a value moved to another event or another field', async () => {
+    const { sealer } = sealerWith([newMaster]);
+    const sealed = (await sealer.seal(leadCreated('Tamsin Vale'))) as Extract<
+      DomainEvent,
+      { type: 'lead.created' }
+    >;
+    const moved = { ...sealed, data: { ...sealed.data, notes: sealed.data.name } } as DomainEvent;
+    await expect(sealer.open(moved)).rejects.toThrow();
+    const copied = { ...sealed, id: crypto.randomUUID() } as DomainEvent;
+    await expect(sealer.open(copied)).rejects.toThrow();
+  });
+});
