@@ -62,7 +62,7 @@ export async function benchAi(): Promise<string> {
     newId: newUuid,
     groupId: `${env.config.TOPIC_PREFIX}leadline.ai-agent`,
     responder,
-    documents: createPostgresDocumentStore(agentDb),
+    documents: createPostgresDocumentStore(agentDb, services.personalDataKeys),
     allowPrivateTargets: false,
     replyDelayMs: 0,
     maxMessagesPerLeadPerDay: 1_000,

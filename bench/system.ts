@@ -69,7 +69,7 @@ export async function startBenchSystem() {
       keys: [DEVELOPMENT_DOCUMENT_LINK_KEY],
       clock: systemClock,
     }),
-    documents: createPostgresDocumentStore(services.db),
+    documents: createPostgresDocumentStore(services.db, services.personalDataKeys),
   });
   const baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
   const key = generateApiKey();

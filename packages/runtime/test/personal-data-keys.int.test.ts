@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { DomainEvent } from '@leadline/events';
 import { createTestEnvironment, type TestEnvironment } from '@leadline/test-kit';
 import type { Kysely } from 'kysely';
@@ -6,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb } from '../src/db/database';
 import { ensureDatabase, migrate } from '../src/db/migrate';
 import type { Database } from '../src/db/schema';
+import { createDirectoryDocumentStore, createPostgresDocumentStore } from '../src/documents/store';
 import { createPersonalDataKeys, rewrapPersonalDataKeys } from '../src/personal-data/keys';
 import { createPersonalDataSealer } from '../src/personal-data/sealer';
 
@@ -113,4 +117,45 @@ describe('personal-data keys', () => {
     const copied = { ...sealed, id: crypto.randomUUID() } as DomainEvent;
     await expect(sealer.open(copied)).rejects.toThrow();
   });
+
+  it.each(['directory', 'postgres'] as const)(
+    "keep document bytes sealed under the lead's key in the %s store, gone once the lead is erased",
+    async (kind) => {
+      const { keys } = sealerWith([newMaster]);
+      const directory = await mkdtemp(path.join(tmpdir(), 'leadline-documents-'));
+      const store =
+        kind === 'directory'
+          ? createDirectoryDocumentStore(directory, db, keys)
+          : createPostgresDocumentStore(db, keys);
+      const id = crypto.randomUUID();
+      const phone = kind === 'directory' ? '+15125550191' : '+15125550192';
+      await db
+        .insertInto('documents')
+        .values({
+          id,
+          account_id: 'acct_docs',
+          phone,
+          message_id: id,
+          media_index: 0,
+          content_type: 'application/pdf',
+          file_size: 30,
+          text_content: null,
+          bytes: null,
+          created_at: new Date(),
+        })
+        .execute();
+      const bytes = Buffer.from('%PDF-1.4 W-2 wages 84,120.55 Rowan');
+      await store.put(id, bytes);
+      const atRest =
+        kind === 'directory'
+          ? await readFile(path.join(directory, id))
+          : (await db.selectFrom('documents').select('bytes').where('id', '=', id).executeTakeFirstOrThrow())
+              .bytes!;
+      expect(atRest.includes(Buffer.from('84,120.55'))).toBe(false);
+      expect(await store.get(id)).toEqual(bytes);
+
+      await keys.eraseSubject('acct_docs', keys.subjectOf('acct_docs', 'lead', phone));
+      expect(await store.get(id)).toBeUndefined();
+    },
+  );
 });

@@ -1,6 +1,8 @@
 import {
   createDocumentLinks,
+  createPersonalDataKeys,
   createPostgresDocumentStore,
+  personalDataKeySettings,
   DEVELOPMENT_DOCUMENT_LINK_KEY,
   systemClock,
   type Clock,
@@ -16,6 +18,10 @@ export function testDocuments(
 ) {
   return {
     documentLinks: createDocumentLinks({ publicUrl, keys: [DEVELOPMENT_DOCUMENT_LINK_KEY], clock }),
-    documents: createPostgresDocumentStore(db),
+    // The development keys, as every process of the tests uses.
+    documents: createPostgresDocumentStore(
+      db,
+      createPersonalDataKeys(db, personalDataKeySettings({ PERSONAL_DATA_KEYS: [] })),
+    ),
   };
 }

@@ -33,7 +33,7 @@ const agent = await startAiAgent({
   newId: newUuid,
   groupId: `${config.TOPIC_PREFIX}leadline.ai-agent`,
   responder,
-  documents: createDocumentStore(config, agentDb),
+  documents: createDocumentStore(config, agentDb, services.personalDataKeys),
   allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
   twilio: twilio && { accountSid: twilio.accountSid, authToken: twilio.authToken },
   replyDelayMs: config.AI_REPLY_DELAY_SECONDS * 1000,

@@ -90,15 +90,16 @@ async function storedOrFetched(
     .where('media_index', '=', index)
     .executeTakeFirst();
   if (existing) {
-    const bytes = existing.content_type.startsWith('image/')
-      ? ((await deps.documents.get(existing.id)) ?? null)
-      : null;
+    // A PDF's text is read again from its sealed bytes rather than kept in clear beside them (rows
+    // from before sealing still have it).
+    const stored = (await deps.documents.get(existing.id)) ?? null;
+    const isPdf = existing.content_type === 'application/pdf';
     return {
       document_id: existing.id,
       content_type: existing.content_type,
       file_size: existing.file_size,
-      text: existing.text_content,
-      bytes,
+      text: existing.text_content ?? (isPdf && stored ? await pdfText(stored) : null),
+      bytes: existing.content_type.startsWith('image/') ? stored : null,
     };
   }
   const target = new URL(url);
@@ -134,7 +135,8 @@ async function storedOrFetched(
       media_index: index,
       content_type: sniffed.mime,
       file_size: body.length,
-      text_content: text,
+      // The text is personal data: it lives only in the sealed bytes.
+      text_content: null,
       bytes: null,
       created_at: deps.clock.now(),
     })

@@ -80,7 +80,7 @@ export async function startAgentSystem(
       newId: newUuid,
       groupId: `${system.env.config.TOPIC_PREFIX}leadline.ai-agent`,
       responder: options.responder ?? offlineResponder,
-      documents: createPostgresDocumentStore(db),
+      documents: createPostgresDocumentStore(db, system.services.personalDataKeys),
       allowPrivateTargets: true,
       replyDelayMs: 0,
       maxMessagesPerLeadPerDay: 20,

@@ -64,6 +64,19 @@ describe('personal data on the log', () => {
     expect(read.checklist.items[0]).toMatchObject({ status: 'completed', value: extractedValue });
     expect(read.checklist.items[1]).toMatchObject({ status: 'completed' });
 
+    // The document's bytes are sealed at rest too; its link still serves the PNG.
+    const stored = await system.services.db
+      .selectFrom('documents')
+      .select(['bytes', 'text_content'])
+      .where('account_id', '=', account.id)
+      .execute();
+    expect(stored).toHaveLength(1);
+    expect(stored[0]!.bytes!.includes(PNG)).toBe(false);
+    expect(stored[0]!.bytes!.subarray(0, 6).toString()).toBe('LLDOC1');
+    const fileUrl = new URL(read.checklist.items[1].file_url);
+    const file = await system.app.inject({ method: 'GET', url: `${fileUrl.pathname}${fileUrl.search}` });
+    expect(file.rawPayload.equals(PNG)).toBe(true);
+
     const log = (await rawLog()).toString('latin1');
     expect(log).toContain('sealed:1:');
     const clear = [

@@ -79,7 +79,7 @@ const app = await buildApp({
     clock: systemClock,
     ttlSeconds: 3600,
   }),
-  documents: createDocumentStore(config, services.db),
+  documents: createDocumentStore(config, services.db, services.personalDataKeys),
   allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
   readinessChecks: [eventLogReadiness(services.admin, () => services.topics.account)],
   logger: { level: process.env.LOG_LEVEL ?? 'info' },

@@ -1,7 +1,9 @@
 import {
   createDb,
   createDocumentLinks,
+  createPersonalDataKeys,
   createPostgresDocumentStore,
+  personalDataKeySettings,
   createSecretBox,
   DEVELOPMENT_WEBHOOK_KEY,
   DEVELOPMENT_DOCUMENT_LINK_KEY,
@@ -33,7 +35,10 @@ export async function openApiDocument(publicUrl: string): Promise<object> {
       keys: [DEVELOPMENT_DOCUMENT_LINK_KEY],
       clock: systemClock,
     }),
-    documents: createPostgresDocumentStore(db),
+    documents: createPostgresDocumentStore(
+      db,
+      createPersonalDataKeys(db, personalDataKeySettings({ PERSONAL_DATA_KEYS: [] })),
+    ),
   });
   try {
     await app.ready();

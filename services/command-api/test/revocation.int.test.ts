@@ -68,7 +68,7 @@ beforeAll(async () => {
     newId: newUuid,
     groupId: `${system.env.config.TOPIC_PREFIX}leadline.ai-agent`,
     responder: offlineResponder,
-    documents: createPostgresDocumentStore(agentDb),
+    documents: createPostgresDocumentStore(agentDb, system.services.personalDataKeys),
     allowPrivateTargets: true,
     replyDelayMs: 0,
     maxMessagesPerLeadPerDay: 20,

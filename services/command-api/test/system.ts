@@ -135,7 +135,7 @@ export async function startSystem(
       clock,
       ttlSeconds: 3600,
     }),
-    documents: createPostgresDocumentStore(services.db),
+    documents: createPostgresDocumentStore(services.db, services.personalDataKeys),
     // Context pages in tests are served from this machine.
     allowPrivateTargets: true,
   };
