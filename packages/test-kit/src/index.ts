@@ -10,3 +10,5 @@ export * from './private-kafka';
 export * from './kafka-proxy';
 export * from './startup-watch';
 export { deleteSubjectsUnder } from './registry-subjects';
+export * from './account-log';
+export * from './registration-profile';

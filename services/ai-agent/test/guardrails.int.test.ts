@@ -1,7 +1,6 @@
 import { newUuid } from '@leadline/runtime';
-import { eventually, fakeClock } from '@leadline/test-kit';
+import { accountEvents, eventually, fakeClock } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accountEvents } from '../../command-api/test/log';
 import {
   aiMessages,
   handled,

@@ -1,6 +1,5 @@
-import { startFakeOpenAi, type FakeChatRequest, type FakeOpenAi } from '@leadline/test-kit';
+import { accountEvents, startFakeOpenAi, type FakeChatRequest, type FakeOpenAi } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accountEvents } from '../../command-api/test/log';
 import { createModelResponder } from '../src/model';
 import {
   aiMessages,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accountEvents } from '../../command-api/test/log';
+import { accountEvents } from '@leadline/test-kit';
 import {
   aiMessages,
   inbound,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readTopic } from '../../command-api/test/log';
+import { readTopic } from '@leadline/test-kit';
 import { aiMessages, inbound, newAccount, PNG, startAgentSystem, type AgentSystem } from './harness';
 
 let world: AgentSystem;

@@ -1,8 +1,7 @@
 import type { DomainEvent } from '@leadline/events';
 import { createDb, newUuid, systemClock } from '@leadline/runtime';
-import { eventually, startFakeOpenAi, type FakeOpenAi } from '@leadline/test-kit';
+import { accountEvents, eventually, startFakeOpenAi, type FakeOpenAi } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accountEvents } from '../../command-api/test/log';
 import { startSequencer } from '../../sequencer/src';
 import { createModelResponder } from '../src/model';
 import { inbound, messagesOf, newAccount, startAgentSystem, type AgentSystem } from './harness';

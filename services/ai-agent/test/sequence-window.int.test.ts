@@ -1,6 +1,5 @@
-import { eventually, fakeClock } from '@leadline/test-kit';
+import { accountEvents, eventually, fakeClock } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accountEvents } from '../../command-api/test/log';
 import { offlineResponder } from '../src/offline';
 import type { Responder } from '../src/turn';
 import { aiMessages, messagesOf, newAccount, startAgentSystem, type AgentSystem } from './harness';

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fakeClock } from '@leadline/test-kit';
+import { fakeClock, logSize } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { logSize } from '../../command-api/test/log';
 import { newAccount, startAgentSystem, type AgentSystem } from './harness';
 
 const clock = fakeClock(new Date());

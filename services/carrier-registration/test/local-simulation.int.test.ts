@@ -1,7 +1,6 @@
 import { createLocalCarrierRegistration } from '@leadline/telephony';
-import { eventually } from '@leadline/test-kit';
+import { accountEvents, eventually } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accountEvents } from '../../command-api/test/log';
 import {
   businessProfile,
   CHECK_MS,

@@ -1,7 +1,6 @@
 import { createTwilioCarrierRegistration } from '@leadline/telephony';
-import { eventually, startFakeTwilio, type FakeTwilio } from '@leadline/test-kit';
+import { accountEvents, eventually, startFakeTwilio, type FakeTwilio } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accountEvents } from '../../command-api/test/log';
 import {
   businessProfile,
   CHECK_MS,

@@ -1,8 +1,7 @@
 import { createDb, migrate, reserveExistingSlugs } from '@leadline/runtime';
-import { createTestEnvironment, startFakeTwilio, type FakeTwilio } from '@leadline/test-kit';
+import { createTestEnvironment, logSize, startFakeTwilio, type FakeTwilio } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from './client';
-import { logSize } from './log';
 import { startSystem, type TestSystem } from './system';
 
 let system: TestSystem;

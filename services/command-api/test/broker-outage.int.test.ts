@@ -1,4 +1,11 @@
-import { eventually, startPrivateKafka, testDocuments, type PrivateKafka } from '@leadline/test-kit';
+import {
+  accountEvents,
+  eventually,
+  logSize,
+  startPrivateKafka,
+  testDocuments,
+  type PrivateKafka,
+} from '@leadline/test-kit';
 import net from 'node:net';
 import {
   createCommandBus,
@@ -18,7 +25,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type App } from '../src/app';
 import { eventLogReadiness } from '../src/http/readiness';
 import { partnerClient, type PartnerClient } from './client';
-import { accountEvents, logSize } from './log';
 import { startSystem, type TestSystem } from './system';
 
 let system: TestSystem;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { logSize } from '@leadline/test-kit';
 import { partnerClient, type PartnerClient } from './client';
-import { logSize } from './log';
 import { startSystem, type TestSystem } from './system';
 
 /** Text that compresses about as well as real text does (not a run of one letter), deterministic. */

@@ -1,8 +1,7 @@
-import { fakeClock } from '@leadline/test-kit';
+import { accountEvents, fakeClock, logSize } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../src/app';
 import { partnerClient, type PartnerClient } from './client';
-import { accountEvents, logSize } from './log';
 import { startSystem, type TestSystem } from './system';
 
 const clock = fakeClock();

@@ -2,8 +2,8 @@ import { createCommandBus, createDb, newUuid, systemClock, type Database } from 
 import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { logSize } from '@leadline/test-kit';
 import { partnerClient, type PartnerClient } from './client';
-import { logSize } from './log';
 import { startSystem, type TestSystem } from './system';
 
 let system: TestSystem;

@@ -6,9 +6,9 @@ import { runInNewContext } from 'node:vm';
 import { newUuid } from '@leadline/runtime';
 import type { KyselyPlugin, PluginTransformResultArgs, QueryResult, UnknownRow } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { logSize } from '@leadline/test-kit';
 import { EXPORT_PAGE_SIZE } from '../src/consent/routes';
 import { partnerClient, type PartnerClient } from './client';
-import { logSize } from './log';
 import { startSystem, type TestSystem } from './system';
 
 let system: TestSystem;

@@ -1,10 +1,9 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fakeClock } from '@leadline/test-kit';
+import { fakeClock, logSize } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from './client';
-import { logSize } from './log';
 import { startSystem, type TestSystem } from './system';
 
 let system: TestSystem;

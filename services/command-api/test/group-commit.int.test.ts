@@ -10,13 +10,13 @@ import {
   type Command,
   type Database,
 } from '@leadline/runtime';
-import { startKafkaProxy } from '@leadline/test-kit';
+import { accountEvents, logSize, readTopic, startKafkaProxy } from '@leadline/test-kit';
 import { Kafka, logLevel } from 'kafkajs';
 import { sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from './client';
-import { accountEvents, logSize, readTopic, refusingKafka } from './log';
+import { refusingKafka } from './log';
 import { startSystem, type TestSystem } from './system';
 
 let system: TestSystem;

@@ -1,7 +1,7 @@
 import { newUuid } from '@leadline/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { logSize } from '@leadline/test-kit';
 import { partnerClient, type PartnerClient } from './client';
-import { logSize } from './log';
 import { startSystem, type TestSystem } from './system';
 
 let system: TestSystem;

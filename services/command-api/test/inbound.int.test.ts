@@ -1,11 +1,16 @@
 import { projections, startProjector, type RunningProjector } from '@leadline/projector';
 import { createDb, newUuid, type Database } from '@leadline/runtime';
-import { eventually, startFakeTwilio, twilioSignature, type FakeTwilio } from '@leadline/test-kit';
+import {
+  accountEvents,
+  eventually,
+  startFakeTwilio,
+  twilioSignature,
+  type FakeTwilio,
+} from '@leadline/test-kit';
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startInboundDecider } from '@leadline/inbound-decider';
 import { partnerClient, type PartnerClient } from './client';
-import { accountEvents } from './log';
 import { startSystem, type TestSystem } from './system';
 
 let system: TestSystem;

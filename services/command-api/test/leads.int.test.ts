@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { accountEvents, logSize } from '@leadline/test-kit';
 import { partnerClient, type PartnerClient } from './client';
-import { accountEvents, logSize } from './log';
 import { startSystem, type TestSystem } from './system';
 
 let system: TestSystem;

@@ -1,7 +1,14 @@
-import { eventually, fakeClock, startFakeTwilio, twilioSignature, type FakeTwilio } from '@leadline/test-kit';
+import {
+  accountEvents,
+  eventually,
+  fakeClock,
+  logSize,
+  startFakeTwilio,
+  twilioSignature,
+  type FakeTwilio,
+} from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from './client';
-import { accountEvents, logSize } from './log';
 import { startSystem, type TestSystem } from './system';
 
 let system: TestSystem;

@@ -12,10 +12,11 @@ import {
 } from '@leadline/runtime';
 import {
   createTestEnvironment,
+  logSize,
   startFakeTwilio,
+  testDocuments,
   twilioSignature,
   type FakeTwilio,
-  testDocuments,
 } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createLocalNumberPool, createTwilioProvider } from '@leadline/telephony';
@@ -23,7 +24,7 @@ import { releaseOrphanNumbers } from '../src/accounts/orphan-numbers';
 import { reservePhoneNumber } from '../src/accounts/phone-numbers';
 import { buildApp } from '../src/app';
 import { partnerClient, type PartnerClient } from './client';
-import { logSize, refusingKafka } from './log';
+import { refusingKafka } from './log';
 import { startSystem, type TestSystem } from './system';
 
 let system: TestSystem;

@@ -1,9 +1,8 @@
 import { eventCatalog, UnstorableTextError, type DomainEvent } from '@leadline/events';
 import { listParked } from '@leadline/runtime';
-import { eventually, startFakeTwilio, twilioSignature, type FakeTwilio } from '@leadline/test-kit';
+import { eventually, logSize, startFakeTwilio, twilioSignature, type FakeTwilio } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from './client';
-import { logSize } from './log';
 import { startSystem, type TestSystem } from './system';
 
 let system: TestSystem;

@@ -1,10 +1,15 @@
 import type { DomainEvent } from '@leadline/events';
 import { projections, rebuild } from '@leadline/projector';
-import { eventually, startFakeTwilio, twilioSignature, type FakeTwilio } from '@leadline/test-kit';
+import {
+  accountEvents,
+  eventually,
+  startFakeTwilio,
+  twilioSignature,
+  type FakeTwilio,
+} from '@leadline/test-kit';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient } from './client';
-import { accountEvents } from './log';
 import { startSystem, type TestSystem } from './system';
 
 let system: TestSystem;

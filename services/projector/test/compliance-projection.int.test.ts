@@ -1,8 +1,7 @@
 import type { DomainEvent, EventData, EventType } from '@leadline/events';
 import { campaignStatuses } from '@leadline/decision-state';
-import type { RegistrationProfile } from '@leadline/domain';
 import { connectInfrastructure, newUuid, type Infrastructure } from '@leadline/runtime';
-import { createTestEnvironment, type TestEnvironment } from '@leadline/test-kit';
+import { createTestEnvironment, registrationProfile, type TestEnvironment } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { complianceProjection } from '../src/compliance/projection';
 
@@ -33,46 +32,15 @@ function accountEvent<T extends EventType>(type: T, accountId: string, data: Eve
   } as DomainEvent;
 }
 
-const profile: RegistrationProfile = {
-  legal_name: 'Sunrise Home Loans LLC',
-  business_type: 'llc',
-  vertical: 'financial',
-  website: 'https://sunrisehomeloans.example',
-  address: {
-    street: '100 Congress Ave',
-    street_secondary: null,
-    city: 'Austin',
-    region: 'TX',
-    postal_code: '78701',
-    country: 'US',
-  },
-  contact: {
-    first_name: 'Dana',
-    last_name: 'Reyes',
-    title: 'Compliance officer',
-    job_position: 'director',
-    email: 'dana@sunrisehomeloans.example',
-    phone: '+15125550100',
-  },
-  use_case: 'mixed',
-  use_case_description: 'Follow-up with mortgage applicants about their application and its documents.',
-  sample_messages: [
-    'Sunrise Home Loans: please send your W-2.',
-    'Sunrise Home Loans: reply STOP to opt out.',
-  ],
-  message_flow: 'Applicants tick an SMS consent box on the loan application form.',
-  opt_in_keywords: [],
-  opt_in_message: null,
-  direct_lending: true,
-  has_embedded_links: false,
-  has_embedded_phone: false,
-};
-
 const submitted = (accountId: string, submission: string, minute: number) =>
   accountEvent(
     'compliance.registration_submitted',
     accountId,
-    { submission_id: submission, profile, tax_id: { last4: '6789', ciphertext: 'v2.sealed' } },
+    {
+      submission_id: submission,
+      profile: registrationProfile,
+      tax_id: { last4: '6789', ciphertext: 'v2.sealed' },
+    },
     minute,
   );
 const changed = (accountId: string, submission: string, step: string, status: string, minute: number) =>
@@ -128,7 +96,7 @@ describe('the carrier registration projection', () => {
       campaign_status: 'draft',
       campaign_updated_at: new Date(Date.UTC(2026, 2, 2, 15, 0)),
       resources: { customer_profile: 'BU1', trust_product: 'BU2' },
-      profile,
+      profile: registrationProfile,
     });
     await apply(events);
     expect(await rowOf(account)).toEqual(once);

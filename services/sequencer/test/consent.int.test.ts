@@ -1,9 +1,8 @@
 import { createDb, newUuid, type Database } from '@leadline/runtime';
-import { fakeClock } from '@leadline/test-kit';
+import { accountEvents, fakeClock } from '@leadline/test-kit';
 import type { Kysely } from 'kysely';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from '../../command-api/test/client';
-import { accountEvents } from '../../command-api/test/log';
 import { startSystem, type TestSystem } from '../../command-api/test/system';
 import { startSequencer, type RunningSequencer } from '../src';
 

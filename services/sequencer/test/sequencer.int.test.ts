@@ -9,11 +9,10 @@ import {
   type CommandBus,
   type Database,
 } from '@leadline/runtime';
-import { eventually, fakeClock } from '@leadline/test-kit';
+import { accountEvents, eventually, fakeClock } from '@leadline/test-kit';
 import type { Kysely } from 'kysely';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from '../../command-api/test/client';
-import { accountEvents } from '../../command-api/test/log';
 import { startSystem, type TestSystem } from '../../command-api/test/system';
 import { claimDueSteps, startSequencer, type RunningSequencer } from '../src';
 

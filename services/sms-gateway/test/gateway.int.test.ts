@@ -1,4 +1,3 @@
-import { accountEvents } from '../../command-api/test/log';
 import { projections, startProjector, type RunningProjector } from '@leadline/projector';
 import {
   connectCommandServices,
@@ -12,6 +11,7 @@ import {
 } from '@leadline/runtime';
 import { createTwilioProvider, type SmsSender } from '@leadline/telephony';
 import {
+  accountEvents,
   createTestEnvironment,
   eventually,
   fakeClock,

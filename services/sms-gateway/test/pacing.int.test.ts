@@ -1,6 +1,5 @@
-import { eventually } from '@leadline/test-kit';
+import { accountEvents, eventually } from '@leadline/test-kit';
 import { describe, expect, it } from 'vitest';
-import { accountEvents } from '../../command-api/test/log';
 import { gatewayHarness } from './harness';
 
 const { harness, append, gateway, account, request, outboxRow } = gatewayHarness(

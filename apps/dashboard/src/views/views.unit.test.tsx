@@ -8,7 +8,7 @@ import { leadChanges } from './leads/LeadEditor';
 import { stepsBody } from './sequences/Builder';
 import { delayLabel, StepList } from './sequences/StepList';
 import { fileSize } from './settings/Context';
-import { promptBody } from './settings/Prompt';
+import { promptBody } from './settings/prompt-draft';
 
 type Conversation = Schemas['Conversation'];
 

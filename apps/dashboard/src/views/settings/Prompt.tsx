@@ -1,38 +1,13 @@
 import { useEffect, useState } from 'react';
 import { useCan, useDashboard } from '../../context';
-import { dataOf, type Schemas } from '../../lib/api';
-
-type PromptSettings = Schemas['PromptSettings'];
-
-const guidedFields = [
-  ['role_persona', 'Role and persona', 'Who the assistant is, e.g. Maya, the loan assistant of {{company}}'],
-  ['tone_voice', 'Tone and voice', 'How it sounds, e.g. warm, plain-spoken, never pushy'],
-  ['response_style', 'Response style', 'How it writes, e.g. one or two short sentences'],
-  ['conversation_rules', 'Conversation rules', 'What it must and must not do'],
-  ['special_instructions', 'Special instructions', 'Anything else'],
-] as const;
-
-type GuidedField = (typeof guidedFields)[number][0];
-type PromptDraft = { mode: 'guided' | 'advanced'; system_prompt: string } & Record<GuidedField, string>;
-
-const toPromptDraft = (settings: PromptSettings): PromptDraft => ({
-  mode: settings.mode,
-  system_prompt: settings.system_prompt ?? '',
-  role_persona: settings.role_persona ?? '',
-  tone_voice: settings.tone_voice ?? '',
-  response_style: settings.response_style ?? '',
-  conversation_rules: settings.conversation_rules ?? '',
-  special_instructions: settings.special_instructions ?? '',
-});
-
-/** What PATCH takes: guided fields left empty are cleared. */
-export const promptBody = (draft: PromptDraft): Schemas['PromptSettingsUpdate'] =>
-  draft.mode === 'advanced'
-    ? { mode: 'advanced', system_prompt: draft.system_prompt.trim() }
-    : {
-        mode: 'guided',
-        ...Object.fromEntries(guidedFields.map(([field]) => [field, draft[field].trim() || null])),
-      };
+import { dataOf } from '../../lib/api';
+import {
+  guidedFields,
+  promptBody,
+  toPromptDraft,
+  type PromptDraft,
+  type PromptSettings,
+} from './prompt-draft';
 
 /**
  * The assistant's prompt, guided (five parts combined) or advanced (the whole system prompt), and the
@@ -40,8 +15,72 @@ export const promptBody = (draft: PromptDraft): Schemas['PromptSettingsUpdate'] 
  * context changed.
  */
 export function Prompt({ contextVersion }: { contextVersion: number }) {
-  const { api, session } = useDashboard();
   const canManage = useCan('manage_settings');
+  const { settings, draft, error, saved, busy, edit, save } = usePromptSettings(contextVersion);
+
+  if (!draft || !settings) {
+    return (
+      <section className="panel" aria-label="AI prompt">
+        <h2>Assistant</h2>
+        {error && (
+          <p className="error" role="alert">
+            {error}
+          </p>
+        )}
+      </section>
+    );
+  }
+  return (
+    <section className="panel" aria-label="AI prompt">
+      <h2>Assistant</h2>
+      <p className="sub">
+        How the assistant talks to leads. The checklist and your company context are added to it
+        automatically.
+      </p>
+      <form
+        className="prompt"
+        onSubmit={(event) => {
+          event.preventDefault();
+          void save();
+        }}
+      >
+        <ModeChoice mode={draft.mode} disabled={!canManage} onChange={(mode) => edit({ mode })} />
+        <PromptText draft={draft} readOnly={!canManage} onEdit={edit} />
+        {error && (
+          <p className="error" role="alert">
+            {error}
+          </p>
+        )}
+        {canManage && (
+          <div className="actions">
+            <button
+              type="submit"
+              disabled={busy || (draft.mode === 'advanced' && !draft.system_prompt.trim())}
+            >
+              Save prompt
+            </button>
+            {saved && (
+              <span className="notice-ok" role="status">
+                Saved
+              </span>
+            )}
+          </div>
+        )}
+        <details className="composed">
+          <summary>Prompt as the assistant sees it</summary>
+          <pre aria-label="Composed prompt">{settings.composed_system_prompt}</pre>
+        </details>
+      </form>
+    </section>
+  );
+}
+
+/**
+ * The account's prompt settings (what the API composed from them included) and the draft being
+ * edited: loaded once, saved on demand, the settings re-read when the context changes.
+ */
+function usePromptSettings(contextVersion: number) {
+  const { api, session } = useDashboard();
   const [settings, setSettings] = useState<PromptSettings | null>(null);
   const [draft, setDraft] = useState<PromptDraft | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -69,23 +108,14 @@ export function Prompt({ contextVersion }: { contextVersion: number }) {
     }
   }, [api, id, contextVersion]);
 
-  if (!draft || !settings) {
-    return (
-      <section className="panel" aria-label="AI prompt">
-        <h2>Assistant</h2>
-        {error && (
-          <p className="error" role="alert">
-            {error}
-          </p>
-        )}
-      </section>
-    );
-  }
+  // The form that calls these is only shown once the draft is loaded.
   const edit = (change: Partial<PromptDraft>) => {
+    if (!draft) return;
     setSaved(false);
     setDraft({ ...draft, ...change });
   };
   const save = async () => {
+    if (!draft) return;
     setBusy(true);
     setError(null);
     try {
@@ -104,90 +134,75 @@ export function Prompt({ contextVersion }: { contextVersion: number }) {
       setBusy(false);
     }
   };
+  return { settings, draft, error, saved, busy, edit, save };
+}
 
+function ModeChoice({
+  mode: current,
+  disabled,
+  onChange,
+}: {
+  mode: PromptDraft['mode'];
+  disabled: boolean;
+  onChange: (mode: PromptDraft['mode']) => void;
+}) {
   return (
-    <section className="panel" aria-label="AI prompt">
-      <h2>Assistant</h2>
-      <p className="sub">
-        How the assistant talks to leads. The checklist and your company context are added to it
-        automatically.
-      </p>
-      <form
-        className="prompt"
-        onSubmit={(event) => {
-          event.preventDefault();
-          void save();
-        }}
-      >
-        <div className="segmented" role="radiogroup" aria-label="Prompt mode">
-          {(['guided', 'advanced'] as const).map((mode) => (
-            <label key={mode} className={draft.mode === mode ? 'segment active' : 'segment'}>
-              <input
-                type="radio"
-                name="mode"
-                value={mode}
-                checked={draft.mode === mode}
-                disabled={!canManage}
-                onChange={() => edit({ mode })}
-              />
-              {mode === 'guided' ? 'Guided' : 'Advanced'}
-            </label>
-          ))}
-        </div>
-        {draft.mode === 'guided' ? (
-          guidedFields.map(([field, label, placeholder]) => (
-            <label key={field} className="field">
-              {label}
-              <textarea
-                aria-label={label}
-                rows={2}
-                maxLength={4000}
-                placeholder={placeholder}
-                readOnly={!canManage}
-                value={draft[field]}
-                onChange={(event) => edit({ [field]: event.target.value })}
-              />
-            </label>
-          ))
-        ) : (
-          <label className="field">
-            System prompt
-            <textarea
-              aria-label="System prompt"
-              rows={10}
-              maxLength={20000}
-              placeholder="The whole system prompt; {{company}} is replaced by your company name"
-              readOnly={!canManage}
-              value={draft.system_prompt}
-              onChange={(event) => edit({ system_prompt: event.target.value })}
-            />
-          </label>
-        )}
-        {error && (
-          <p className="error" role="alert">
-            {error}
-          </p>
-        )}
-        {canManage && (
-          <div className="actions">
-            <button
-              type="submit"
-              disabled={busy || (draft.mode === 'advanced' && !draft.system_prompt.trim())}
-            >
-              Save prompt
-            </button>
-            {saved && (
-              <span className="notice-ok" role="status">
-                Saved
-              </span>
-            )}
-          </div>
-        )}
-        <details className="composed">
-          <summary>Prompt as the assistant sees it</summary>
-          <pre aria-label="Composed prompt">{settings.composed_system_prompt}</pre>
-        </details>
-      </form>
-    </section>
+    <div className="segmented" role="radiogroup" aria-label="Prompt mode">
+      {(['guided', 'advanced'] as const).map((mode) => (
+        <label key={mode} className={current === mode ? 'segment active' : 'segment'}>
+          <input
+            type="radio"
+            name="mode"
+            value={mode}
+            checked={current === mode}
+            disabled={disabled}
+            onChange={() => onChange(mode)}
+          />
+          {mode === 'guided' ? 'Guided' : 'Advanced'}
+        </label>
+      ))}
+    </div>
+  );
+}
+
+/** The draft's text in its mode: the five guided parts, or the whole system prompt. */
+function PromptText({
+  draft,
+  readOnly,
+  onEdit,
+}: {
+  draft: PromptDraft;
+  readOnly: boolean;
+  onEdit: (change: Partial<PromptDraft>) => void;
+}) {
+  if (draft.mode === 'guided') {
+    return guidedFields.map(([field, label, placeholder]) => (
+      <label key={field} className="field">
+        {label}
+        <textarea
+          aria-label={label}
+          rows={2}
+          maxLength={4000}
+          placeholder={placeholder}
+          readOnly={readOnly}
+          value={draft[field]}
+          onChange={(event) => onEdit({ [field]: event.target.value })}
+        />
+      </label>
+    ));
+  }
+  return (
+    <label className="field">
+      System prompt
+      <textarea
+        aria-label="System prompt"
+        rows={10}
+        maxLength={20000}
+        placeholder="The whole system prompt; {{company}} is replaced by your company name"
+        readOnly={readOnly}
+        value={draft.system_prompt}
+        onChange={(event) => onEdit({ system_prompt: event.target.value })}
+      />
+    </label>
   );
 }
