@@ -122,27 +122,34 @@ export function createPersonalDataKeys(
         else missing.push(subject);
       }
       if (missing.length === 0) return found;
-      const created = missing.map((subject) => {
-        const keyId = randomBytes(12).toString('base64url');
-        const key = randomBytes(32);
-        const wrapped = box.seal(key.toString('base64'), { accountId, personalDataKeyId: keyId });
-        return { key_id: keyId, account_id: accountId, subject, wrapped_key: wrapped };
-      });
-      // A subject keyed by another process a moment ago keeps its key: ours is dropped, theirs read.
-      await db
-        .insertInto('personal_data_keys')
-        .values(created)
-        .onConflict((conflict) =>
-          conflict.columns(['account_id', 'subject']).where('erased_at', 'is', null).doNothing(),
-        )
-        .execute();
-      const rows = await db
-        .selectFrom('personal_data_keys')
-        .select(['key_id', 'account_id', 'subject', 'wrapped_key'])
-        .where('account_id', '=', accountId)
-        .where('subject', 'in', missing)
-        .where('erased_at', 'is', null)
-        .execute();
+      const liveKeys = (subjects: string[]) =>
+        db
+          .selectFrom('personal_data_keys')
+          .select(['key_id', 'account_id', 'subject', 'wrapped_key'])
+          .where('account_id', '=', accountId)
+          .where('subject', 'in', subjects)
+          .where('erased_at', 'is', null)
+          .execute();
+      // Most subjects have a key already (another process made it, or this one's cache expired).
+      const rows = await liveKeys(missing);
+      const keyless = missing.filter((subject) => !rows.some((row) => row.subject === subject));
+      if (keyless.length > 0) {
+        const created = keyless.map((subject) => {
+          const keyId = randomBytes(12).toString('base64url');
+          const key = randomBytes(32);
+          const wrapped = box.seal(key.toString('base64'), { accountId, personalDataKeyId: keyId });
+          return { key_id: keyId, account_id: accountId, subject, wrapped_key: wrapped };
+        });
+        // A subject keyed by another process a moment ago keeps its key: ours is dropped, theirs read.
+        await db
+          .insertInto('personal_data_keys')
+          .values(created)
+          .onConflict((conflict) =>
+            conflict.columns(['account_id', 'subject']).where('erased_at', 'is', null).doNothing(),
+          )
+          .execute();
+        rows.push(...(await liveKeys(keyless)));
+      }
       for (const row of rows) {
         const value = unwrap(row);
         remember(accountId, value);
