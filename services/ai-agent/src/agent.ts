@@ -6,6 +6,7 @@ import {
   type Database,
   type DocumentStore,
   type NewId,
+  type PersonalDataKeys,
   type ProjectionProgress,
 } from '@leadline/runtime';
 import type { EventCodec, TopicNames } from '@leadline/events';
@@ -25,6 +26,8 @@ export interface AgentDeps {
   codec: EventCodec;
   topics: TopicNames;
   commands: CommandBus;
+  /** Names an erased lead's phone in the queue (see intake.ts). */
+  personalDataKeys: Pick<PersonalDataKeys, 'subjectOf'>;
   /** The projector's progress, to wait for a burst to be in the read models before the pre-check. */
   progress: ProjectionProgress;
   clock: Clock;
