@@ -5,6 +5,7 @@ import {
   freshRecords,
   type Clock,
   type Database,
+  type DocumentStore,
   type PersonalDataKeys,
   type PositionedEvent,
 } from '@leadline/runtime';
@@ -30,6 +31,8 @@ export interface IntakeDeps {
   replyDelayMs: number;
   /** Names an erased lead's phone (`lead.erased` carries the keyed hash, not the number). */
   personalDataKeys: Pick<PersonalDataKeys, 'subjectOf'>;
+  /** Where the documents' bytes are, destroyed with an erased lead's documents. */
+  documents: DocumentStore;
 }
 
 /**
@@ -95,7 +98,7 @@ async function intake(
   } else if (event.type === 'lead.erased') {
     // In log order with the intake: what the lead sent before its erasure is forgotten, a message from
     // the same number after it (a new lead) is queued as any other.
-    await forgetErasedLead(trx, deps.personalDataKeys, event);
+    await forgetErasedLead(trx, deps, event);
   } else if (event.type === 'sequence.ai_step_requested') {
     const { data } = event;
     await trx

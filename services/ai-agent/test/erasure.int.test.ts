@@ -6,6 +6,7 @@ import {
   inbound,
   newAccount,
   pendingMessageCount,
+  PNG,
   startAgentSystem,
   type AgentSystem,
 } from './harness';
@@ -20,15 +21,32 @@ afterAll(() => world?.close());
 
 const pendingTurns = (phone: string) =>
   world.system.services.db.selectFrom('ai_pending_turns').select('id').where('phone', '=', phone).execute();
+const documentsOf = (phone: string) =>
+  world.system.services.db
+    .selectFrom('documents')
+    .select(['id', 'bytes'])
+    .where('phone', '=', phone)
+    .execute();
 
 describe('erasing a lead in the AI agent', () => {
-  it('forgets what the lead texted before it was answered and never answers it; another lead is answered', async () => {
-    const { system, partner } = world;
-    const account = await newAccount(partner);
+  it('forgets the documents the lead sent and what it texted before it was answered, and never answers it; another lead keeps its own', async () => {
+    const { system, partner, media } = world;
+    const account = await newAccount(partner, [{ name: 'Photo ID', type: 'document' }]);
     const erasedPhone = '+15125550301';
     const otherPhone = '+15125550302';
+    for (const phone of [erasedPhone, otherPhone])
+      await inbound(system, account.number, phone, '', [
+        { url: media.host(PNG, 'image/png'), type: 'image/png' },
+      ]);
+    for (const phone of [erasedPhone, otherPhone])
+      await eventually(async () => ((await pendingMessageCount(system, phone)) === 1 ? true : undefined));
+    clock.advance(5_000);
+    for (const phone of [erasedPhone, otherPhone]) {
+      await aiMessages(partner, account.id, phone, 1);
+      expect(await documentsOf(phone)).toEqual([{ id: expect.any(String), bytes: PNG }]);
+    }
     await inbound(system, account.number, erasedPhone, 'My SSN ends in 4417, call me');
-    await inbound(system, account.number, otherPhone, 'Hi, I saw your ad');
+    await inbound(system, account.number, otherPhone, 'Is that enough?');
     for (const phone of [erasedPhone, otherPhone])
       await eventually(async () => ((await pendingMessageCount(system, phone)) === 1 ? true : undefined));
 
@@ -50,26 +68,30 @@ describe('erasing a lead in the AI agent', () => {
     await eventually(
       async () =>
         (await pendingMessageCount(system, erasedPhone)) === 0 &&
-        (await pendingTurns(erasedPhone)).length === 0
+        (await pendingTurns(erasedPhone)).length === 0 &&
+        (await documentsOf(erasedPhone)).length === 0
           ? true
           : undefined,
-      { message: "the erased lead's pending message and turn are still queued" },
+      { message: "the erased lead's pending message, turn or document is still kept" },
     );
     expect(await pendingMessageCount(system, otherPhone)).toBe(1);
     expect(await pendingTurns(otherPhone)).toHaveLength(1);
+    expect(await documentsOf(otherPhone)).toEqual([{ id: expect.any(String), bytes: PNG }]);
 
     clock.advance(5_000);
-    await aiMessages(partner, account.id, otherPhone, 1);
+    await aiMessages(partner, account.id, otherPhone, 2);
     clock.advance(60_000);
     await world.agents[0]!.work();
-    const answered = (await accountEvents(system.services)).filter(
-      (event) =>
-        event.account_id === account.id &&
-        event.type === 'message.outbound_requested' &&
-        event.data.source === 'ai',
-    );
-    expect(answered.map((event) => event.type === 'message.outbound_requested' && event.data.phone)).toEqual([
-      otherPhone,
-    ]);
+    // What was requested before the erasure reads as erased now; nothing after it went to the lead.
+    const answeredTo = async (phone: string) =>
+      (await accountEvents(system.services)).filter(
+        (event) =>
+          event.account_id === account.id &&
+          event.type === 'message.outbound_requested' &&
+          event.data.source === 'ai' &&
+          event.data.phone === phone,
+      );
+    expect(await answeredTo(erasedPhone)).toEqual([]);
+    expect(await answeredTo(otherPhone)).toHaveLength(2);
   });
 });

@@ -1,4 +1,4 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
@@ -11,6 +11,8 @@ import type { Database } from '../db/schema';
 export interface DocumentStore {
   put(documentId: string, bytes: Buffer): Promise<void>;
   get(documentId: string): Promise<Buffer | undefined>;
+  /** Destroys the bytes (an erased lead's documents); bytes already gone are no error. */
+  remove(documentIds: readonly string[]): Promise<void>;
 }
 
 /** Files named by document id under one directory (the default: one machine needs nothing else). */
@@ -29,6 +31,9 @@ export function createDirectoryDocumentStore(directory: string): DocumentStore {
         throw error;
       }
     },
+    async remove(documentIds) {
+      for (const documentId of documentIds) await rm(fileOf(documentId), { force: true });
+    },
   };
 }
 
@@ -45,6 +50,10 @@ export function createPostgresDocumentStore(db: Kysely<Database>): DocumentStore
         .where('id', '=', documentId)
         .executeTakeFirst();
       return row?.bytes ?? undefined;
+    },
+    async remove(documentIds) {
+      if (documentIds.length === 0) return;
+      await db.updateTable('documents').set({ bytes: null }).where('id', 'in', documentIds).execute();
     },
   };
 }
