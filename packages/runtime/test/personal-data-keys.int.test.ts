@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { DomainEvent } from '@leadline/events';
@@ -127,23 +127,25 @@ describe('personal-data keys', () => {
         kind === 'directory'
           ? createDirectoryDocumentStore(directory, db, keys)
           : createPostgresDocumentStore(db, keys);
-      const id = crypto.randomUUID();
+      const [id, removed] = [crypto.randomUUID(), crypto.randomUUID()];
       const phone = kind === 'directory' ? '+15125550191' : '+15125550192';
-      await db
-        .insertInto('documents')
-        .values({
-          id,
-          account_id: 'acct_docs',
-          phone,
-          message_id: id,
-          media_index: 0,
-          content_type: 'application/pdf',
-          file_size: 30,
-          text_content: null,
-          bytes: null,
-          created_at: new Date(),
-        })
-        .execute();
+      for (const documentId of [id, removed]) {
+        await db
+          .insertInto('documents')
+          .values({
+            id: documentId,
+            account_id: 'acct_docs',
+            phone,
+            message_id: documentId,
+            media_index: 0,
+            content_type: 'application/pdf',
+            file_size: 30,
+            text_content: null,
+            bytes: null,
+            created_at: new Date(),
+          })
+          .execute();
+      }
       const bytes = Buffer.from('%PDF-1.4 W-2 wages 84,120.55 Rowan');
       await store.put(id, bytes);
       const atRest =
@@ -153,6 +155,14 @@ describe('personal-data keys', () => {
               .bytes!;
       expect(atRest.includes(Buffer.from('84,120.55'))).toBe(false);
       expect(await store.get(id)).toEqual(bytes);
+
+      // Removing one document destroys its bytes alone; removing it again is no error.
+      await store.put(removed, bytes);
+      await store.remove([removed]);
+      await store.remove([removed]);
+      expect(await store.get(removed)).toBeUndefined();
+      expect(await store.get(id)).toEqual(bytes);
+      if (kind === 'directory') expect(await readdir(directory)).toEqual([id]);
 
       await keys.eraseSubject('acct_docs', keys.subjectOf('acct_docs', 'lead', phone));
       expect(await store.get(id)).toBeUndefined();

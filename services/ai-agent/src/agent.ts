@@ -6,9 +6,10 @@ import {
   type Database,
   type DocumentStore,
   type NewId,
+  type PersonalDataKeys,
   type ProjectionProgress,
 } from '@leadline/runtime';
-import type { EventCodec, TopicNames } from '@leadline/events';
+import type { EventCodec, EventType, TopicNames } from '@leadline/events';
 import type { Kafka } from 'kafkajs';
 import type { Kysely } from 'kysely';
 import { refreshContextUrls } from './context-refresh';
@@ -25,6 +26,8 @@ export interface AgentDeps {
   codec: EventCodec;
   topics: TopicNames;
   commands: CommandBus;
+  /** Names an erased lead's phone in the queue (see intake.ts). */
+  personalDataKeys: Pick<PersonalDataKeys, 'subjectOf'>;
   /** The projector's progress, to wait for a burst to be in the read models before the pre-check. */
   progress: ProjectionProgress;
   clock: Clock;
@@ -109,6 +112,9 @@ export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
       await intakeBatch(deps, topic, partition, records);
       worker.wake();
     },
+    // Only those are decoded (the header names the type): opening every other record's personal data
+    // would be work for nothing.
+    decodes: (type) => type !== undefined && intakeTypes.has(type as EventType),
     actsOn: (event) => intakeTypes.has(event.type),
     onCrash: (error) => onError(error),
   });

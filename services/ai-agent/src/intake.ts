@@ -5,14 +5,18 @@ import {
   freshRecords,
   type Clock,
   type Database,
+  type DocumentStore,
+  type PersonalDataKeys,
   type PositionedEvent,
 } from '@leadline/runtime';
 import { sql, type Kysely, type Transaction } from 'kysely';
+import { forgetErasedLead } from './erasure';
 
 /** What the intake takes in; the consumer passes over batches holding none of these. */
 export const intakeTypes: ReadonlySet<EventType> = new Set([
   'message.received',
   'sequence.ai_step_requested',
+  'lead.erased',
 ]);
 
 /** Messages older than this when the agent first sees them (history before it ran) are not answered. */
@@ -25,12 +29,17 @@ export interface IntakeDeps {
   clock: Clock;
   /** Quiet time after the last inbound message before a burst is answered. */
   replyDelayMs: number;
+  /** Names an erased lead's phone (`lead.erased` carries the keyed hash, not the number). */
+  personalDataKeys: Pick<PersonalDataKeys, 'subjectOf'>;
+  /** Where the documents' bytes are, destroyed with an erased lead's documents. */
+  documents: DocumentStore;
 }
 
 /**
  * Queues what the log brings: `message.received` into a pending turn per conversation, due
  * `replyDelayMs` after the latest message of the burst, and `sequence.ai_step_requested` into a pending
- * step. Written in the same transaction as the consumer's checkpoint, so nothing is queued twice or lost.
+ * step; `lead.erased` takes the lead's out. Written in the same transaction as the consumer's
+ * checkpoint, so nothing is queued twice or lost.
  */
 async function intake(
   trx: Transaction<Database>,
@@ -86,6 +95,10 @@ async function intake(
         }),
       )
       .execute();
+  } else if (event.type === 'lead.erased') {
+    // In log order with the intake: what the lead sent before its erasure is forgotten, a message from
+    // the same number after it (a new lead) is queued as any other.
+    await forgetErasedLead(trx, deps, event);
   } else if (event.type === 'sequence.ai_step_requested') {
     const { data } = event;
     await trx

@@ -7,12 +7,14 @@ import {
   type CommandBus,
   type Database,
   type NewId,
+  type PersonalDataKeys,
   type PositionedEvent,
   type RunningConsumer,
 } from '@leadline/runtime';
 import type { Kafka } from 'kafkajs';
 import { sql, type Kysely } from 'kysely';
 import { decideInboundBatch } from './decide-batch';
+import { forgetDecidedOptOutGuards } from './erasure';
 
 export interface InboundDeciderDeps {
   kafka: Kafka;
@@ -21,6 +23,8 @@ export interface InboundDeciderDeps {
   codec: EventCodec;
   topics: TopicNames;
   commands: CommandBus;
+  /** Names an erased lead's phone among the opt-out guards (`lead.erased` carries the keyed hash). */
+  personalDataKeys: Pick<PersonalDataKeys, 'subjectOf'>;
   clock: Clock;
   newId: NewId;
   groupId: string;
@@ -37,9 +41,11 @@ export interface RunningInboundDecider {
   stop(): Promise<void>;
 }
 
-/** The only events the decider acts on: the raw inbound SMS the Twilio webhook appended. */
+/** The events the decider decides: the raw inbound SMS the Twilio webhook appended. */
 const isInboundFact = (event: DomainEvent): event is EventOf<'message.inbound_received'> =>
   event.type === 'message.inbound_received';
+const isErasure = (event: DomainEvent | undefined): event is EventOf<'lead.erased'> =>
+  event?.type === 'lead.erased';
 
 /**
  * The inbound decider: consumes the raw inbound facts (`message.inbound_received`) the Twilio webhook
@@ -96,6 +102,11 @@ export async function startInboundDecider(deps: InboundDeciderDeps): Promise<Run
           .where('decided_at', 'is', null)
           .execute();
       }
+      // After the batch's decisions are marked, so an opt-out decided just before its lead's erasure
+      // counts as decided.
+      for (const record of fresh)
+        if (isErasure(record.event))
+          await forgetDecidedOptOutGuards(trx, deps.personalDataKeys, record.event);
       await advanceCheckpoint(trx, checkpoints, topic, partition, last.offset, clock.now());
     });
     if (decided.length > 0) await sweepGuards();
@@ -125,7 +136,10 @@ export async function startInboundDecider(deps: InboundDeciderDeps): Promise<Run
     topics: [deps.topics.account],
     checkpoints,
     handleBatch,
-    actsOn: isInboundFact,
+    // Only those are decoded (the header names the type): opening every other record's personal data
+    // would be work for nothing.
+    decodes: (type) => type === 'message.inbound_received' || type === 'lead.erased',
+    actsOn: (event) => isInboundFact(event) || isErasure(event),
     partitionsConsumedConcurrently: concurrency,
     onCrash: deps.onCrash,
   });

@@ -3,17 +3,20 @@ import {
   advanceCheckpoint,
   createWorker,
   freshRecords,
+  isErased,
   startLogConsumer,
   watchNumberQueues,
   type Clock,
   type CommandBus,
   type Database,
   type LogConsumerDeps,
+  type PersonalDataKeys,
   type PositionedEvent,
 } from '@leadline/runtime';
 import type { SmsSender } from '@leadline/telephony';
 import type { Kafka } from 'kafkajs';
 import type { Kysely } from 'kysely';
+import { ERASED, forgetErasedLead } from './erasure';
 import { enqueue, pendingPerNumber, releaseRegistrationHolds } from './outbox';
 import { drainSeconds, type PaceSettings } from './pacing';
 import { outboxQueue } from './outbox-queue';
@@ -28,6 +31,8 @@ export interface GatewayDeps {
   codec: EventCodec;
   topics: TopicNames;
   commands: CommandBus;
+  /** Names an erased lead's phone (`lead.erased` carries the keyed hash, not the number). */
+  personalDataKeys: Pick<PersonalDataKeys, 'subjectOf'>;
   sender: SmsSender;
   clock: Clock;
   groupId: string;
@@ -95,6 +100,17 @@ const campaignApproved = (event: { type: string; data?: unknown }) =>
  * `sendingTimeoutMs` it is recorded as failed (`send_unconfirmed`). A row settled but not yet reported
  * (a crash between the two) is reported by `reconcile` too.
  */
+/**
+ * The requests among `records` that can be sent. One whose number reads as erased (a request consumed
+ * again after its lead's key was destroyed) has no number to send to: it is never queued.
+ */
+const requestsOf = (records: readonly PositionedEvent[]) =>
+  records.flatMap((record) =>
+    record.event?.type === REQUEST && !isErased((record.event as EventOf<typeof REQUEST>).data.phone)
+      ? [record.event as EventOf<typeof REQUEST>]
+      : [],
+  );
+
 export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway> {
   const { db, clock } = deps;
   const decisionBatch = deps.decisionBatch ?? 50;
@@ -140,9 +156,9 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
     groupId: deps.groupId,
     topics: [deps.topics.account],
     checkpoints: 'sms_gateway_checkpoints',
-    // Only requests and registration steps matter here; the header spares decoding everything else.
-    decodes: (type) => type === REQUEST || type === STEP_CHANGED,
-    actsOn: (event) => event.type === REQUEST || campaignApproved(event),
+    // Only requests, erasures and registration steps matter here; the header spares decoding the rest.
+    decodes: (type) => type === REQUEST || type === ERASED || type === STEP_CHANGED,
+    actsOn: (event) => event.type === REQUEST || event.type === ERASED || campaignApproved(event),
     // Kafka kept the gateway's position before Postgres did: an upgrade continues from there.
     startAtGroupOffsets: true,
     onParked: deps.onParked,
@@ -161,10 +177,16 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
           clock.now(),
         );
         const requests = fresh.filter((record) => record.event?.type === REQUEST);
-        await enqueue(
-          trx,
-          requests.map((record) => record.event as EventOf<typeof REQUEST>),
-        );
+        // In log order: an erasure forgets the requests before it (this batch's too), not the ones
+        // after it (the same number may be a new lead's since).
+        let queuedUpTo = 0;
+        for (const [index, record] of fresh.entries()) {
+          if (record.event?.type !== ERASED) continue;
+          await enqueue(trx, requestsOf(fresh.slice(queuedUpTo, index)));
+          await forgetErasedLead(trx, deps.personalDataKeys, record.event as EventOf<typeof ERASED>);
+          queuedUpTo = index + 1;
+        }
+        await enqueue(trx, requestsOf(fresh.slice(queuedUpTo)));
         // The campaign approved: what was held for it goes now (its next decision reads the approval).
         const approved = fresh.filter((record) => record.event && campaignApproved(record.event));
         const released = await releaseRegistrationHolds(

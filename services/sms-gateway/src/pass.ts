@@ -307,7 +307,10 @@ export function accountPass(deps: PassDeps) {
       )
       .execute();
     const byId = new Map(rows.map((row) => [row.message_id, row]));
-    const changed = holds.filter((hold) => byId.get(hold.messageId)?.hold_reason !== hold.reason);
+    // A row gone meanwhile (its lead erased) is neither held nor said to be.
+    const changed = holds.filter(
+      (hold) => byId.has(hold.messageId) && byId.get(hold.messageId)!.hold_reason !== hold.reason,
+    );
     if (changed.length > 0) {
       const first = byId.get(changed[0]!.messageId)!;
       await commands.append({

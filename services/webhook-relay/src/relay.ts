@@ -3,15 +3,18 @@ import {
   type DocumentLinks,
   advanceCheckpoint,
   freshRecords,
+  isPhoneOfSubject,
   startLogConsumer,
   type Clock,
   type Database,
   type NewId,
+  type PersonalDataKeys,
   type PositionedEvent,
   type RunningConsumer,
 } from '@leadline/runtime';
 import { sql, type Insertable, type Kysely, type Transaction } from 'kysely';
 import type { Kafka } from 'kafkajs';
+import { forgetErasedLead } from './erasure';
 import { queueDeliveries } from './fan-out';
 import { toWebhookEvent, type LeadNameFields } from './mapping';
 
@@ -25,6 +28,8 @@ export interface RelayDeps {
   groupId: string;
   clock: Clock;
   newId: NewId;
+  /** Names an erased lead's phone (`lead.erased` carries the keyed hash, not the number). */
+  personalDataKeys: Pick<PersonalDataKeys, 'subjectOf'>;
   /** Signs `file_url` of collected documents; without it, `file_url` is null. */
   documentLinks?: DocumentLinks;
   /** Called after a batch committed new deliveries, so the dispatcher sends them at once. */
@@ -66,7 +71,7 @@ async function loadLeadNames(trx: Transaction<Database>, events: readonly Domain
  * (webhook_id, event_id) makes a queued delivery idempotent as well. Returns the deliveries queued.
  */
 export async function relayBatch(
-  deps: Pick<RelayDeps, 'db' | 'clock' | 'newId' | 'documentLinks'>,
+  deps: Pick<RelayDeps, 'db' | 'clock' | 'newId' | 'documentLinks' | 'personalDataKeys'>,
   topic: string,
   partition: number,
   records: readonly PositionedEvent[],
@@ -88,12 +93,32 @@ export async function relayBatch(
     let queued = 0;
     if (events.length > 0) {
       const names = await loadLeadNames(trx, events);
-      const changedNames = new Set<string>();
+      let changedNames = new Set<string>();
       const leads = {
         get: (accountId: string, phone: string) => names.get(keyOf(accountId, phone)) ?? undefined,
       };
-      const mapped: { event: DomainEvent; webhookEvent: WebhookEnvelope }[] = [];
+      let mapped: { event: DomainEvent; webhookEvent: WebhookEnvelope }[] = [];
+      const flush = async () => {
+        await saveLeadNames(trx, names, changedNames);
+        queued += await queueDeliveries(trx, mapped, clock.now());
+        changedNames = new Set();
+        mapped = [];
+      };
       for (const event of events) {
+        if (event.type === 'lead.erased') {
+          // In log order: what came before the erasure is queued and then forgotten with the rest of
+          // the lead's deliveries; the erasure's own webhook, and what follows, are queued after it.
+          await flush();
+          await forgetErasedLead(trx, deps.personalDataKeys, event, clock.now());
+          for (const key of names.keys()) {
+            const [accountId, phone] = key.split('\u0000') as [string, string];
+            if (
+              accountId === event.account_id &&
+              isPhoneOfSubject(deps.personalDataKeys, accountId, event.data.subject, phone)
+            )
+              names.delete(key);
+          }
+        }
         const webhookEvent = toWebhookEvent(event, leads, deps.documentLinks);
         if (webhookEvent) mapped.push({ event, webhookEvent });
         if (event.type === 'lead.created') {
@@ -117,8 +142,7 @@ export async function relayBatch(
           changedNames.add(keyOf(event.account_id, event.data.phone));
         }
       }
-      await saveLeadNames(trx, names, changedNames);
-      queued = await queueDeliveries(trx, mapped, clock.now());
+      await flush();
     }
 
     await advanceCheckpoint(trx, 'webhook_relay_checkpoints', topic, partition, last.offset, clock.now());

@@ -64,7 +64,12 @@ const deliveries = () =>
     .orderBy('created_at')
     .orderBy('event_type')
     .execute();
-const deps = () => ({ db: infrastructure.db, clock, newId: newUuid });
+const deps = () => ({
+  db: infrastructure.db,
+  clock,
+  newId: newUuid,
+  personalDataKeys: infrastructure.personalDataKeys,
+});
 
 describe('relaying a batch', () => {
   it('queues each event once, even when the batch is delivered again', async () => {

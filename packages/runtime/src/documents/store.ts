@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
@@ -13,6 +13,8 @@ import type { PersonalDataKeys } from '../personal-data/keys';
 export interface DocumentStore {
   put(documentId: string, bytes: Buffer): Promise<void>;
   get(documentId: string): Promise<Buffer | undefined>;
+  /** Destroys the bytes (an erased lead's documents); bytes already gone are no error. */
+  remove(documentIds: readonly string[]): Promise<void>;
 }
 
 /**
@@ -61,6 +63,7 @@ function sealedDocumentStore(
       decipher.setAuthTag(stored.subarray(at + 12, at + 28));
       return Buffer.concat([decipher.update(stored.subarray(at + 28)), decipher.final()]);
     },
+    remove: (documentIds) => inner.remove(documentIds),
   };
 }
 
@@ -88,6 +91,9 @@ function createFileStore(directory: string): DocumentStore {
         throw error;
       }
     },
+    async remove(documentIds) {
+      for (const documentId of documentIds) await rm(fileOf(documentId), { force: true });
+    },
   };
 }
 
@@ -108,6 +114,10 @@ function createRowStore(db: Kysely<Database>): DocumentStore {
         .where('id', '=', documentId)
         .executeTakeFirst();
       return row?.bytes ?? undefined;
+    },
+    async remove(documentIds) {
+      if (documentIds.length === 0) return;
+      await db.updateTable('documents').set({ bytes: null }).where('id', 'in', documentIds).execute();
     },
   };
 }

@@ -151,3 +151,17 @@ export function isPhoneOfSubject(
 ): boolean {
   return phone === `${ERASED_PREFIX}${subject}` || keys.subjectOf(accountId, 'lead', phone) === subject;
 }
+
+/**
+ * Of the phones a table keeps for an account, those of the erased subject: a table keyed by phone has
+ * no subject column, so a service forgetting a lead hashes the account's distinct phones and deletes
+ * the rows of the ones that match (an account's conversations are few enough to hash them all).
+ */
+export function phonesOfSubject(
+  keys: Pick<PersonalDataKeys, 'subjectOf'>,
+  accountId: string,
+  subject: string,
+  phones: Iterable<string>,
+): string[] {
+  return [...new Set(phones)].filter((phone) => isPhoneOfSubject(keys, accountId, subject, phone));
+}

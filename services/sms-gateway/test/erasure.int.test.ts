@@ -1,0 +1,121 @@
+import type { RegistrationProfile } from '@leadline/domain';
+import { eventually } from '@leadline/test-kit';
+import { describe, expect, it } from 'vitest';
+import { gatewayHarness } from './harness';
+
+const { harness, append, gateway, account, request } = gatewayHarness();
+
+const profile: RegistrationProfile = {
+  legal_name: 'Sunrise Home Loans LLC',
+  business_type: 'llc',
+  vertical: 'financial',
+  website: 'https://sunrisehomeloans.example',
+  address: {
+    street: '100 Congress Ave',
+    street_secondary: null,
+    city: 'Austin',
+    region: 'TX',
+    postal_code: '78701',
+    country: 'US',
+  },
+  contact: {
+    first_name: 'Dana',
+    last_name: 'Reyes',
+    title: 'Compliance officer',
+    job_position: 'director',
+    email: 'dana@sunrisehomeloans.example',
+    phone: '+15125550100',
+  },
+  use_case: 'mixed',
+  use_case_description: 'Follow-up with mortgage applicants about their application and its documents.',
+  sample_messages: [
+    'Sunrise Home Loans: please send your W-2.',
+    'Sunrise Home Loans: reply STOP to opt out.',
+  ],
+  message_flow: 'Applicants tick an SMS consent box on the loan application form.',
+  opt_in_keywords: [],
+  opt_in_message: null,
+  direct_lending: true,
+  has_embedded_links: false,
+  has_embedded_phone: false,
+};
+
+const campaign = (previous: 'draft' | 'pending', status: 'pending' | 'approved') =>
+  ({
+    type: 'compliance.registration_step_changed',
+    data: { submission_id: 'sub-1', step: 'campaign', previous_status: previous, status, reason: null },
+  }) as const;
+
+const outboxOf = (accountId: string) =>
+  harness.db
+    .selectFrom('sms_outbox')
+    .select(['message_id', 'phone', 'body', 'state'])
+    .where('account_id', '=', accountId)
+    .orderBy('message_id')
+    .execute();
+
+describe('erasing a lead in the SMS gateway', () => {
+  it("drops the lead's queued and sent messages from the outbox and never sends it what was waiting; another lead's message still goes", async () => {
+    const accountId = 'acc-erasure';
+    const erasedPhone = '+15125557001';
+    const otherPhone = '+15125557002';
+    await account(accountId, '+15125556001');
+    // Before its campaign is approved the account's messages wait in the outbox (held for registration),
+    // except a HELP answer: so the erased lead has one message sent and two waiting.
+    await append(accountId, [
+      {
+        type: 'compliance.registration_submitted',
+        data: { submission_id: 'sub-1', profile, tax_id: { last4: '6789', ciphertext: 'v2.sealed' } },
+      },
+      campaign('draft', 'pending'),
+    ]);
+    const running = await gateway({ registrationEnforced: true });
+    const help = request(erasedPhone, 'Gateway Co: Reply STOP to unsubscribe.', {
+      source: 'system',
+      answers: 'help',
+    });
+    const waiting = request(erasedPhone, 'Your rate lock expires Friday');
+    const step = request(erasedPhone, 'Checking in about your W-2', { source: 'sequence' });
+    const other = request(otherPhone, 'Your appraisal is booked');
+    await append(accountId, [help, waiting, step, other]);
+    await eventually(async () => {
+      const rows = await outboxOf(accountId);
+      return rows.length === 4 ? rows : undefined;
+    });
+    await eventually(async () =>
+      harness.twilio.messages.some((message) => message.to === erasedPhone) ? true : undefined,
+    );
+
+    // The erasure as the partner API makes it: the event, and the subject's key destroyed.
+    const keys = harness.services.personalDataKeys;
+    const subject = keys.subjectOf(accountId, 'lead', erasedPhone);
+    await append(accountId, [
+      { type: 'lead.erased', data: { lead_id: 'lead-erased', phone: erasedPhone, subject } },
+    ]);
+    await keys.eraseSubject(accountId, subject);
+
+    const remaining = await eventually(
+      async () => {
+        const rows = await outboxOf(accountId);
+        return rows.length === 1 ? rows : undefined;
+      },
+      { message: "the erased lead's outbox rows are still there" },
+    );
+    expect(remaining).toEqual([
+      expect.objectContaining({ message_id: other.data.message_id, phone: otherPhone }),
+    ]);
+
+    // The approval releases what waited: the other lead's message goes, nothing more to the erased one.
+    await append(accountId, [campaign('pending', 'approved')]);
+    await eventually(async () => ((await outboxOf(accountId))[0]?.state === 'sent' ? true : undefined));
+    harness.clock.advance(60 * 60_000);
+    await running.dispatch();
+    expect(harness.twilio.messages.filter((message) => message.to === otherPhone).map((m) => m.body)).toEqual(
+      [other.data.body],
+    );
+    expect(
+      harness.twilio.messages.filter((message) => message.to === erasedPhone).map((m) => m.body),
+    ).toEqual([help.data.body]);
+    expect(await outboxOf(accountId)).toHaveLength(1);
+  });
+});
