@@ -1,5 +1,7 @@
 import {
   connectInfrastructure,
+  createDocumentStore,
+  documentStoreConfig,
   infrastructureConfig,
   loadConfig,
   metricsConfig,
@@ -12,6 +14,8 @@ import { startProjector } from './projector';
 
 const config = loadConfig(
   infrastructureConfig.extend(metricsConfig).extend({
+    // An erasure deletes the person's document bytes where the AI agent stored them.
+    ...documentStoreConfig,
     /** Partitions applied at once: a command waits for its partition only, not behind the others. */
     PROJECTOR_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   }),
@@ -29,6 +33,7 @@ const projector = await startProjector({
   ...infrastructure,
   groupId: `${config.TOPIC_PREFIX}leadline.projector`,
   projections,
+  documents: createDocumentStore(config, infrastructure.db, infrastructure.personalDataKeys),
   concurrency: config.PROJECTOR_CONCURRENCY,
   onCrash: (error, willRestart) => {
     console.error('projector: consumer crashed', error);

@@ -2,7 +2,9 @@ import type { EventCodec, TopicNames } from '@leadline/events';
 import {
   startLogConsumer,
   type Database,
+  type DocumentStore,
   type LogConsumerDeps,
+  type PersonalDataKeys,
   type RunningConsumer,
 } from '@leadline/runtime';
 import type { Kysely } from 'kysely';
@@ -17,6 +19,13 @@ export interface ProjectorDeps {
   topics: TopicNames;
   groupId: string;
   projections: readonly Projection[];
+  /** An erasure destroys the person's keys (again: the command that erased them may have died first). */
+  personalDataKeys: PersonalDataKeys;
+  /**
+   * Where document bytes live, for an erasure to delete them; without it only the `documents` rows
+   * go (enough where the bytes are kept in those rows, the `postgres` document store).
+   */
+  documents?: DocumentStore;
   /** False for a rebuild into a side schema: it neither notifies commands nor takes the swap lock. */
   live?: boolean;
   /** Called when the consumer crashes; `willRestart` is false when kafkajs gives up on it. */
@@ -40,7 +49,10 @@ export function startProjector(deps: ProjectorDeps): Promise<RunningProjector> {
     checkpoints: 'projection_checkpoints',
     partitionsConsumedConcurrently: deps.concurrency ?? 1,
     handleBatch: async (topic, partition, records) => {
-      await applyBatch(deps.db, deps.projections, topic, partition, records, { live: deps.live ?? true });
+      await applyBatch(deps.db, deps.projections, topic, partition, records, {
+        live: deps.live ?? true,
+        context: { personalDataKeys: deps.personalDataKeys, documents: deps.documents },
+      });
     },
   });
 }

@@ -1,5 +1,11 @@
 import { parseArgs } from 'node:util';
-import { connectInfrastructure, infrastructureConfig, loadConfig } from '@leadline/runtime';
+import {
+  connectInfrastructure,
+  createDocumentStore,
+  documentStoreConfig,
+  infrastructureConfig,
+  loadConfig,
+} from '@leadline/runtime';
 import { projections } from './projections';
 import { rebuild, rollback } from './rebuild';
 
@@ -9,7 +15,7 @@ import { rebuild, rollback } from './rebuild';
  * end of the log first).
  */
 const { values } = parseArgs({ options: { rollback: { type: 'boolean', default: false } } });
-const config = loadConfig(infrastructureConfig);
+const config = loadConfig(infrastructureConfig.extend(documentStoreConfig));
 const infrastructure = await connectInfrastructure(config, 'leadline-rebuild');
 try {
   const started = Date.now();
@@ -19,6 +25,7 @@ try {
     databaseUrl: config.DATABASE_URL,
     groupPrefix: config.TOPIC_PREFIX,
     projections,
+    documents: createDocumentStore(config, infrastructure.db, infrastructure.personalDataKeys),
     log: (message) => console.log(`rebuild: ${message}`),
   });
   console.log(

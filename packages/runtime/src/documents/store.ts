@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
@@ -13,6 +13,8 @@ import type { PersonalDataKeys } from '../personal-data/keys';
 export interface DocumentStore {
   put(documentId: string, bytes: Buffer): Promise<void>;
   get(documentId: string): Promise<Buffer | undefined>;
+  /** Forgets the bytes (an erased person's documents); nothing happens when there are none. */
+  delete(documentId: string): Promise<void>;
 }
 
 /**
@@ -61,6 +63,7 @@ function sealedDocumentStore(
       decipher.setAuthTag(stored.subarray(at + 12, at + 28));
       return Buffer.concat([decipher.update(stored.subarray(at + 28)), decipher.final()]);
     },
+    delete: (documentId) => inner.delete(documentId),
   };
 }
 
@@ -88,6 +91,9 @@ function createFileStore(directory: string): DocumentStore {
         throw error;
       }
     },
+    async delete(documentId) {
+      await rm(fileOf(documentId), { force: true });
+    },
   };
 }
 
@@ -108,6 +114,9 @@ function createRowStore(db: Kysely<Database>): DocumentStore {
         .where('id', '=', documentId)
         .executeTakeFirst();
       return row?.bytes ?? undefined;
+    },
+    async delete(documentId) {
+      await db.updateTable('documents').set({ bytes: null }).where('id', '=', documentId).execute();
     },
   };
 }
