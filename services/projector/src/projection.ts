@@ -25,6 +25,8 @@ export interface ProjectionContext {
   personalDataKeys?: Pick<PersonalDataKeys, 'subjectOf' | 'eraseSubject'> | undefined;
   /** Where document bytes live, when they are not in the `documents` rows themselves. */
   documents?: Pick<DocumentStore, 'delete'> | undefined;
+  /** False for a rebuild into a side schema, which re-applies history the live read models applied. */
+  live?: boolean | undefined;
 }
 
 export function defineProjection<const T extends EventType>(

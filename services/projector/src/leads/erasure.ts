@@ -92,8 +92,10 @@ async function erase(trx: Transaction<Database>, event: EventOf<'lead.erased'>, 
   }
   // Outside the transaction and idempotent: a batch retried after a failure deletes nothing new.
   if (context.documents) for (const { id } of documents) await context.documents.delete(id);
-  // Again, after the command that erased the person: it may have died between its append and this.
-  await keys.eraseSubject(accountId, subject, new Date(event.occurred_at));
+  // Again, after the command that erased the person: it may have died between its append and this. Not
+  // in a rebuild: the live projector did it when the event was new, and the person may have come back
+  // since under a new key, which this erasure must not destroy.
+  if (context.live !== false) await keys.eraseSubject(accountId, subject, new Date(event.occurred_at));
 }
 
 /**
