@@ -70,6 +70,7 @@ export async function startBenchSystem() {
       clock: systemClock,
     }),
     documents: createPostgresDocumentStore(services.db, services.personalDataKeys),
+    personalDataKeys: services.personalDataKeys,
   });
   const baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
   const key = generateApiKey();

@@ -188,6 +188,26 @@ export interface paths {
         patch: operations["updateLead"];
         trace?: never;
     };
+    "/accounts/{id}/leads/{phone}/erase": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Erase a person (privacy request)
+         * @description For a deletion request under a privacy law (CCPA, GDPR, a state law): forgets the person behind the phone, whether or not the number still has a lead. The key that sealed their personal data on the event log is destroyed, so every copy of the log (replays, backups, analysts) reads those values as erased from then on, and every read model drops the lead, its checklist values, its conversation and messages, its consent trail, its sequence enrollments and its documents (bytes included); stored answers of idempotent requests about it are dropped too. What stays: the account's usage counters keep their counts (billing), and the log keeps the facts that something happened, with ids and times but without the personal values. A `lead.erased` webhook follows, carrying the lead id only. Asking again answers 200 with the time of the erasure; a phone the account never had is a 404. A number that texts the account after its erasure starts over as a new person.
+         */
+        post: operations["eraseLead"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/accounts/{id}/leads/{phone}/checklist": {
         parameters: {
             query?: never;
@@ -996,6 +1016,26 @@ export interface webhooks {
          * @description A step of an account's carrier registration (business profile, brand, campaign, number) changes status. Answer 2xx within 10 seconds; anything else is retried.
          */
         post: operations["receiveComplianceStatusChangedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "lead.erased": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * lead.erased
+         * @description A person was erased on request (POST /accounts/{id}/leads/{phone}/erase): forget what you keep of the lead. Carries the lead id only, never the phone or the name. Answer 2xx within 10 seconds; anything else is retried.
+         */
+        post: operations["receiveLeadErasedEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1819,7 +1859,7 @@ export interface components {
              */
             url: string;
             /** @description Subscribed event types; `webhook.delivery_failed` is not subscribable. */
-            events: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received" | "compliance.status_changed")[];
+            events: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received" | "compliance.status_changed" | "lead.erased")[];
             /** @description Key of the HMAC-SHA256 signatures. Stored encrypted, never returned. */
             secret: string;
         };
@@ -2184,6 +2224,47 @@ export interface components {
             /** @description Active enrollments first, then the latest; one per sequence the lead was ever in. */
             enrollments: components["schemas"]["LeadEnrollment"][];
         };
+        LeadErased: {
+            /** @constant */
+            success: true;
+            /** @description The erased lead; null when the number had no lead any more, or was erased before. */
+            lead_id: string | null;
+            /** @constant */
+            erased: true;
+            /**
+             * Format: date-time
+             * @description When the person was erased (for a repeated request: when it was last erased).
+             * @example 2026-01-15T14:30:00.000Z
+             */
+            erased_at: string;
+        };
+        /** @description A person was erased on request (POST /accounts/{id}/leads/{phone}/erase): forget what you keep of the lead. Carries the lead id only, never the phone or the name. */
+        LeadErasedEvent: {
+            /**
+             * Format: uuid
+             * @description Event id: the same for every webhook and every retry.
+             */
+            id: string;
+            /** @constant */
+            type: "lead.erased";
+            /** Format: uuid */
+            account_id: string;
+            /**
+             * Format: date-time
+             * @description When the event happened, ISO 8601 UTC.
+             */
+            created_at: string;
+            data: components["schemas"]["LeadErasedEventData"];
+        };
+        LeadErasedEventData: {
+            /** @description The erased lead; null when the number had no lead any more (its conversation only). */
+            lead_id: string | null;
+            /**
+             * Format: date-time
+             * @description When the person was erased.
+             */
+            erased_at: string;
+        };
         LeadImport: {
             name?: string;
             first_name?: string;
@@ -2363,7 +2444,7 @@ export interface components {
              *     | `invalid_api_key` | 401 | The partner key is unknown or revoked. |
              *     | `invalid_signature` | 403 | Twilio's `X-Twilio-Signature` does not match the request (Twilio webhooks only). |
              *     | `account_not_found` | 404 | No such account for this partner (another partner's account too). |
-             *     | `lead_not_found` | 404 | The account has no lead (or, for conversations, no messages) with this phone. |
+             *     | `lead_not_found` | 404 | The account has no lead (or, for conversations, no messages) with this phone; for an erasure, nothing of this phone and no erasure of it before. |
              *     | `requirement_not_found` | 404 | The account has no requirement with this id. |
              *     | `sequence_not_found` | 404 | No such sequence in the account (another account's too). |
              *     | `context_file_not_found` | 404 | The account has no context file with this id. |
@@ -2751,7 +2832,7 @@ export interface components {
              */
             url?: string;
             /** @description Subscribed event types; `webhook.delivery_failed` is not subscribable. */
-            events?: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received" | "compliance.status_changed")[];
+            events?: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received" | "compliance.status_changed" | "lead.erased")[];
             /** @description `true` re-enables a webhook disabled by a 410 answer. */
             active?: boolean;
         };
@@ -2788,7 +2869,7 @@ export interface components {
             id: string;
             /** Format: uri */
             url: string;
-            events: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received" | "compliance.status_changed")[];
+            events: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received" | "compliance.status_changed" | "lead.erased")[];
             active: boolean;
             /**
              * Format: date-time
@@ -4831,7 +4912,7 @@ export interface operations {
             /**
              * @description `account_not_found`: No such account for this partner (another partner's account too).
              *
-             *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone.
+             *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone; for an erasure, nothing of this phone and no erasure of it before.
              */
             404: {
                 headers: {
@@ -4973,7 +5054,7 @@ export interface operations {
             /**
              * @description `account_not_found`: No such account for this partner (another partner's account too).
              *
-             *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone.
+             *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone; for an erasure, nothing of this phone and no erasure of it before.
              */
             404: {
                 headers: {
@@ -5139,7 +5220,7 @@ export interface operations {
             /**
              * @description `account_not_found`: No such account for this partner (another partner's account too).
              *
-             *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone.
+             *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone; for an erasure, nothing of this phone and no erasure of it before.
              */
             404: {
                 headers: {
@@ -5194,6 +5275,190 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
+             *
+             *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
+             *
+             *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
+             */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    eraseLead: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                /** @description The account id. */
+                id: components["parameters"]["PathId"];
+                /** @description The lead phone: `%2B15125550123`, `+15125550123` or `5125550123`. */
+                phone: components["parameters"]["PathPhone"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LeadErased"];
+                };
+            };
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `missing_api_key`: No `X-Partner-Key` header.
+             *
+             *     `invalid_api_key`: The partner key is unknown or revoked.
+             */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `account_not_found`: No such account for this partner (another partner's account too).
+             *
+             *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone; for an erasure, nothing of this phone and no erasure of it before.
+             */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -5343,7 +5608,7 @@ export interface operations {
             /**
              * @description `account_not_found`: No such account for this partner (another partner's account too).
              *
-             *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone.
+             *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone; for an erasure, nothing of this phone and no erasure of it before.
              */
             404: {
                 headers: {
@@ -5490,7 +5755,7 @@ export interface operations {
             /**
              * @description `account_not_found`: No such account for this partner (another partner's account too).
              *
-             *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone.
+             *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone; for an erasure, nothing of this phone and no erasure of it before.
              */
             404: {
                 headers: {
@@ -5658,7 +5923,7 @@ export interface operations {
             /**
              * @description `account_not_found`: No such account for this partner (another partner's account too).
              *
-             *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone.
+             *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone; for an erasure, nothing of this phone and no erasure of it before.
              */
             404: {
                 headers: {
@@ -7803,7 +8068,7 @@ export interface operations {
             /**
              * @description `account_not_found`: No such account for this partner (another partner's account too).
              *
-             *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone.
+             *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone; for an erasure, nothing of this phone and no erasure of it before.
              */
             404: {
                 headers: {
@@ -8307,7 +8572,7 @@ export interface operations {
             /**
              * @description `account_not_found`: No such account for this partner (another partner's account too).
              *
-             *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone.
+             *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone; for an erasure, nothing of this phone and no erasure of it before.
              */
             404: {
                 headers: {
@@ -8463,7 +8728,7 @@ export interface operations {
             /**
              * @description `account_not_found`: No such account for this partner (another partner's account too).
              *
-             *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone.
+             *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone; for an erasure, nothing of this phone and no erasure of it before.
              */
             404: {
                 headers: {
@@ -8683,7 +8948,7 @@ export interface operations {
             /**
              * @description `account_not_found`: No such account for this partner (another partner's account too).
              *
-             *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone.
+             *     `lead_not_found`: The account has no lead (or, for conversations, no messages) with this phone; for an erasure, nothing of this phone and no erasure of it before.
              */
             404: {
                 headers: {
@@ -12679,6 +12944,46 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ComplianceStatusChangedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the webhook is disabled and receives nothing more. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Any other answer, a timeout or a redirect is a failure. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveLeadErasedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery: the same on every retry of it. Deduplicate on it. */
+                "X-Service-Delivery-Id": string;
+                /** @description The event type, also in the body. */
+                "X-Service-Event-Type": string;
+                /** @description When this attempt was signed, in Unix seconds. */
+                "X-Service-Timestamp": string;
+                /** @description Hex HMAC-SHA256 of the exact body bytes, keyed with the webhook secret. */
+                "X-Service-Signature": string;
+                /** @description Hex HMAC-SHA256 of `<X-Service-Timestamp>.<body>`: refuse it when the timestamp is more than five minutes from your clock, and replays are refused too. */
+                "X-Service-Timestamped-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LeadErasedEvent"];
             };
         };
         responses: {

@@ -10,6 +10,7 @@ export * from './account/decide';
 export * from './account/slug';
 export * from './lead/state';
 export * from './lead/decide';
+export * from './lead/erase';
 export * from './lead/evolve';
 export * from './lead/checklist';
 export * from './consent/decide';

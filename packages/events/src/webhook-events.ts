@@ -3,8 +3,8 @@ import { registrationStatuses, registrationSteps } from './catalog/compliance';
 import { leadOrigins, leadStatusSchema } from './catalog/leads';
 
 /**
- * What partners receive: the nine subscribable webhook events of spec §6 (and `compliance.status_changed`,
- * ours) and their `data` shapes.
+ * What partners receive: the nine subscribable webhook events of spec §6 (and `compliance.status_changed`
+ * and `lead.erased`, ours) and their `data` shapes.
  * These are a public contract separate from the domain events on the log (the relay maps one to the
  * other), so the log can evolve without breaking receivers. The four shapes the spec shows are exact;
  * the other five carry `phone` and `lead_name` on each, plus what the event is about (our design).
@@ -20,6 +20,7 @@ export const webhookEventTypes = [
   'sequence.completed',
   'sequence.reply_received',
   'compliance.status_changed',
+  'lead.erased',
 ] as const;
 export type WebhookEventType = (typeof webhookEventTypes)[number];
 
@@ -120,6 +121,14 @@ export const webhookEventData = {
       .string()
       .nullable()
       .meta({ description: "The carrier's reason when `new_status` is `failed`; null otherwise." }),
+  }),
+  // No phone and no name: the partner knows the lead by its id, and the delivery log, which keeps
+  // payloads, must hold nothing of the person it reports erased.
+  'lead.erased': z.strictObject({
+    lead_id: z.uuid().nullable().meta({
+      description: 'The erased lead; null when the number had no lead any more (its conversation only).',
+    }),
+    erased_at: timestamp.meta({ description: 'When the person was erased.' }),
   }),
 } satisfies Record<WebhookEventType, z.ZodType>;
 

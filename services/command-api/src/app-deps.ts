@@ -5,6 +5,7 @@ import type {
   DocumentLinks,
   DocumentStore,
   NewId,
+  PersonalDataKeys,
   ProjectionProgress,
   SecretBox,
 } from '@leadline/runtime';
@@ -45,6 +46,8 @@ export interface AppDeps {
   documentLinks: DocumentLinks;
   /** Where document bytes are read from (the AI agent stores them). */
   documents: DocumentStore;
+  /** The keys sealing each person's data on the log: an erasure destroys the person's keys. */
+  personalDataKeys: PersonalDataKeys;
   /** Opens private targets for context page fetches (local testing only). */
   allowPrivateTargets?: boolean;
   /** Extra readiness checks (the event log's reachability), run by GET /health/ready. */

@@ -80,6 +80,7 @@ const app = await buildApp({
     ttlSeconds: 3600,
   }),
   documents: createDocumentStore(config, services.db, services.personalDataKeys),
+  personalDataKeys: services.personalDataKeys,
   allowPrivateTargets: config.ALLOW_PRIVATE_TARGETS,
   readinessChecks: [eventLogReadiness(services.admin, () => services.topics.account)],
   logger: { level: process.env.LOG_LEVEL ?? 'info' },

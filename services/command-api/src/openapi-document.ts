@@ -20,6 +20,7 @@ import { buildApp } from './app';
  */
 export async function openApiDocument(publicUrl: string): Promise<object> {
   const db = createDb('postgres://127.0.0.1:1/unused');
+  const personalDataKeys = createPersonalDataKeys(db, personalDataKeySettings({ PERSONAL_DATA_KEYS: [] }));
   const app = await buildApp({
     db,
     // Only the routes' schemas are read; no handler runs.
@@ -35,10 +36,8 @@ export async function openApiDocument(publicUrl: string): Promise<object> {
       keys: [DEVELOPMENT_DOCUMENT_LINK_KEY],
       clock: systemClock,
     }),
-    documents: createPostgresDocumentStore(
-      db,
-      createPersonalDataKeys(db, personalDataKeySettings({ PERSONAL_DATA_KEYS: [] })),
-    ),
+    documents: createPostgresDocumentStore(db, personalDataKeys),
+    personalDataKeys,
   });
   try {
     await app.ready();

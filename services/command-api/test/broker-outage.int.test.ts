@@ -84,6 +84,7 @@ async function apiAgainst(broker: string): Promise<{ app: App; commands: Command
     rateLimitPerMinute: 100_000,
     webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
     ...testDocuments(system.services.db),
+    personalDataKeys: system.services.personalDataKeys,
     // What the command API's main checks, against the same broker as its writes.
     readinessChecks: [eventLogReadiness(admin, () => system.services.topics.account)],
   });

@@ -190,6 +190,7 @@ describe('one number, one account', () => {
       rateLimitPerMinute: 1000,
       webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
       ...testDocuments(system.services.db),
+      personalDataKeys: system.services.personalDataKeys,
     });
     try {
       const key = await system.createPartner('Unlucky CRM');

@@ -136,6 +136,7 @@ export async function startSystem(
       ttlSeconds: 3600,
     }),
     documents: createPostgresDocumentStore(services.db, services.personalDataKeys),
+    personalDataKeys: services.personalDataKeys,
     // Context pages in tests are served from this machine.
     allowPrivateTargets: true,
   };

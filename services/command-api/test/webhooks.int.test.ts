@@ -173,7 +173,7 @@ describe('webhook management', () => {
     }
   });
 
-  it('documents the ten webhook events and the test event with their JSON Schemas', async () => {
+  it('documents the eleven webhook events and the test event with their JSON Schemas', async () => {
     const document = (await system.app.inject({ method: 'GET', url: '/v1/openapi.json' })).json();
     expect(Object.keys(document.webhooks).sort()).toEqual(
       [
@@ -184,6 +184,7 @@ describe('webhook management', () => {
         'conversation.reply_received',
         'conversation.started',
         'lead.created',
+        'lead.erased',
         'lead.status_changed',
         'sequence.completed',
         'sequence.reply_received',

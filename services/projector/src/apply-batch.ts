@@ -1,7 +1,7 @@
 import { advanceCheckpoint, freshRecords, type Database, type PositionedEvent } from '@leadline/runtime';
 import type { DomainEvent } from '@leadline/events';
 import { sql, type Kysely } from 'kysely';
-import type { Projection } from './projection';
+import type { Projection, ProjectionContext } from './projection';
 
 /**
  * Every live batch takes this lock in shared mode; `rebuild` takes it exclusively for the instant it
@@ -46,8 +46,9 @@ export async function applyBatch(
   topic: string,
   partition: number,
   records: readonly PositionedEvent[],
-  options: { live: boolean } = { live: true },
+  options: { live: boolean; context?: ProjectionContext } = { live: true },
 ): Promise<number> {
+  const context = options.context ?? {};
   const last = records.at(-1);
   if (!last) return 0;
   return db.transaction().execute(async (trx) => {
@@ -57,7 +58,7 @@ export async function applyBatch(
 
     const events = fresh.flatMap((record) => (record.event ? [record.event] : []));
     for (const segment of segmentsInLogOrder(projections, events)) {
-      for (const projection of segment.projections) await projection.apply(trx, segment.events);
+      for (const projection of segment.projections) await projection.apply(trx, segment.events, context);
     }
 
     await advanceCheckpoint(trx, 'projection_checkpoints', topic, partition, last.offset, new Date(), {

@@ -1,5 +1,5 @@
 import type { DomainEvent, EventType } from '@leadline/events';
-import type { Database } from '@leadline/runtime';
+import type { Database, PersonalDataKeys } from '@leadline/runtime';
 import type { Transaction } from 'kysely';
 
 /**
@@ -12,17 +12,31 @@ import type { Transaction } from 'kysely';
 export interface Projection {
   readonly name: string;
   readonly handles: ReadonlySet<EventType>;
-  apply(trx: Transaction<Database>, events: readonly DomainEvent[]): Promise<void>;
+  apply(
+    trx: Transaction<Database>,
+    events: readonly DomainEvent[],
+    context?: ProjectionContext,
+  ): Promise<void>;
+}
+
+/** What a projection may need besides the database: an erasure finds and forgets a person with these. */
+export interface ProjectionContext {
+  /** Absent only where no erasure is applied (a test applying a batch by hand). */
+  personalDataKeys?: Pick<PersonalDataKeys, 'subjectOf'> | undefined;
 }
 
 export function defineProjection<const T extends EventType>(
   name: string,
   handles: readonly T[],
-  apply: (trx: Transaction<Database>, events: readonly Extract<DomainEvent, { type: T }>[]) => Promise<void>,
+  apply: (
+    trx: Transaction<Database>,
+    events: readonly Extract<DomainEvent, { type: T }>[],
+    context: ProjectionContext,
+  ) => Promise<void>,
 ): Projection {
   return {
     name,
     handles: new Set(handles),
-    apply: (trx, events) => apply(trx, events as Extract<DomainEvent, { type: T }>[]),
+    apply: (trx, events, context = {}) => apply(trx, events as Extract<DomainEvent, { type: T }>[], context),
   };
 }

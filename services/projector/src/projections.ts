@@ -3,6 +3,7 @@ import { aiProjection } from './ai/projection';
 import { checklistProjection } from './checklist/projection';
 import { consentProjection } from './consent/projection';
 import { complianceProjection } from './compliance/projection';
+import { erasureProjection } from './leads/erasure';
 import { leadsProjection } from './leads/projection';
 import { messagingProjection } from './messaging/projection';
 import type { Projection } from './projection';
@@ -25,4 +26,5 @@ export const projections: readonly Projection[] = [
   aiProjection,
   webhooksProjection,
   complianceProjection,
+  erasureProjection,
 ];

@@ -3,6 +3,7 @@ import {
   startLogConsumer,
   type Database,
   type LogConsumerDeps,
+  type PersonalDataKeys,
   type RunningConsumer,
 } from '@leadline/runtime';
 import type { Kysely } from 'kysely';
@@ -17,6 +18,8 @@ export interface ProjectorDeps {
   topics: TopicNames;
   groupId: string;
   projections: readonly Projection[];
+  /** An erasure finds the person's rows held under the phone in clear by its keyed hash. */
+  personalDataKeys: PersonalDataKeys;
   /** False for a rebuild into a side schema: it neither notifies commands nor takes the swap lock. */
   live?: boolean;
   /** Called when the consumer crashes; `willRestart` is false when kafkajs gives up on it. */
@@ -40,7 +43,10 @@ export function startProjector(deps: ProjectorDeps): Promise<RunningProjector> {
     checkpoints: 'projection_checkpoints',
     partitionsConsumedConcurrently: deps.concurrency ?? 1,
     handleBatch: async (topic, partition, records) => {
-      await applyBatch(deps.db, deps.projections, topic, partition, records, { live: deps.live ?? true });
+      await applyBatch(deps.db, deps.projections, topic, partition, records, {
+        live: deps.live ?? true,
+        context: { personalDataKeys: deps.personalDataKeys },
+      });
     },
   });
 }

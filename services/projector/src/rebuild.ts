@@ -1,5 +1,11 @@
 import type { EventCodec, TopicNames } from '@leadline/events';
-import { createDb, migrate, READ_MODEL_SCHEMA, type Database } from '@leadline/runtime';
+import {
+  createDb,
+  migrate,
+  READ_MODEL_SCHEMA,
+  type Database,
+  type PersonalDataKeys,
+} from '@leadline/runtime';
 import { sql, type Kysely } from 'kysely';
 import type { Kafka } from 'kafkajs';
 import { APPLY_LOCK } from './apply-batch';
@@ -15,6 +21,8 @@ export interface RebuildDeps {
   topics: TopicNames;
   groupPrefix: string;
   projections: readonly Projection[];
+  /** A rebuild applies erasures too (see `ProjectorDeps`). */
+  personalDataKeys: PersonalDataKeys;
   log?: (message: string) => void;
   /**
    * Bound on holding every live batch (and so every write) for the swap: past it the swap is

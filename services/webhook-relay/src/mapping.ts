@@ -154,6 +154,11 @@ export const webhookMappings: { [T in EventType]?: Mapper<T> } = {
       },
     };
   },
+  // Only the lead id: the phone and the name are exactly what was erased.
+  'lead.erased': (event) => ({
+    type: 'lead.erased',
+    data: { lead_id: event.data.lead_id, erased_at: event.occurred_at },
+  }),
   'compliance.registration_step_changed': (event) => {
     const { data } = event;
     return {

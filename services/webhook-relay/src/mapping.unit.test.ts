@@ -114,9 +114,10 @@ describe('mapping domain events to webhook events', () => {
       ['phone', 'lead_name', 'previous_status', 'new_status'].sort(),
     );
     expect(fields('conversation.handoff_requested')).toEqual(['phone', 'lead_name', 'reason'].sort());
-    // Every event about a lead names it; the registration's events are about the account.
+    // Every event about a lead names it; the registration's events are about the account, and an
+    // erasure names nothing the person could be known by.
     for (const type of Object.keys(webhookEventData) as (keyof typeof webhookEventData)[]) {
-      if (type === 'compliance.status_changed') continue;
+      if (type === 'compliance.status_changed' || type === 'lead.erased') continue;
       expect(fields(type)).toEqual(expect.arrayContaining(['phone', 'lead_name']));
     }
   });
@@ -275,6 +276,27 @@ describe('mapping domain events to webhook events', () => {
       const type = mapped!.type as keyof typeof webhookEventData;
       expect(() => webhookEnvelopeSchema(type, webhookEventData[type]).parse(mapped)).not.toThrow();
     }
+  });
+
+  it('maps lead.erased to the lead id and the time only, never the phone or a name', () => {
+    const erased = {
+      ...envelope,
+      type: 'lead.erased',
+      data: { lead_id: '0190f5d2-0000-7000-8000-0000000000b1', phone: '+15125550123', subject: 'hash' },
+    } satisfies DomainEvent;
+    const mapped = toWebhookEvent(
+      erased,
+      names({ [`${envelope.account_id}/+15125550123`]: { name: 'Ana', first_name: null, last_name: null } }),
+    );
+    expect(mapped?.type).toBe('lead.erased');
+    expect(mapped?.data).toEqual({
+      lead_id: '0190f5d2-0000-7000-8000-0000000000b1',
+      erased_at: envelope.occurred_at,
+    });
+    expect(() =>
+      webhookEnvelopeSchema('lead.erased', webhookEventData['lead.erased']).parse(mapped),
+    ).not.toThrow();
+    expect(JSON.stringify(mapped)).not.toMatch(/5125550123|Ana|hash/);
   });
 
   it('tells partners nothing about events without a mapping', () => {

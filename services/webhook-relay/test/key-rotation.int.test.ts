@@ -121,6 +121,7 @@ describe('rotating the webhook encryption key', () => {
       rateLimitPerMinute: 100_000,
       webhookSecrets: during,
       ...testDocuments(harness.system.services.db),
+      personalDataKeys: harness.system.services.personalDataKeys,
     });
     try {
       const createdDuring = await partnerClient(rotatedApi, partner.key).post('/webhooks', {

@@ -17,8 +17,11 @@ export interface PersonalDataKeys {
   sealingKeys(accountId: string, subjects: readonly string[]): Promise<Map<string, SubjectKey>>;
   /** Each key by id: its bytes, or null when the subject was erased. Unknown ids are left out. */
   openingKeys(keyIds: readonly string[]): Promise<Map<string, SubjectKey>>;
-  /** Destroys every key of the subject; what they sealed reads as erased from now on, everywhere. */
-  eraseSubject(accountId: string, subject: string): Promise<void>;
+  /**
+   * Destroys every key of the subject; what they sealed reads as erased from now on, everywhere. The
+   * erased keys stay as the erasure's record, at `erasedAt` (the erasure event's time; now by default).
+   */
+  eraseSubject(accountId: string, subject: string, erasedAt?: Date): Promise<void>;
 }
 
 export interface SubjectKey {
@@ -180,10 +183,10 @@ export function createPersonalDataKeys(
       return found;
     },
 
-    async eraseSubject(accountId, subject) {
+    async eraseSubject(accountId, subject, erasedAt) {
       const erased = await db
         .updateTable('personal_data_keys')
-        .set({ wrapped_key: null, erased_at: sql<Date>`now()` })
+        .set({ wrapped_key: null, erased_at: erasedAt ?? sql<Date>`now()` })
         .where('account_id', '=', accountId)
         .where('subject', '=', subject)
         .where('erased_at', 'is', null)

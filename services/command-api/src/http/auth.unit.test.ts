@@ -1,6 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import { testDocuments } from '@leadline/test-kit';
 import {
   createDb,
+  createPersonalDataKeys,
   createSecretBox,
   DEVELOPMENT_WEBHOOK_KEY,
   newUuid,
@@ -31,6 +33,7 @@ beforeAll(async () => {
     authFailuresPerMinute: 3,
     webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
     ...testDocuments(db),
+    personalDataKeys: createPersonalDataKeys(db, { masterKeys: [randomBytes(32)], hashKey: randomBytes(32) }),
   });
 });
 afterAll(async () => {

@@ -108,7 +108,7 @@ export const errorCatalog = {
   ),
   lead_not_found: entry(
     404,
-    'The account has no lead (or, for conversations, no messages) with this phone.',
+    'The account has no lead (or, for conversations, no messages) with this phone; for an erasure, nothing of this phone and no erasure of it before.',
     pathParam('phone'),
   ),
   requirement_not_found: entry(

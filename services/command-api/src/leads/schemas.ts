@@ -291,3 +291,16 @@ export const checklistResponse = z
 export const deletedResponse = z
   .object({ success: z.literal(true), deleted: z.literal(true) })
   .meta({ id: 'Deleted' });
+
+export const erasedResponse = z
+  .object({
+    success: z.literal(true),
+    lead_id: uuid()
+      .nullable()
+      .describe('The erased lead; null when the number had no lead any more, or was erased before.'),
+    erased: z.literal(true),
+    erased_at: timestamp().describe(
+      'When the person was erased (for a repeated request: when it was last erased).',
+    ),
+  })
+  .meta({ id: 'LeadErased' });

@@ -46,6 +46,9 @@ const descriptions: Record<string, string> = {
   'sequence.reply_received': 'A lead replies during an active sequence.',
   'compliance.status_changed':
     "A step of an account's carrier registration (business profile, brand, campaign, number) changes status.",
+  'lead.erased':
+    'A person was erased on request (POST /accounts/{id}/leads/{phone}/erase): forget what you keep of the ' +
+    'lead. Carries the lead id only, never the phone or the name.',
   [webhookTestEventType]: 'Sent only by POST /webhooks/{webhook_id}/test.',
 };
 

@@ -1,0 +1,102 @@
+import type { EventOf } from '@leadline/events';
+import { ERASED_PREFIX, isErased, isPhoneOfSubject, type Database } from '@leadline/runtime';
+import { sql, type Transaction } from 'kysely';
+import { defineProjection, type ProjectionContext } from '../projection';
+
+/**
+ * The read models that keep rows under a lead's phone. (The `documents` table and the bytes are the AI
+ * agent's, which forgets them itself; a rebuild here must not touch what it does not rebuild.)
+ */
+const tablesByPhone = [
+  'leads',
+  'conversations',
+  'messages',
+  'consent_records',
+  'sequence_enrollments',
+] as const;
+
+/**
+ * The phones under which the account's rows hold the person `subject`: the erased marker (rows a
+ * rebuild wrote after the erasure), and the phone in clear. The event gives it in clear while the key
+ * still opens; once destroyed, the event reads as erased too, and the clear phone is found among the
+ * account's phones by its keyed hash.
+ */
+async function phonesOf(
+  trx: Transaction<Database>,
+  keys: NonNullable<ProjectionContext['personalDataKeys']>,
+  accountId: string,
+  subject: string,
+  phone: string,
+): Promise<string[]> {
+  const marker = `${ERASED_PREFIX}${subject}`;
+  if (!isErased(phone)) return [phone, marker];
+  const candidates = await sql<{ phone: string }>`${sql.join(
+    tablesByPhone.map(
+      (table) =>
+        sql`select phone from ${sql.table(table)} where account_id = ${accountId} and phone not like 'erased:%'`,
+    ),
+    sql` union `,
+  )}`.execute(trx);
+  const clear = candidates.rows
+    .map((row) => row.phone)
+    .filter((candidate) => isPhoneOfSubject(keys, accountId, subject, candidate));
+  return [...clear, marker];
+}
+
+async function erase(trx: Transaction<Database>, event: EventOf<'lead.erased'>, context: ProjectionContext) {
+  const keys = context.personalDataKeys;
+  if (!keys) throw new Error('The projector needs the personal-data keys to apply lead.erased');
+  const accountId = event.account_id;
+  const { subject } = event.data;
+  const phones = await phonesOf(trx, keys, accountId, subject, event.data.phone);
+  const leads = await trx
+    .deleteFrom('leads')
+    .where('account_id', '=', accountId)
+    .where((eb) =>
+      eb.or([eb('phone', 'in', phones), ...(event.data.lead_id ? [eb('id', '=', event.data.lead_id)] : [])]),
+    )
+    .returning('id')
+    .execute();
+  const leadIds = [
+    ...new Set([...leads.map((row) => row.id), ...(event.data.lead_id ? [event.data.lead_id] : [])]),
+  ];
+  if (leadIds.length > 0) {
+    await trx.deleteFrom('lead_checklist_items').where('lead_id', 'in', leadIds).execute();
+  }
+  // Matched by lead too: an enrollment or a grant follows its lead, whatever phone it was made under.
+  for (const table of ['sequence_enrollments', 'consent_records'] as const) {
+    await sql`delete from ${sql.table(table)} where account_id = ${accountId}
+      and (phone in (${sql.join(phones)}) or lead_id in (${sql.join([...leadIds, ''])}))`.execute(trx);
+  }
+  const conversations = await trx
+    .deleteFrom('conversations')
+    .where('account_id', '=', accountId)
+    .where('phone', 'in', phones)
+    .returning('phone')
+    .execute();
+  await trx.deleteFrom('messages').where('account_id', '=', accountId).where('phone', 'in', phones).execute();
+  // The totals follow the rows, as a deletion's do; the usage counters keep their counts (billing).
+  if (leads.length > 0 || conversations.length > 0) {
+    await trx
+      .updateTable('accounts')
+      .set({
+        total_leads: sql`total_leads - ${leads.length}`,
+        total_conversations: sql`total_conversations - ${conversations.length}`,
+      })
+      .where('id', '=', accountId)
+      .execute();
+  }
+}
+
+/**
+ * A person erased (a privacy request): every read-model row of theirs in the account goes, whether it
+ * holds the phone in clear (written before the erasure) or the erased marker (a rebuild after it).
+ * Usage counters are left as they are.
+ */
+export const erasureProjection = defineProjection(
+  'erasure',
+  ['lead.erased'],
+  async (trx, events, context) => {
+    for (const event of events) await erase(trx, event, context);
+  },
+);
