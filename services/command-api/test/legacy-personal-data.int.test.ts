@@ -1,17 +1,5 @@
-import {
-  createEventCodec,
-  createSchemaRegistry,
-  eventDefinitionsByType,
-  topicNames,
-  type EventType,
-} from '@leadline/events';
-import {
-  projections,
-  rebuild,
-  startProjector,
-  type Projection,
-  type RunningProjector,
-} from '@leadline/projector';
+import { createEventCodec, createSchemaRegistry, topicNames } from '@leadline/events';
+import { projections, rebuild, startProjector, type RunningProjector } from '@leadline/projector';
 import {
   createDb,
   migrateLog,
@@ -21,10 +9,10 @@ import {
   type Database,
 } from '@leadline/runtime';
 import { eventually } from '@leadline/test-kit';
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from './client';
-import { readModelSnapshot } from './log';
+import { appliedEvents, eventsAppliedTwice, readModelSnapshot, recordAppliedEvents } from './log';
 import { startSystem, type TestSystem } from './system';
 
 let system: TestSystem;
@@ -33,19 +21,9 @@ let projector: RunningProjector | undefined;
 let projectorDb: Kysely<Database>;
 let migrationDb: Kysely<Database>;
 
-/** Every event the live projector applies, one row per application. */
-const appliedEvents: Projection = {
-  name: 'applied events (test)',
-  handles: new Set(eventDefinitionsByType.keys() as Iterable<EventType>),
-  async apply(trx, events) {
-    await sql`insert into public.test_applied_events (event_id)
-      select unnest(${events.map((event) => event.id)}::text[])`.execute(trx);
-  },
-};
-
 beforeAll(async () => {
   system = await startSystem({ projector: false });
-  await sql`create table public.test_applied_events (event_id text not null)`.execute(system.services.db);
+  await recordAppliedEvents(system.services.db);
   projectorDb = createDb(system.env.config.DATABASE_URL, { maxConnections: 6 });
   migrationDb = createDb(system.env.config.DATABASE_URL, { maxConnections: 4, timeouts: { statementMs: 0 } });
   projector = await startProjector({
@@ -199,11 +177,7 @@ describe('sealing a log written before personal data was sealed', () => {
       return body.total === 20 + acknowledged.length ? body : undefined;
     });
     expect(leads.total).toBe(20 + acknowledged.length);
-    const { rows: twice } = await sql<{ event_id: string }>`
-      select event_id from public.test_applied_events group by event_id having count(*) > 1`.execute(
-      system.services.db,
-    );
-    expect(twice).toEqual([]);
+    expect(await eventsAppliedTwice(system.services.db)).toEqual([]);
 
     // A rebuild from the sealed generation reproduces the read models.
     await eventually(async () =>

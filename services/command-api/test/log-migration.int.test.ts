@@ -4,10 +4,9 @@ import {
   projections,
   rebuild,
   startProjector,
-  type Projection,
   type RunningProjector,
 } from '@leadline/projector';
-import { eventDefinitionsByType, topicNames, type DomainEvent, type EventType } from '@leadline/events';
+import { topicNames, type DomainEvent } from '@leadline/events';
 import {
   createDb,
   listParked,
@@ -31,7 +30,7 @@ import type { Consumer } from 'kafkajs';
 import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { partnerClient, type PartnerClient } from './client';
-import { readModelSnapshot } from './log';
+import { appliedEvents, readModelSnapshot, recordAppliedEvents } from './log';
 import { startSystem, type TestSystem } from './system';
 
 let system: TestSystem;
@@ -41,16 +40,6 @@ let projectorDb: Kysely<Database>;
 let decider: RunningInboundDecider | undefined;
 let deciderDb: Kysely<Database>;
 let migrationDb: Kysely<Database>;
-
-/** Every event the live projector applies, as it applies it: one row per application. */
-const appliedEvents: Projection = {
-  name: 'applied events (test)',
-  handles: new Set(eventDefinitionsByType.keys() as Iterable<EventType>),
-  async apply(trx, events) {
-    await sql`insert into public.test_applied_events (event_id)
-      select unnest(${events.map((event) => event.id)}::text[])`.execute(trx);
-  },
-};
 
 /** A lead named "boom" cannot be projected while the fault is on: it is parked. */
 const fault = { on: true };
@@ -71,7 +60,7 @@ const startDecider = async () => {
 
 beforeAll(async () => {
   system = await startSystem({ projector: false, inboundDecider: false, awaitInbound: false });
-  await sql`create table public.test_applied_events (event_id text not null)`.execute(system.services.db);
+  await recordAppliedEvents(system.services.db);
   projectorDb = createDb(system.env.config.DATABASE_URL, { maxConnections: 6 });
   deciderDb = createDb(system.env.config.DATABASE_URL, { maxConnections: 4 });
   migrationDb = createDb(system.env.config.DATABASE_URL, { maxConnections: 4, timeouts: { statementMs: 0 } });

@@ -1,3 +1,5 @@
+import { eventDefinitionsByType, type EventType } from '@leadline/events';
+import type { Projection } from '@leadline/projector';
 import type { Database } from '@leadline/runtime';
 import { Kafka, logLevel } from 'kafkajs';
 import { sql, type Kysely } from 'kysely';
@@ -28,4 +30,26 @@ export async function readModelSnapshot(db: Kysely<Database>): Promise<Record<st
     snapshot[table_name] = rows.map((row) => JSON.stringify(row)).sort();
   }
   return snapshot;
+}
+
+/** Creates the table `appliedEvents` writes to. */
+export async function recordAppliedEvents(db: Kysely<Database>): Promise<void> {
+  await sql`create table public.test_applied_events (event_id text not null)`.execute(db);
+}
+
+/** Every event the live projector applies, as it applies it: one row per application. */
+export const appliedEvents: Projection = {
+  name: 'applied events (test)',
+  handles: new Set(eventDefinitionsByType.keys() as Iterable<EventType>),
+  async apply(trx, events) {
+    await sql`insert into public.test_applied_events (event_id)
+      select unnest(${events.map((event) => event.id)}::text[])`.execute(trx);
+  },
+};
+
+/** Ids of the events `appliedEvents` saw applied more than once. */
+export async function eventsAppliedTwice(db: Kysely<Database>): Promise<string[]> {
+  const { rows } = await sql<{ event_id: string }>`
+    select event_id from public.test_applied_events group by event_id having count(*) > 1`.execute(db);
+  return rows.map((row) => row.event_id);
 }

@@ -1,44 +1,8 @@
-import type { RegistrationProfile } from '@leadline/domain';
-import { eventually } from '@leadline/test-kit';
+import { eventually, registrationProfile as profile } from '@leadline/test-kit';
 import { describe, expect, it } from 'vitest';
 import { gatewayHarness } from './harness';
 
 const { harness, append, gateway, account, request } = gatewayHarness();
-
-const profile: RegistrationProfile = {
-  legal_name: 'Sunrise Home Loans LLC',
-  business_type: 'llc',
-  vertical: 'financial',
-  website: 'https://sunrisehomeloans.example',
-  address: {
-    street: '100 Congress Ave',
-    street_secondary: null,
-    city: 'Austin',
-    region: 'TX',
-    postal_code: '78701',
-    country: 'US',
-  },
-  contact: {
-    first_name: 'Dana',
-    last_name: 'Reyes',
-    title: 'Compliance officer',
-    job_position: 'director',
-    email: 'dana@sunrisehomeloans.example',
-    phone: '+15125550100',
-  },
-  use_case: 'mixed',
-  use_case_description: 'Follow-up with mortgage applicants about their application and its documents.',
-  sample_messages: [
-    'Sunrise Home Loans: please send your W-2.',
-    'Sunrise Home Loans: reply STOP to opt out.',
-  ],
-  message_flow: 'Applicants tick an SMS consent box on the loan application form.',
-  opt_in_keywords: [],
-  opt_in_message: null,
-  direct_lending: true,
-  has_embedded_links: false,
-  has_embedded_phone: false,
-};
 
 const campaign = (previous: 'draft' | 'pending', status: 'pending' | 'approved') =>
   ({
