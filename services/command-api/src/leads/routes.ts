@@ -494,8 +494,9 @@ export const leadRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) => {
           erased_at: decision.erasedAt.toISOString(),
         };
       }
-      // After the append: were this process to die here, the projector destroys the key when it applies
-      // `lead.erased` (both are idempotent), so the request retried or not, the person is erased.
+      // After the append: were this process to die here, the request fails and the key stays live;
+      // asking again finds it live and erases again (both steps are idempotent). Consumers never destroy
+      // keys: one replaying old history would destroy the key of a person who came back since.
       const erased = events[0]!;
       await deps.personalDataKeys.eraseSubject(accountId, subject, new Date(erased.occurred_at));
       const leadId = erased.type === 'lead.erased' ? erased.data.lead_id : null;
