@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { createTestEnvironment, type TestEnvironment } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { connectInfrastructure } from '../src/infrastructure';
@@ -29,7 +30,14 @@ describe('the start-up check of the log against what the deployment declares', (
   });
 
   it('refuses to start in production on topics below the declared replication, naming each', async () => {
-    const declaringACluster = { ...env.config, KAFKA_REPLICATION_FACTOR: 3, NODE_ENV: 'production' };
+    // With the keys production requires, so that what stops it is the log.
+    const declaringACluster = {
+      ...env.config,
+      KAFKA_REPLICATION_FACTOR: 3,
+      NODE_ENV: 'production',
+      PERSONAL_DATA_KEYS: [randomBytes(32)],
+      PERSONAL_DATA_HASH_KEY: randomBytes(32),
+    };
     const refusal = await connectInfrastructure(declaringACluster, 'durability-test').catch(
       (error: unknown) => error,
     );
