@@ -53,8 +53,11 @@ describe('pacing each number', () => {
       harness.clock.advance(100);
       await running.dispatch();
     }
-    await eventually(async () =>
-      (await outboxRow(messages[2]!.data.message_id))?.hold_reason === 'brand_daily_cap' ? true : undefined,
+    // A busy host can take longer than the default 20 s for the passes that reach the hold.
+    await eventually(
+      async () =>
+        (await outboxRow(messages[2]!.data.message_id))?.hold_reason === 'brand_daily_cap' ? true : undefined,
+      { timeoutMs: 60_000 },
     );
     expect(sentFrom('+15125553103').map((message) => message.body)).toEqual(['Reminder 0', 'Reminder 1']);
     const held = (await accountEvents(harness.services)).filter(
