@@ -96,20 +96,19 @@ export function createPersonalDataSealer(keys: PersonalDataKeys): PersonalDataSe
 
   return {
     async seal(event) {
-      const subjects = new Set<string>();
-      mapPersonalData(event, (subject) => {
-        const name = subjectOf(event, subject);
-        if (name) subjects.add(name);
-        return undefined;
-      });
+      // Each scope's subject, in scope order: the keyed hash is computed once, not again when sealing.
+      const names: (string | undefined)[] = [];
+      mapPersonalData(event, (subject) => void names.push(subjectOf(event, subject)));
+      const subjects = new Set(names.filter((name) => name !== undefined));
       if (subjects.size === 0) return event;
       const accountId = event.account_id ?? event.partner_id;
       const found = new Map<string, SubjectKey>();
       await Promise.all(
         [...subjects].map(async (subject) => found.set(subject, await sealingKey({ accountId, subject }))),
       );
-      return mapPersonalData(event, (subject) => {
-        const name = subjectOf(event, subject);
+      let scope = 0;
+      return mapPersonalData(event, () => {
+        const name = names[scope++];
         if (!name) return undefined;
         const key = found.get(name)!;
         return (value, site) => (isErased(value) ? value : seal(key, event, site, value));
@@ -117,17 +116,19 @@ export function createPersonalDataSealer(keys: PersonalDataKeys): PersonalDataSe
     },
 
     async open(event) {
-      const keyIds = new Set<string>();
+      // Each sealed value's parts, in the order the walk meets them: parsed once, opened after.
+      const sealed: (RegExpExecArray | null)[] = [];
       mapPersonalData(event, () => (value) => {
-        const match = typeof value === 'string' ? SEALED.exec(value) : null;
-        if (match) keyIds.add(match[1]!);
+        sealed.push(typeof value === 'string' ? SEALED.exec(value) : null);
         return value;
       });
+      const keyIds = new Set(sealed.flatMap((match) => (match ? [match[1]!] : [])));
       if (keyIds.size === 0) return event;
       const found = new Map<string, SubjectKey | undefined>();
       await Promise.all([...keyIds].map(async (keyId) => found.set(keyId, await openingKey(keyId))));
+      let at = 0;
       return mapPersonalData(event, () => (value, site) => {
-        const match = typeof value === 'string' ? SEALED.exec(value) : null;
+        const match = sealed[at++];
         if (!match) return value;
         const key = found.get(match[1]!);
         // A key that was never in this database: the log belongs to another deployment, or the keys

@@ -1,5 +1,5 @@
 import type { EventOf } from '@leadline/events';
-import { ERASED_PREFIX, isErased, isPhoneOfSubject, type Database } from '@leadline/runtime';
+import { ERASED_PREFIX, isErased, phonesOfSubject, type Database } from '@leadline/runtime';
 import { sql, type Transaction } from 'kysely';
 import { defineProjection, type ProjectionContext } from '../projection';
 
@@ -37,9 +37,12 @@ async function phonesOf(
     ),
     sql` union `,
   )}`.execute(trx);
-  const clear = candidates.rows
-    .map((row) => row.phone)
-    .filter((candidate) => isPhoneOfSubject(keys, accountId, subject, candidate));
+  const clear = phonesOfSubject(
+    keys,
+    accountId,
+    subject,
+    candidates.rows.map((row) => row.phone),
+  );
   return [...clear, marker];
 }
 
