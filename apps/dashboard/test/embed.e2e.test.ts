@@ -709,6 +709,8 @@ describe('the embedded dashboard', () => {
       response_style: null,
     });
     await screenshot(page, 'settings-ai');
+    // The page's shot starts where the frame is scrolled to; the prompt's own shows all of it.
+    await prompt.screenshot({ path: `${SCREENSHOTS}settings-ai-prompt.png` });
     await prompt.getByText('Prompt as the assistant sees it').click();
     expect(await prompt.getByLabel('Composed prompt').innerText()).toContain(
       'Maya, the loan assistant of Sunrise Home Loans',
