@@ -21,6 +21,12 @@ export interface PersonalScope {
    * each element, `a.*` for every value of a free-form record (its keys are the partner's field names).
    */
   readonly fields: readonly string[];
+  /**
+   * Of `fields`, the conversation's content, which the account's retention expires: sealed under the
+   * subject's key for the UTC day the event occurred, destroyed once that day is past the account's
+   * `retention_days`. The other fields (who the person is) stay under the subject's lasting key.
+   */
+  readonly expiring?: readonly string[];
 }
 
 const leadFields = [
@@ -34,9 +40,17 @@ const leadFields = [
   'property_address',
   'metadata.*',
 ];
-const lead = (fields: readonly string[], at = 'data'): PersonalScope[] => [
-  { at, subject: { kind: 'lead', field: 'phone' }, fields: ['phone', ...fields] },
+const lead = (fields: readonly string[], at = 'data', expiring: readonly string[] = []): PersonalScope[] => [
+  {
+    at,
+    subject: { kind: 'lead', field: 'phone' },
+    fields: ['phone', ...fields, ...expiring],
+    ...(expiring.length > 0 && { expiring }),
+  },
 ];
+/** Message bodies, media links, collected values and summaries quoting the conversation. */
+const content = (expiring: readonly string[], fields: readonly string[] = []) =>
+  lead(fields, 'data', expiring);
 
 export const personalDataScopes: Partial<Record<DomainEvent['type'], readonly PersonalScope[]>> = {
   'team_member.invited': [
@@ -51,15 +65,15 @@ export const personalDataScopes: Partial<Record<DomainEvent['type'], readonly Pe
   'lead.status_changed': lead([]),
   'lead.deleted': lead([]),
   'lead.erased': lead([]),
-  'message.received': lead(['body', 'media[].url']),
-  'message.inbound_received': lead(['body', 'media[].url']),
-  'message.outbound_requested': lead(['body']),
+  'message.received': content(['body', 'media[].url']),
+  'message.inbound_received': content(['body', 'media[].url']),
+  'message.outbound_requested': content(['body']),
   'message.sent': lead([]),
   'message.failed': lead(['error_message']),
   'message.held': lead([]),
   'message.status_updated': lead([]),
-  'conversation.started': lead(['lead_name', 'message_body']),
-  'conversation.reply_received': lead(['lead_name', 'message_body']),
+  'conversation.started': content(['message_body'], ['lead_name']),
+  'conversation.reply_received': content(['message_body'], ['lead_name']),
   'conversation.ai_paused': lead([]),
   'conversation.ai_resumed': lead([]),
   'conversation.handoff_requested': lead(['lead_name', 'reason']),
@@ -76,12 +90,12 @@ export const personalDataScopes: Partial<Record<DomainEvent['type'], readonly Pe
   'sequence.step_held': lead([]),
   'sequence.step_held_for_consent': lead([]),
   'sequence.completed': lead(['lead_name']),
-  'sequence.reply_received': lead(['lead_name', 'message_body']),
+  'sequence.reply_received': content(['message_body'], ['lead_name']),
   'sequence.ai_step_requested': lead([]),
   'sequence.ai_step_failed': lead([]),
-  'checklist.item_collected': lead(['lead_name', 'value']),
+  'checklist.item_collected': content(['value'], ['lead_name']),
   'checklist.completed': lead(['lead_name']),
-  'ai.turn_completed': lead(['reason', 'summary']),
+  'ai.turn_completed': content(['summary'], ['reason']),
 };
 
 /**
@@ -103,7 +117,7 @@ export const clearFieldNames: ReadonlySet<string> = new Set([
   ...['role_persona', 'tone_voice', 'response_style', 'conversation_rules', 'special_instructions'],
   ...['system_prompt', 'content', 'last4', 'ciphertext', 'description', 'message', 'title'],
   ...['content_hash', 'etag', 'last_modified', 'account_id', 'last_error', 'forwarding_number'],
-  ...['logo_url', 'accent_color'],
+  ...['logo_url', 'accent_color', 'expired_before'],
 ]);
 
 /**
@@ -138,6 +152,8 @@ export const clearFieldsByEvent: Partial<Record<DomainEvent['type'], readonly st
 export interface PersonalValueSite {
   /** The scope and field, with array positions left out: `data.enrollments[].phone`. */
   readonly path: string;
+  /** Whether the value is content the account's retention expires (see `PersonalScope.expiring`). */
+  readonly expiring: boolean;
 }
 
 /** Called once per scope with the scope's subject field; returns how to map each value, or nothing. */
@@ -165,8 +181,9 @@ export function mapPersonalData<E extends DomainEvent>(event: E, mapScope: Perso
       let mapped = object;
       for (const field of scope.fields) {
         const path = `${scope.at}.${field}`;
+        const expiring = scope.expiring?.includes(field) ?? false;
         mapped = mapPath(mapped, field.split('.'), (value) =>
-          value === null || value === undefined ? value : mapValue(value, { path }),
+          value === null || value === undefined ? value : mapValue(value, { path, expiring }),
         ) as Json;
       }
       return mapped;

@@ -58,6 +58,39 @@ describe('personal data on the log', () => {
     },
   );
 
+  it('expires only personal fields of the conversation, never who the person is', () => {
+    for (const [type, scopes] of Object.entries(personalDataScopes)) {
+      for (const scope of scopes ?? []) {
+        // An expiring field outside `fields` would be written in clear; the subject stays for good.
+        for (const field of scope.expiring ?? []) expect(scope.fields, `${type} ${field}`).toContain(field);
+        expect(scope.expiring ?? [], type).not.toContain(scope.subject.field);
+      }
+    }
+    const expiring = (type: DomainEvent['type']) =>
+      personalDataScopes[type]?.flatMap((s) => s.expiring ?? []);
+    expect(expiring('message.received')).toEqual(['body', 'media[].url']);
+    expect(expiring('checklist.item_collected')).toEqual(['value']);
+    expect(expiring('lead.created')).toEqual([]);
+  });
+
+  it('tells the mapper which values expire', () => {
+    const event = {
+      type: 'conversation.reply_received',
+      data: { phone: '+15550000001', lead_name: 'Ana', message_body: 'hello' },
+    } as unknown as DomainEvent;
+    const mapped = mapPersonalData(
+      event,
+      () => (value, site) => `${String(value)}:${site.expiring}`,
+    ) as unknown as {
+      data: Record<string, unknown>;
+    };
+    expect(mapped.data).toMatchObject({
+      phone: '+15550000001:false',
+      lead_name: 'Ana:false',
+      message_body: 'hello:true',
+    });
+  });
+
   it('maps the personal values of each scope, copying what it changes and leaving nulls', () => {
     const event = {
       type: 'sequence.leads_enrolled',

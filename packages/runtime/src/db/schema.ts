@@ -310,6 +310,8 @@ export interface OperationalTables {
     wrapped_key: string | null;
     created_at: Generated<Date>;
     erased_at: Timestamp | null;
+    /** The UTC day whose content the key seals (`YYYY-MM-DD`); null: the subject's lasting key. */
+    period: ColumnType<string | null, string | null | undefined, string | null>;
   };
   partner_api_keys: {
     id: string;

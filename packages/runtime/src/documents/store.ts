@@ -19,9 +19,10 @@ export interface DocumentStore {
 
 /**
  * What a store holds for a document: `LLDOC1`, the subject key's id (16 characters), then the IV, the
- * GCM tag and the ciphertext of the bytes, sealed under the key of the lead who sent it (the same key
- * that seals its personal data on the log), with the document id as associated data. Erasing the lead
- * destroys the key, and the bytes with it, wherever a copy (a backup, a replica) went.
+ * GCM tag and the ciphertext of the bytes, sealed under the key of the lead who sent it for the UTC day
+ * it came (the key that seals that day's messages on the log), with the document id as associated data.
+ * Erasing the lead, or the account's retention passing that day, destroys the key, and the bytes with
+ * it, wherever a copy (a backup, a replica) went.
  */
 const SEALED_DOCUMENT = Buffer.from('LLDOC1', 'latin1');
 
@@ -37,13 +38,16 @@ function sealedDocumentStore(
 ): DocumentStore {
   return {
     async put(documentId, bytes) {
-      const { account_id, phone } = await db
+      const { account_id, phone, created_at } = await db
         .selectFrom('documents')
-        .select(['account_id', 'phone'])
+        .select(['account_id', 'phone', 'created_at'])
         .where('id', '=', documentId)
         .executeTakeFirstOrThrow();
       const subject = keys.subjectOf(account_id, 'lead', phone);
-      const key = (await keys.sealingKeys(account_id, [subject])).get(subject)!;
+      // A document is the conversation's content: under the lead's key for the UTC day it came, which
+      // the account's retention destroys with that day's messages.
+      const period = created_at.toISOString().slice(0, 10);
+      const key = (await keys.sealingKeys(account_id, [subject], period)).get(subject)!;
       const iv = randomBytes(12);
       const cipher = createCipheriv('aes-256-gcm', key.key!, iv);
       cipher.setAAD(Buffer.from(documentId, 'utf8'));

@@ -13,8 +13,16 @@ import { createSecretBox, type SecretBox } from '../secret-box';
 export interface PersonalDataKeys {
   /** The keyed hash naming a subject: the same for the same phone in the same account, nothing else. */
   subjectOf(accountId: string, kind: DataSubjectKind, value: string): string;
-  /** The live key of each subject, created where there is none (one query for all that are new). */
-  sealingKeys(accountId: string, subjects: readonly string[]): Promise<Map<string, SubjectKey>>;
+  /**
+   * The live key of each subject, created where there is none (one query for all that are new): the
+   * subject's lasting key, or with `period` (a UTC day, `YYYY-MM-DD`) its key for that day's content,
+   * which the account's retention destroys (see `expirePeriods`).
+   */
+  sealingKeys(
+    accountId: string,
+    subjects: readonly string[],
+    period?: string | null,
+  ): Promise<Map<string, SubjectKey>>;
   /** Each key by id: its bytes, or null when the subject was erased. Unknown ids are left out. */
   openingKeys(keyIds: readonly string[]): Promise<Map<string, SubjectKey>>;
   /**
@@ -22,6 +30,13 @@ export interface PersonalDataKeys {
    * erased keys stay as the erasure's record, at `erasedAt` (the erasure event's time; now by default).
    */
   eraseSubject(accountId: string, subject: string, erasedAt?: Date): Promise<void>;
+  /** Whether the account has a live key of a day before `before` (`YYYY-MM-DD`). */
+  hasPeriodsBefore(accountId: string, before: string): Promise<boolean>;
+  /**
+   * Destroys the account's keys of every day before `before` (`YYYY-MM-DD`), of all its subjects:
+   * the content they sealed reads as erased from now on. Returns how many were destroyed.
+   */
+  expirePeriods(accountId: string, before: string, erasedAt: Date): Promise<number>;
 }
 
 export interface SubjectKey {
@@ -76,7 +91,8 @@ export function createPersonalDataKeys(
   const box: SecretBox = createSecretBox(settings.masterKeys);
   const byId = new Map<string, Cached>();
   const liveBySubject = new Map<string, Cached>();
-  const subjectKey = (accountId: string, subject: string) => `${accountId}\u0000${subject}`;
+  const subjectKey = (accountId: string, subject: string, period: string | null = null) =>
+    `${accountId}\u0000${subject}\u0000${period ?? ''}`;
 
   const unwrap = (row: {
     key_id: string;
@@ -95,14 +111,24 @@ export function createPersonalDataKeys(
           ),
   });
 
-  function remember(accountId: string, value: SubjectKey) {
+  function remember(accountId: string, value: SubjectKey, period: string | null = null) {
     // An erased key never comes back, so it is remembered for good; a live one only for a while.
     const until = value.key === null ? Number.POSITIVE_INFINITY : now() + cacheMs;
     byId.set(value.keyId, { value, until });
-    if (value.key) liveBySubject.set(subjectKey(accountId, value.subject), { value, until });
+    if (value.key) liveBySubject.set(subjectKey(accountId, value.subject, period), { value, until });
     // Bounded: a process that saw millions of subjects keeps the newest (Map keeps insertion order).
     for (const cache of [byId, liveBySubject]) {
       while (cache.size > 100_000) cache.delete(cache.keys().next().value!);
+    }
+  }
+  /** Destroyed keys: no longer handed out for sealing here, and read as erased from now on. */
+  function forget(
+    accountId: string,
+    rows: readonly { key_id: string; subject: string; period: string | null }[],
+  ) {
+    for (const row of rows) {
+      liveBySubject.delete(subjectKey(accountId, row.subject, row.period));
+      remember(accountId, { keyId: row.key_id, subject: row.subject, key: null });
     }
   }
   const fresh = (cached: Cached | undefined) => (cached && cached.until > now() ? cached.value : undefined);
@@ -116,11 +142,11 @@ export function createPersonalDataKeys(
         .toString('base64url');
     },
 
-    async sealingKeys(accountId, subjects) {
+    async sealingKeys(accountId, subjects, period = null) {
       const found = new Map<string, SubjectKey>();
       const missing: string[] = [];
       for (const subject of new Set(subjects)) {
-        const cached = fresh(liveBySubject.get(subjectKey(accountId, subject)));
+        const cached = fresh(liveBySubject.get(subjectKey(accountId, subject, period)));
         if (cached) found.set(subject, cached);
         else missing.push(subject);
       }
@@ -132,6 +158,7 @@ export function createPersonalDataKeys(
           .where('account_id', '=', accountId)
           .where('subject', 'in', subjects)
           .where('erased_at', 'is', null)
+          .where('period', period === null ? 'is' : '=', period)
           .execute();
       // Most subjects have a key already (another process made it, or this one's cache expired).
       const rows = await liveKeys(missing);
@@ -141,21 +168,24 @@ export function createPersonalDataKeys(
           const keyId = randomBytes(12).toString('base64url');
           const key = randomBytes(32);
           const wrapped = box.seal(key.toString('base64'), { accountId, personalDataKeyId: keyId });
-          return { key_id: keyId, account_id: accountId, subject, wrapped_key: wrapped };
+          return { key_id: keyId, account_id: accountId, subject, wrapped_key: wrapped, period };
         });
         // A subject keyed by another process a moment ago keeps its key: ours is dropped, theirs read.
         await db
           .insertInto('personal_data_keys')
           .values(created)
           .onConflict((conflict) =>
-            conflict.columns(['account_id', 'subject']).where('erased_at', 'is', null).doNothing(),
+            conflict
+              .expression(sql`account_id, subject, coalesce(period, '-infinity'::date)`)
+              .where('erased_at', 'is', null)
+              .doNothing(),
           )
           .execute();
         rows.push(...(await liveKeys(keyless)));
       }
       for (const row of rows) {
         const value = unwrap(row);
-        remember(accountId, value);
+        remember(accountId, value, period);
         found.set(row.subject, value);
       }
       return found;
@@ -190,10 +220,34 @@ export function createPersonalDataKeys(
         .where('account_id', '=', accountId)
         .where('subject', '=', subject)
         .where('erased_at', 'is', null)
-        .returning(['key_id', 'account_id', 'subject'])
+        .returning(['key_id', 'account_id', 'subject', sql<string | null>`period::text`.as('period')])
         .execute();
-      liveBySubject.delete(subjectKey(accountId, subject));
-      for (const row of erased) remember(accountId, { keyId: row.key_id, subject: row.subject, key: null });
+      forget(accountId, erased);
+    },
+
+    async hasPeriodsBefore(accountId, before) {
+      const row = await db
+        .selectFrom('personal_data_keys')
+        .select('key_id')
+        .where('account_id', '=', accountId)
+        .where('erased_at', 'is', null)
+        .where('period', '<', before)
+        .limit(1)
+        .executeTakeFirst();
+      return row !== undefined;
+    },
+
+    async expirePeriods(accountId, before, erasedAt) {
+      const expired = await db
+        .updateTable('personal_data_keys')
+        .set({ wrapped_key: null, erased_at: erasedAt })
+        .where('account_id', '=', accountId)
+        .where('erased_at', 'is', null)
+        .where('period', '<', before)
+        .returning(['key_id', 'account_id', 'subject', sql<string | null>`period::text`.as('period')])
+        .execute();
+      forget(accountId, expired);
+      return expired.length;
     },
   };
 }

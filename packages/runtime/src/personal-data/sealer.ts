@@ -71,18 +71,24 @@ export class UnknownPersonalDataKeyError extends Error {}
  * them on the way back; an erased subject's values read as `erased:<subject hash>`.
  */
 export function createPersonalDataSealer(keys: PersonalDataKeys): PersonalDataSealer {
-  const sealingKey = batchPerTick(async (items: { accountId: string; subject: string }[]) => {
-    const byAccount = Map.groupBy(items, (item) => item.accountId);
-    const found = new Map<string, SubjectKey>();
-    for (const [accountId, entries] of byAccount) {
-      const keysOfAccount = await keys.sealingKeys(
-        accountId,
-        entries.map((entry) => entry.subject),
-      );
-      for (const [subject, key] of keysOfAccount) found.set(`${accountId}\u0000${subject}`, key);
-    }
-    return items.map((item) => found.get(`${item.accountId}\u0000${item.subject}`)!);
-  });
+  const sealingKey = batchPerTick(
+    async (items: { accountId: string; subject: string; period: string | null }[]) => {
+      // One lookup per account and period: a bulk import's lasting keys, a day's messages' day keys.
+      const at = (item: { accountId: string; period: string | null }) =>
+        `${item.accountId}\u0000${item.period ?? ''}`;
+      const found = new Map<string, SubjectKey>();
+      for (const entries of Map.groupBy(items, at).values()) {
+        const { accountId, period } = entries[0]!;
+        const keysOfAccount = await keys.sealingKeys(
+          accountId,
+          entries.map((entry) => entry.subject),
+          period,
+        );
+        for (const [subject, key] of keysOfAccount) found.set(`${at(entries[0]!)}\u0000${subject}`, key);
+      }
+      return items.map((item) => found.get(`${at(item)}\u0000${item.subject}`)!);
+    },
+  );
   const openingKey = batchPerTick(async (keyIds: string[]) => {
     const found = await keys.openingKeys(keyIds);
     return keyIds.map((keyId) => found.get(keyId));
@@ -97,21 +103,40 @@ export function createPersonalDataSealer(keys: PersonalDataKeys): PersonalDataSe
   return {
     async seal(event) {
       // Each scope's subject, in scope order: the keyed hash is computed once, not again when sealing.
-      const names: (string | undefined)[] = [];
-      mapPersonalData(event, (subject) => void names.push(subjectOf(event, subject)));
-      const subjects = new Set(names.filter((name) => name !== undefined));
-      if (subjects.size === 0) return event;
+      const names: { subject: string | undefined; expiring: boolean }[] = [];
+      mapPersonalData(
+        event,
+        (subject, scope) =>
+          void names.push({
+            subject: subjectOf(event, subject),
+            expiring: (scope.expiring?.length ?? 0) > 0,
+          }),
+      );
+      // Who the person is goes under the lasting key; the conversation's content under the key of the
+      // UTC day it happened (`occurred_at` is UTC), which the account's retention destroys.
+      const day = event.occurred_at.slice(0, 10);
+      const wanted = new Map<string, { subject: string; period: string | null }>();
+      for (const { subject, expiring } of names) {
+        if (!subject) continue;
+        wanted.set(`${subject}\u0000`, { subject, period: null });
+        if (expiring) wanted.set(`${subject}\u0000${day}`, { subject, period: day });
+      }
+      if (wanted.size === 0) return event;
       const accountId = event.account_id ?? event.partner_id;
       const found = new Map<string, SubjectKey>();
       await Promise.all(
-        [...subjects].map(async (subject) => found.set(subject, await sealingKey({ accountId, subject }))),
+        [...wanted].map(async ([name, { subject, period }]) =>
+          found.set(name, await sealingKey({ accountId, subject, period })),
+        ),
       );
       let scope = 0;
       return mapPersonalData(event, () => {
-        const name = names[scope++];
-        if (!name) return undefined;
-        const key = found.get(name)!;
-        return (value, site) => (isErased(value) ? value : seal(key, event, site, value));
+        const { subject, expiring } = names[scope++]!;
+        if (!subject) return undefined;
+        const lasting = found.get(`${subject}\u0000`)!;
+        const daily = expiring ? found.get(`${subject}\u0000${day}`)! : lasting;
+        return (value, site) =>
+          isErased(value) ? value : seal(site.expiring ? daily : lasting, event, site, value);
       });
     },
 

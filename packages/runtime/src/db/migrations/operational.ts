@@ -547,6 +547,22 @@ export const operationalMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0017_personal_data_key_periods': {
+    async up(db: Kysely<unknown>) {
+      await sql`
+        -- A subject's content (message bodies, documents) is sealed under a key per UTC day, which the
+        -- account's retention destroys once the day is old enough; null is the subject's lasting key.
+        alter table personal_data_keys add column period date;
+        drop index personal_data_keys_live_subject;
+        create unique index personal_data_keys_live_subject_period
+          on personal_data_keys (account_id, subject, coalesce(period, '-infinity'::date))
+          where erased_at is null;
+        -- The retention pass finds an account's live keys of days past its cutoff.
+        create index personal_data_keys_live_periods
+          on personal_data_keys (account_id, period) where erased_at is null and period is not null;
+      `.execute(db);
+    },
+  },
   ...carrierRegistrationOperationalMigrations,
   ...smsPacingOperationalMigrations,
 };
