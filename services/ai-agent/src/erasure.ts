@@ -52,3 +52,49 @@ export async function forgetErasedLead(
   await deps.documents.remove(ids);
   await db.deleteFrom('documents').where('id', 'in', ids).execute();
 }
+
+/**
+ * Forgets what the account's retention expired (everything before `expired_before`): the documents
+ * that came before it (their bytes, already unreadable once their day's key is destroyed, and their
+ * rows, which name the lead and the message), and messages still waiting for a turn since then
+ * (with the bursts they leave empty).
+ */
+export async function forgetExpiredContent(
+  db: Kysely<Database>,
+  deps: { documents: DocumentStore },
+  event: EventOf<'account.content_expired'>,
+): Promise<void> {
+  const accountId = event.account_id;
+  const before = new Date(event.data.expired_before);
+  await db
+    .deleteFrom('ai_pending_messages')
+    .where('account_id', '=', accountId)
+    .where('received_at', '<', before)
+    .execute();
+  // A burst left without messages has nothing to answer (intake writes a turn with its message).
+  await db
+    .deleteFrom('ai_pending_turns')
+    .where('account_id', '=', accountId)
+    .where('kind', '=', 'inbound')
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('ai_pending_messages')
+            .select('message_id')
+            .whereRef('ai_pending_messages.turn_id', '=', 'ai_pending_turns.id'),
+        ),
+      ),
+    )
+    .execute();
+  const documents = await db
+    .selectFrom('documents')
+    .select('id')
+    .where('account_id', '=', accountId)
+    .where('created_at', '<', before)
+    .execute();
+  if (documents.length === 0) return;
+  const ids = documents.map((document) => document.id);
+  // As for an erasure: the bytes first, then the rows.
+  await deps.documents.remove(ids);
+  await db.deleteFrom('documents').where('id', 'in', ids).execute();
+}

@@ -10,13 +10,14 @@ import {
   type PositionedEvent,
 } from '@leadline/runtime';
 import { sql, type Kysely, type Transaction } from 'kysely';
-import { forgetErasedLead } from './erasure';
+import { forgetErasedLead, forgetExpiredContent } from './erasure';
 
 /** What the intake takes in; the consumer passes over batches holding none of these. */
 export const intakeTypes: ReadonlySet<EventType> = new Set([
   'message.received',
   'sequence.ai_step_requested',
   'lead.erased',
+  'account.content_expired',
 ]);
 
 /** Messages older than this when the agent first sees them (history before it ran) are not answered. */
@@ -99,6 +100,8 @@ async function intake(
     // In log order with the intake: what the lead sent before its erasure is forgotten, a message from
     // the same number after it (a new lead) is queued as any other.
     await forgetErasedLead(trx, deps, event);
+  } else if (event.type === 'account.content_expired') {
+    await forgetExpiredContent(trx, deps, event);
   } else if (event.type === 'sequence.ai_step_requested') {
     const { data } = event;
     await trx

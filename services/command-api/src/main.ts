@@ -12,6 +12,7 @@ import {
   webhookKeyRisks,
 } from '@leadline/runtime';
 import { startOrphanNumberSweep } from './accounts/orphan-numbers';
+import { startRetentionSchedule } from './retention/pass';
 import { buildApp } from './app';
 import { eventLogReadiness } from './http/readiness';
 import { apiConfigSchema } from './config';
@@ -101,8 +102,25 @@ const orphanSweep = startOrphanNumberSweep({
   onError: (error) => app.log.error({ err: error }, 'the sweep for orphaned numbers failed'),
 });
 
+// Content past an account's retention_days expires (see retention/pass.ts).
+const retention = startRetentionSchedule({
+  db: services.db,
+  commands: services.commands,
+  clock: systemClock,
+  personalDataKeys: services.personalDataKeys,
+  onExpired: (expired) => {
+    for (const account of expired)
+      app.log.info(
+        { account_id: account.accountId, expired_before: account.expiredBefore, keys: account.keysDestroyed },
+        "expired the account's content past its retention",
+      );
+  },
+  onError: (error) => app.log.error({ err: error }, 'the retention pass failed'),
+});
+
 const shutdown = async () => {
   orphanSweep.stop();
+  await retention.stop();
   await app.close();
   await keyListenerPool.end();
   await localPool?.close();

@@ -8,6 +8,7 @@ import { leadsProjection } from './leads/projection';
 import { messagingProjection } from './messaging/projection';
 import type { Projection } from './projection';
 import { requirementsProjection } from './requirements/projection';
+import { retentionProjection } from './retention';
 import { sequencesProjection } from './sequences/projection';
 import { webhooksProjection } from './webhooks/projection';
 
@@ -27,4 +28,5 @@ export const projections: readonly Projection[] = [
   webhooksProjection,
   complianceProjection,
   erasureProjection,
+  retentionProjection,
 ];

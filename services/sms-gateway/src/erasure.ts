@@ -3,6 +3,7 @@ import { phonesOfSubject, type Database, type PersonalDataKeys } from '@leadline
 import type { Kysely } from 'kysely';
 
 export const ERASED = 'lead.erased' as const;
+export const EXPIRED = 'account.content_expired' as const;
 
 /**
  * Forgets an erased lead in the outbox: every row to its phone goes, whatever its state. A pending row
@@ -36,4 +37,26 @@ export async function forgetErasedLead(
     .where('phone', 'in', phones)
     .executeTakeFirst();
   return Number(deleted.numDeletedRows);
+}
+
+/**
+ * Forgets the bodies the account's retention expired: rows sent or failed before `expired_before`
+ * keep their state and ids (what reconciling and reporting need) with an empty body. A row still
+ * waiting to go is left as it is: it is sent as asked (a wait longer than any retention is not
+ * expected: manual and compliance messages fail as expired long before).
+ */
+export async function forgetExpiredBodies(
+  db: Kysely<Database>,
+  event: EventOf<typeof EXPIRED>,
+): Promise<number> {
+  const before = new Date(event.data.expired_before);
+  const updated = await db
+    .updateTable('sms_outbox')
+    .set({ body: '' })
+    .where('account_id', '=', event.account_id)
+    .where('state', 'in', ['sent', 'failed'])
+    .where((eb) => eb(eb.fn.coalesce('requested_at', 'created_at'), '<', before))
+    .where('body', '<>', '')
+    .executeTakeFirst();
+  return Number(updated.numUpdatedRows);
 }

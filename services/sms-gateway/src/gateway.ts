@@ -16,7 +16,7 @@ import {
 import type { SmsSender } from '@leadline/telephony';
 import type { Kafka } from 'kafkajs';
 import type { Kysely } from 'kysely';
-import { ERASED, forgetErasedLead } from './erasure';
+import { ERASED, EXPIRED, forgetErasedLead, forgetExpiredBodies } from './erasure';
 import { enqueue, pendingPerNumber, releaseRegistrationHolds } from './outbox';
 import { drainSeconds, type PaceSettings } from './pacing';
 import { outboxQueue } from './outbox-queue';
@@ -157,8 +157,9 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
     topics: [deps.topics.account],
     checkpoints: 'sms_gateway_checkpoints',
     // Only requests, erasures and registration steps matter here; the header spares decoding the rest.
-    decodes: (type) => type === REQUEST || type === ERASED || type === STEP_CHANGED,
-    actsOn: (event) => event.type === REQUEST || event.type === ERASED || campaignApproved(event),
+    decodes: (type) => type === REQUEST || type === ERASED || type === EXPIRED || type === STEP_CHANGED,
+    actsOn: (event) =>
+      event.type === REQUEST || event.type === ERASED || event.type === EXPIRED || campaignApproved(event),
     // Kafka kept the gateway's position before Postgres did: an upgrade continues from there.
     startAtGroupOffsets: true,
     onParked: deps.onParked,
@@ -181,9 +182,10 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
         // after it (the same number may be a new lead's since).
         let queuedUpTo = 0;
         for (const [index, record] of fresh.entries()) {
-          if (record.event?.type !== ERASED) continue;
+          if (record.event?.type !== ERASED && record.event?.type !== EXPIRED) continue;
           await enqueue(trx, requestsOf(fresh.slice(queuedUpTo, index)));
-          await forgetErasedLead(trx, deps.personalDataKeys, record.event as EventOf<typeof ERASED>);
+          if (record.event.type === ERASED) await forgetErasedLead(trx, deps.personalDataKeys, record.event);
+          else await forgetExpiredBodies(trx, record.event);
           queuedUpTo = index + 1;
         }
         await enqueue(trx, requestsOf(fresh.slice(queuedUpTo)));

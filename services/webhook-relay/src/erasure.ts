@@ -1,4 +1,4 @@
-import type { EventOf } from '@leadline/events';
+import { personalDataScopes, type EventOf } from '@leadline/events';
 import { phonesOfSubject, type Database, type PersonalDataKeys } from '@leadline/runtime';
 import { sql, type Transaction } from 'kysely';
 
@@ -64,5 +64,57 @@ export async function forgetErasedLead(
     .deleteFrom('webhook_lead_names')
     .where('account_id', '=', accountId)
     .where('phone', 'in', phones)
+    .execute();
+}
+
+/** Why a delivery of expired content was never sent, as the delivery log shows it. */
+export const EXPIRED_DELIVERY_ERROR =
+  "The account's retention expired this delivery's content before it was sent";
+
+/** The webhook types whose payload carries content the account's retention expires (a message body, a value). */
+const typesWithExpiringContent = Object.entries(personalDataScopes)
+  .filter(([, scopes]) => scopes?.some((scope) => (scope.expiring?.length ?? 0) > 0))
+  .map(([type]) => type);
+
+/**
+ * Forgets what the account's retention expired in the relay's tables, as an erasure does for a lead:
+ * deliveries made before `expired_before` whose payload carries expiring content keep their ids,
+ * type, status and attempts, but lose their `data` (a pending one is cancelled), the receiver's
+ * answers to them go, and the recent events kept for back-fills from before then are deleted.
+ */
+export async function forgetExpiredContent(
+  trx: Transaction<Database>,
+  event: EventOf<'account.content_expired'>,
+  now: Date,
+): Promise<void> {
+  const accountId = event.account_id;
+  const before = new Date(event.data.expired_before);
+  const { rows: redacted } = await sql<{ id: string }>`
+    update webhook_deliveries set
+      body = (body::jsonb - 'data')::text,
+      status = case when status = 'pending' then 'cancelled' else status end,
+      next_attempt_at = null,
+      completed_at = coalesce(completed_at, ${now}),
+      last_error = case when status = 'pending' then ${EXPIRED_DELIVERY_ERROR} else last_error end,
+      leased_until = null, claim_token = null
+    where account_id = ${accountId} and created_at < ${before}
+      and event_type = any(${typesWithExpiringContent}::text[]) and body::jsonb ? 'data'
+    returning id`.execute(trx);
+  if (redacted.length > 0) {
+    await trx
+      .updateTable('webhook_delivery_attempts')
+      .set({ response_excerpt: null })
+      .where(
+        'delivery_id',
+        'in',
+        redacted.map((row) => row.id),
+      )
+      .execute();
+  }
+  await trx
+    .deleteFrom('webhook_relay_events')
+    .where('account_id', '=', accountId)
+    .where('occurred_at', '<', before)
+    .where('event_type', 'in', typesWithExpiringContent)
     .execute();
 }

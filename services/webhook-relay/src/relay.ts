@@ -14,7 +14,7 @@ import {
 } from '@leadline/runtime';
 import { sql, type Insertable, type Kysely, type Transaction } from 'kysely';
 import type { Kafka } from 'kafkajs';
-import { forgetErasedLead } from './erasure';
+import { forgetErasedLead, forgetExpiredContent } from './erasure';
 import { queueDeliveries } from './fan-out';
 import { toWebhookEvent, type LeadNameFields } from './mapping';
 
@@ -118,6 +118,11 @@ export async function relayBatch(
             )
               names.delete(key);
           }
+        }
+        if (event.type === 'account.content_expired') {
+          // In log order, as an erasure: what came before is queued, then forgotten if expired.
+          await flush();
+          await forgetExpiredContent(trx, event, clock.now());
         }
         const webhookEvent = toWebhookEvent(event, leads, deps.documentLinks);
         if (webhookEvent) mapped.push({ event, webhookEvent });

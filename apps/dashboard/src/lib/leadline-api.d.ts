@@ -1089,6 +1089,11 @@ export interface components {
             /** @description Sequence steps (AI-written ones too) go only to leads whose consent is recorded (`GET …/leads/{phone}/consent`); others' steps wait (`hold_reason: no_consent`) until it is. Replies to a lead who wrote first and manual messages are not held. Accounts created before consent was recorded have `false`. */
             consent_required: boolean;
             /**
+             * Format: int32
+             * @description How many days the conversation's content is kept, or null (the default): kept for good. Expiry runs on UTC days, at least hourly: once a UTC day is more than `retention_days` days before today (UTC), what it held expires: message bodies and media links (the message reads `body: ""`, `media: []`, `content_expired: true`), conversation previews and AI summaries, collected checklist values and documents (their files and extracted text). What stays: that each message existed, its times, direction and status; which checklist items were collected, and when; the lead itself. Expired content cannot be recovered: its encryption keys are destroyed, in every copy of the event log too. An `account.content_expired` event records each expiry.
+             */
+            retention_days: number | null;
+            /**
              * Format: date-time
              * @example 2026-01-15T14:30:00.000Z
              */
@@ -1832,6 +1837,11 @@ export interface components {
             sending_window?: components["schemas"]["SendingWindowUpdate"];
             /** @description Sequence steps (AI-written ones too) go only to leads whose consent is recorded (`GET …/leads/{phone}/consent`); others' steps wait (`hold_reason: no_consent`) until it is. Replies to a lead who wrote first and manual messages are not held. Accounts created before consent was recorded have `false`. Default: `true`. */
             consent_required?: boolean;
+            /**
+             * Format: int32
+             * @description How many days the conversation's content is kept, or null (the default): kept for good. Expiry runs on UTC days, at least hourly: once a UTC day is more than `retention_days` days before today (UTC), what it held expires: message bodies and media links (the message reads `body: ""`, `media: []`, `content_expired: true`), conversation previews and AI summaries, collected checklist values and documents (their files and extracted text). What stays: that each message existed, its times, direction and status; which checklist items were collected, and when; the lead itself. Expired content cannot be recovered: its encryption keys are destroyed, in every copy of the event log too. An `account.content_expired` event records each expiry.
+             */
+            retention_days?: number | null;
         };
         CreateRequirementRequest: {
             name: string;
@@ -2367,6 +2377,8 @@ export interface components {
             /** @enum {string} */
             direction: "inbound" | "outbound";
             body: string;
+            /** @description The account's `retention_days` passed for this message's UTC day: its body and media are gone (`body` is empty, `media` is empty); its time, direction and status stay. */
+            content_expired: boolean;
             /**
              * Format: date-time
              * @description When the message was received, or requested for an outbound one.
@@ -2763,7 +2775,7 @@ export interface components {
              */
             action: "unenrolled" | "not_enrolled";
         };
-        /** @description Mutable fields: name, company_name, forwarding_number, branding, metadata, ai_pause_minutes, sending_window, consent_required and status. The phone number and slug cannot change. */
+        /** @description Mutable fields: name, company_name, forwarding_number, branding, metadata, ai_pause_minutes, sending_window, consent_required, retention_days and status. The phone number and slug cannot change. */
         UpdateAccountRequest: {
             name?: string;
             company_name?: string;
@@ -2782,6 +2794,11 @@ export interface components {
             sending_window?: components["schemas"]["SendingWindowUpdate"];
             /** @description `false` releases every step held for consent at once (inside the sending window). */
             consent_required?: boolean;
+            /**
+             * Format: int32
+             * @description null keeps content for good from now on (what already expired stays expired).
+             */
+            retention_days?: number | null;
             /**
              * @description `active` reactivates an account.
              * @enum {string}

@@ -58,7 +58,14 @@ export function MessageThread({ messages }: { messages: Message[] }) {
     <ol className="thread" aria-label="Messages">
       {ordered.map((message) => (
         <li key={message.id} className={`message ${message.direction}`} data-direction={message.direction}>
-          <div className="bubble">{message.body}</div>
+          {message.content_expired ? (
+            // The account's retention removed the text; the message's time and status stay.
+            <div className="bubble expired" data-expired>
+              Removed after the retention period
+            </div>
+          ) : (
+            <div className="bubble">{message.body}</div>
+          )}
           <div className="meta">
             {message.direction === 'outbound' &&
               (message.source === 'manual'

@@ -54,6 +54,7 @@ describe('message thread', () => {
             id: '2',
             direction: 'outbound',
             body: 'Second',
+            content_expired: false,
             sent_at: '2026-03-02T15:01:00Z',
             source: 'manual',
             sender_name: 'Dana',
@@ -63,6 +64,7 @@ describe('message thread', () => {
             id: '1',
             direction: 'inbound',
             body: 'First',
+            content_expired: false,
             sent_at: '2026-03-02T15:00:00Z',
             status: 'received',
           },
@@ -73,6 +75,26 @@ describe('message thread', () => {
     expect(html).toContain('Dana');
     expect(html).toContain('data-status="sent"');
     expect(html).toContain('Sent');
+  });
+
+  it("says a message's text was removed by the retention, keeping its time", () => {
+    const html = renderToStaticMarkup(
+      <MessageThread
+        messages={[
+          {
+            id: '1',
+            direction: 'inbound',
+            body: '',
+            content_expired: true,
+            media: [],
+            sent_at: '2026-03-02T15:00:00Z',
+            status: 'received',
+          },
+        ]}
+      />,
+    );
+    expect(html).toContain('data-expired');
+    expect(html).toContain('Removed after the retention period');
   });
 });
 

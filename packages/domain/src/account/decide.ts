@@ -21,6 +21,8 @@ export interface Account {
   sending_window: SendingWindow;
   /** Proactive messages need the lead's recorded consent. */
   consent_required: boolean;
+  /** Days message bodies and documents are kept; null: kept for good. */
+  retention_days: number | null;
 }
 
 export interface AccountState {
@@ -50,6 +52,7 @@ export interface CreateAccount {
   sending_window?: Partial<SendingWindow> | undefined;
   /** Default true: accounts created since consent was recorded require it. */
   consent_required?: boolean | undefined;
+  retention_days?: number | null | undefined;
 }
 
 export type AccountCommand =
@@ -65,6 +68,8 @@ export type AccountCommand =
       /** The given fields replace the account's; the others are kept. */
       sending_window?: Partial<SendingWindow> | undefined;
       consent_required?: boolean | undefined;
+      /** Null: kept for good. */
+      retention_days?: number | null | undefined;
       status?: 'active' | 'deactivated' | undefined;
     }
   | { type: 'DeactivateAccount' }
@@ -109,6 +114,7 @@ export function decideAccountCreation(command: CreateAccount, registry: AccountR
         ai_pause_minutes: command.ai_pause_minutes ?? DEFAULT_AI_PAUSE_MINUTES,
         sending_window: { ...DEFAULT_SENDING_WINDOW, ...command.sending_window },
         consent_required: command.consent_required ?? true,
+        retention_days: command.retention_days ?? null,
       },
     },
   ];
@@ -139,6 +145,9 @@ function changedFields(
   }
   if (command.consent_required !== undefined && command.consent_required !== account.consent_required) {
     changes.consent_required = command.consent_required;
+  }
+  if (command.retention_days !== undefined && command.retention_days !== account.retention_days) {
+    changes.retention_days = command.retention_days;
   }
   if (command.sending_window) {
     const window = { ...account.sending_window, ...command.sending_window };

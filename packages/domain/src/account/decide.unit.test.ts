@@ -22,6 +22,7 @@ const account: Account = {
   phone_number_released: false,
   sending_window: DEFAULT_SENDING_WINDOW,
   consent_required: false,
+  retention_days: null,
 };
 const given = (overrides: Partial<Account> = {}, teamEmails: string[] = []): AccountState => ({
   account: { ...account, ...overrides },
@@ -55,6 +56,7 @@ describe('account creation', () => {
         ai_pause_minutes: 1440,
         sending_window: DEFAULT_SENDING_WINDOW,
         consent_required: true,
+        retention_days: null,
       },
     });
   });
@@ -118,6 +120,16 @@ describe('the account decider', () => {
     expect(
       decideAccount({ type: 'UpdateAccount', consent_required: true }, given({ consent_required: true })),
     ).toEqual([]);
+  });
+
+  it('sets and clears retention_days, and changes nothing when it is already so', () => {
+    expect(decideAccount({ type: 'UpdateAccount', retention_days: 30 }, given())).toEqual([
+      { type: 'account.updated', data: { retention_days: 30 } },
+    ]);
+    expect(
+      decideAccount({ type: 'UpdateAccount', retention_days: null }, given({ retention_days: 30 })),
+    ).toEqual([{ type: 'account.updated', data: { retention_days: null } }]);
+    expect(decideAccount({ type: 'UpdateAccount', retention_days: null }, given())).toEqual([]);
   });
 
   it('changes nothing when nothing differs, including removing an absent metadata key', () => {

@@ -34,6 +34,11 @@ export const accountCreated = defineEvent('account.created', {
      * Absent on accounts created before it existed: false, as they behaved.
      */
     consent_required: z.boolean().optional(),
+    /**
+     * Days message bodies and documents are kept (UTC days), or null: kept for good. Absent on
+     * accounts created before retention existed: null.
+     */
+    retention_days: z.number().int().min(1).max(3650).nullable().optional(),
   }),
 });
 
@@ -52,7 +57,19 @@ export const accountUpdated = defineEvent('account.updated', {
     ai_pause_minutes: z.number().int().positive().optional(),
     sending_window: sendingWindowSchema.optional(),
     consent_required: z.boolean().optional(),
+    retention_days: z.number().int().min(1).max(3650).nullable().optional(),
   }),
+});
+
+/**
+ * The account's retention passed for what happened before `expired_before`: the keys that sealed
+ * message bodies, media links, collected values and documents of those UTC days are destroyed, and
+ * every consumer forgets its copies of them (what happened stays: times, directions, statuses, which
+ * checklist items were collected). Carries no personal data.
+ */
+export const accountContentExpired = defineEvent('account.content_expired', {
+  topic: 'account',
+  data: z.object({ expired_before: z.iso.datetime() }),
 });
 
 export const accountDeactivated = defineEvent('account.deactivated', {

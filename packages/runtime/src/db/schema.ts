@@ -51,6 +51,8 @@ export interface ReadModelTables {
     sending_window: Json<SendingWindow> | null;
     /** Proactive messages need recorded consent (false for accounts created before it existed). */
     consent_required: Generated<boolean>;
+    /** Days message bodies and documents are kept; null: kept for good. */
+    retention_days: ColumnType<number | null, number | null | undefined, number | null>;
   };
   leads: {
     id: string;
@@ -107,6 +109,8 @@ export interface ReadModelTables {
     opted_out_at: Timestamp | null;
     /** Kept by the AI agent (ai.turn_completed). */
     summary: string | null;
+    /** When the summary was written: the account's retention expires it with the messages of its day. */
+    summary_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   };
   /** conversationMessages. */
   messages: {
@@ -124,6 +128,8 @@ export interface ReadModelTables {
     error_code: string | null;
     media: ColumnType<{ url: string; content_type: string | null }[], string | undefined, string>;
     sent_at: Timestamp;
+    /** The account's retention expired the body and media (they read as empty). */
+    content_expired: Generated<boolean>;
   };
   usage_counters: {
     account_id: string;

@@ -32,6 +32,7 @@ export function toAccountResponse(row: AccountRow): z.infer<typeof accountRespon
     ai_pause_minutes: row.ai_pause_minutes,
     sending_window: row.sending_window ?? DEFAULT_SENDING_WINDOW,
     consent_required: row.consent_required,
+    retention_days: row.retention_days,
     created_at: row.created_at.toISOString(),
     deactivated_at: row.deactivated_at?.toISOString() ?? null,
     stats: {
@@ -55,6 +56,7 @@ export function createdAccountResponse(event: EventOf<'account.created'>): z.inf
     ai_pause_minutes,
     sending_window,
     consent_required,
+    retention_days,
   } = event.data;
   return {
     id: event.account_id,
@@ -69,6 +71,7 @@ export function createdAccountResponse(event: EventOf<'account.created'>): z.inf
     ai_pause_minutes: ai_pause_minutes ?? DEFAULT_AI_PAUSE_MINUTES,
     sending_window: sending_window ?? DEFAULT_SENDING_WINDOW,
     consent_required: consent_required ?? false,
+    retention_days: retention_days ?? null,
     created_at: event.occurred_at,
     deactivated_at: null,
     stats: { total_leads: 0, total_conversations: 0, active_sequences: 0 },
@@ -116,6 +119,7 @@ export function toAccount(row: AccountRow): Account {
     phone_number_released: row.phone_number_released_at !== null,
     sending_window: row.sending_window ?? DEFAULT_SENDING_WINDOW,
     consent_required: row.consent_required,
+    retention_days: row.retention_days,
   };
 }
 

@@ -106,6 +106,24 @@ const consentRequired = z
     "Sequence steps (AI-written ones too) go only to leads whose consent is recorded (`GET …/leads/{phone}/consent`); others' steps wait (`hold_reason: no_consent`) until it is. Replies to a lead who wrote first and manual messages are not held. Accounts created before consent was recorded have `false`.",
   );
 
+const retentionDays = z
+  .number()
+  .int()
+  .min(1)
+  .max(3650)
+  .nullable()
+  .meta({ format: 'int32' })
+  .describe(
+    "How many days the conversation's content is kept, or null (the default): kept for good. Expiry runs on " +
+      'UTC days, at least hourly: once a UTC day is more than `retention_days` days before today (UTC), what ' +
+      'it held expires: message bodies and media links (the message reads `body: ""`, `media: []`, ' +
+      '`content_expired: true`), conversation previews and AI summaries, collected checklist values and ' +
+      'documents (their files and extracted text). What stays: that each message existed, its times, ' +
+      'direction and status; which checklist items were collected, and when; the lead itself. Expired content ' +
+      'cannot be recovered: its encryption keys are destroyed, in every copy of the event log too. An ' +
+      '`account.content_expired` event records each expiry.',
+  );
+
 export const sendingWindowResponse = z.object(sendingWindowFields).meta({ id: 'SendingWindow' });
 
 export const createAccountBody = z
@@ -122,6 +140,7 @@ export const createAccountBody = z
     ai_pause_minutes: aiPauseMinutes.default(1440),
     sending_window: sendingWindowInput.optional(),
     consent_required: consentRequired.default(true),
+    retention_days: retentionDays.optional(),
   })
   .meta({ id: 'CreateAccountRequest' });
 
@@ -142,13 +161,16 @@ export const updateAccountBody = z
     consent_required: consentRequired
       .optional()
       .describe('`false` releases every step held for consent at once (inside the sending window).'),
+    retention_days: retentionDays
+      .optional()
+      .describe('null keeps content for good from now on (what already expired stays expired).'),
     status: z.enum(['active', 'deactivated']).optional().describe('`active` reactivates an account.'),
   })
   .strict()
   .meta({
     id: 'UpdateAccountRequest',
     description:
-      'Mutable fields: name, company_name, forwarding_number, branding, metadata, ai_pause_minutes, sending_window, consent_required and status. ' +
+      'Mutable fields: name, company_name, forwarding_number, branding, metadata, ai_pause_minutes, sending_window, consent_required, retention_days and status. ' +
       'The phone number and slug cannot change.',
   });
 
@@ -187,6 +209,7 @@ export const accountResponse = z
     ai_pause_minutes: z.number().int().min(1).max(525_600).meta({ format: 'int32' }),
     sending_window: sendingWindowResponse,
     consent_required: consentRequired,
+    retention_days: retentionDays,
     created_at: timestamp(),
     deactivated_at: timestamp().nullable(),
     stats,

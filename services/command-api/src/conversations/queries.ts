@@ -106,6 +106,7 @@ export async function listMessages(
       id: row.id,
       direction: row.direction,
       body: row.body,
+      content_expired: row.content_expired,
       sent_at: row.sent_at.toISOString(),
       status: row.status,
       ...(row.direction === 'outbound'

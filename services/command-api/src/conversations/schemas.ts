@@ -62,6 +62,11 @@ export const messageListResponse = z
             id: uuid(),
             direction: z.enum(['inbound', 'outbound']),
             body: z.string(),
+            content_expired: z
+              .boolean()
+              .describe(
+                "The account's `retention_days` passed for this message's UTC day: its body and media are gone (`body` is empty, `media` is empty); its time, direction and status stay.",
+              ),
             sent_at: timestamp().describe('When the message was received, or requested for an outbound one.'),
             source: z
               .enum(messageSources)

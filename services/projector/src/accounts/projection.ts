@@ -4,9 +4,10 @@ import type { Transaction } from 'kysely';
 import { mergedMetadata } from '../metadata';
 import { defineProjection } from '../projection';
 
-type AccountEvent = Extract<
-  DomainEvent,
-  { type: 'partner.created' | `account.${string}` | 'team_member.invited' }
+type AccountEvent = Exclude<
+  Extract<DomainEvent, { type: 'partner.created' | `account.${string}` | 'team_member.invited' }>,
+  // The account's content, not the account: see retention.ts.
+  { type: 'account.content_expired' }
 >;
 
 async function applyOne(trx: Transaction<Database>, event: AccountEvent): Promise<void> {
@@ -37,6 +38,7 @@ async function applyOne(trx: Transaction<Database>, event: AccountEvent): Promis
           ...(data.ai_pause_minutes !== undefined && { ai_pause_minutes: data.ai_pause_minutes }),
           sending_window: data.sending_window ? JSON.stringify(data.sending_window) : null,
           consent_required: data.consent_required ?? false,
+          retention_days: data.retention_days ?? null,
           created_at: event.occurred_at,
           updated_at: event.occurred_at,
           deactivated_at: null,

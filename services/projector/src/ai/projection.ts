@@ -1,4 +1,5 @@
 import { ai, type DomainEvent } from '@leadline/events';
+import { isErased } from '@leadline/runtime';
 import { defineProjection } from '../projection';
 
 /** The AI's handled turns (so none is handled twice), the conversation summary and prompt settings. */
@@ -33,9 +34,15 @@ export const aiProjection = defineProjection(
             .onConflict((oc) => oc.doNothing())
             .execute();
           if (data.summary !== null) {
+            // A summary the account's retention expired (its day's key destroyed) is gone, as the pass
+            // left it (see retention.ts): a rebuild ends where the live read model is.
+            const expired = isErased(data.summary);
             await trx
               .updateTable('conversations')
-              .set({ summary: data.summary })
+              .set({
+                summary: expired ? null : data.summary,
+                summary_at: expired ? null : event.occurred_at,
+              })
               .where('account_id', '=', event.account_id)
               .where('phone', '=', data.phone)
               .execute();

@@ -1,5 +1,6 @@
 import type { DomainEvent } from '@leadline/events';
 import { sql } from 'kysely';
+import { isErased } from '@leadline/runtime';
 import { defineProjection } from '../projection';
 import { addUsage } from '../usage/counters';
 
@@ -22,7 +23,8 @@ export const checklistProjection = defineProjection(
               lead_id: data.lead_id,
               requirement_id: data.requirement_id,
               account_id: event.account_id,
-              value: data.value,
+              // Expired by the account's retention (its day's key destroyed): collected, without value.
+              value: isErased(data.value) ? null : data.value,
               file_url: null,
               document_id: data.document?.document_id ?? null,
               content_type: data.document?.content_type ?? null,

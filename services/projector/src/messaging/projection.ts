@@ -1,6 +1,6 @@
 import { conversationChange } from '@leadline/domain';
 import type { DomainEvent, EventOf } from '@leadline/events';
-import type { Database } from '@leadline/runtime';
+import { isErased, type Database } from '@leadline/runtime';
 import { sql, type RawBuilder, type Transaction } from 'kysely';
 import { defineProjection } from '../projection';
 import { runsByType } from '../runs';
@@ -78,25 +78,41 @@ async function touchConversations(trx: Trx, touches: readonly Touch[]) {
     .execute();
 }
 
+/**
+ * A message whose day the account's retention expired (its key destroyed, so the body reads as
+ * erased): projected as the retention pass leaves a live one (see retention.ts), so a rebuild after
+ * the pass ends where the live read model is.
+ */
+function content(data: { body: string; media?: { url: string; content_type: string | null }[] }) {
+  const expired = isErased(data.body) || (data.media ?? []).some((medium) => isErased(medium.url));
+  return expired
+    ? { body: '', media: [], content_expired: true }
+    : { body: data.body, media: data.media ?? [], content_expired: false };
+}
+
 async function received(trx: Trx, events: readonly EventOf<'message.received'>[]) {
   // A MessageSid seen twice (by id or by provider id) is stored once and counted once.
   const inserted = await trx
     .insertInto('messages')
     .values(
-      events.map(({ account_id, occurred_at, data }) => ({
-        id: data.message_id,
-        account_id,
-        phone: data.phone,
-        direction: 'inbound' as const,
-        body: data.body,
-        source: null,
-        sender_name: null,
-        status: 'received' as const,
-        provider_message_id: data.provider_message_id,
-        error_code: null,
-        media: JSON.stringify(data.media),
-        sent_at: occurred_at,
-      })),
+      events.map(({ account_id, occurred_at, data }) => {
+        const { body, media, content_expired } = content(data);
+        return {
+          id: data.message_id,
+          account_id,
+          phone: data.phone,
+          direction: 'inbound' as const,
+          body,
+          source: null,
+          sender_name: null,
+          status: 'received' as const,
+          provider_message_id: data.provider_message_id,
+          error_code: null,
+          media: JSON.stringify(media),
+          sent_at: occurred_at,
+          content_expired,
+        };
+      }),
     )
     .onConflict((oc) => oc.doNothing())
     .returning('id')
@@ -105,7 +121,12 @@ async function received(trx: Trx, events: readonly EventOf<'message.received'>[]
   const freshEvents = events.filter((event) => fresh.has(event.data.message_id));
   await touchConversations(
     trx,
-    freshEvents.map((event) => ({ ...event, ...event.data, at: event.occurred_at })),
+    freshEvents.map((event) => ({
+      ...event,
+      ...event.data,
+      body: content(event.data).body,
+      at: event.occurred_at,
+    })),
   );
   await addUsage(trx, 'messages_received', freshEvents);
 }
@@ -119,13 +140,14 @@ async function outboundRequested(trx: Trx, events: readonly EventOf<'message.out
         account_id,
         phone: data.phone,
         direction: 'outbound' as const,
-        body: data.body,
+        body: content(data).body,
         source: data.source,
         sender_name: data.sender_name,
         status: 'queued' as const,
         provider_message_id: null,
         error_code: null,
         sent_at: occurred_at,
+        content_expired: content(data).content_expired,
       })),
     )
     .onConflict((oc) => oc.doNothing())
@@ -136,7 +158,7 @@ async function outboundRequested(trx: Trx, events: readonly EventOf<'message.out
     trx,
     events
       .filter((event) => fresh.has(event.data.message_id))
-      .map((event) => ({ ...event, ...event.data, at: event.occurred_at })),
+      .map((event) => ({ ...event, ...event.data, body: content(event.data).body, at: event.occurred_at })),
   );
 }
 

@@ -325,6 +325,15 @@ export const readModelMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0018_retention': {
+    async up(db: Kysely<unknown>) {
+      await sql`
+        alter table accounts add column retention_days integer;
+        alter table messages add column content_expired boolean not null default false;
+        alter table conversations add column summary_at timestamptz;
+      `.execute(db);
+    },
+  },
   ...consentMigrations,
   ...carrierRegistrationReadModelMigrations,
 };
