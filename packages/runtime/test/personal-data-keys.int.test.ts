@@ -118,6 +118,66 @@ describe('personal-data keys', () => {
     await expect(sealer.open(copied)).rejects.toThrow();
   });
 
+  it("seals a message's content under its UTC day's key: expiring the day leaves the lead's phone, and later days", async () => {
+    const { keys, sealer } = sealerWith([newMaster]);
+    const lookups: (string | null | undefined)[] = [];
+    const counted = createPersonalDataSealer({
+      ...keys,
+      sealingKeys: (accountId, subjects, period) => {
+        lookups.push(period);
+        return keys.sealingKeys(accountId, subjects, period);
+      },
+    });
+    const received = (phone: string, day: string, body: string) =>
+      ({
+        id: crypto.randomUUID(),
+        type: 'message.received',
+        version: 1,
+        account_id: 'acct_days',
+        partner_id: 'partner_keys',
+        occurred_at: `${day}T23:59:59.000Z`,
+        actor: { kind: 'system', service: 'test' },
+        correlation_id: 'c',
+        causation_id: null,
+        data: {
+          message_id: crypto.randomUUID(),
+          phone,
+          to: '+15125550100',
+          body,
+          provider_message_id: 'SM1',
+          media: [{ url: 'https://api.twilio.com/media/ME1', content_type: 'image/png' }],
+        },
+      }) as DomainEvent;
+    // A burst of one day for a hundred leads: one lookup of their lasting keys, one of the day's.
+    const phones = Array.from({ length: 100 }, (_, index) => `+1512555${String(3000 + index)}`);
+    const burst = await Promise.all(
+      phones.map((phone) => counted.seal(received(phone, '2026-01-10', `Day one from ${phone}`))),
+    );
+    expect(lookups.sort()).toEqual(['2026-01-10', null]);
+    const nextDay = received(phones[0]!, '2026-01-11', 'Day two');
+    const sealedNextDay = await sealer.seal(nextDay);
+
+    expect(await keys.hasPeriodsBefore('acct_days', '2026-01-11')).toBe(true);
+    expect(await keys.expirePeriods('acct_days', '2026-01-11', new Date())).toBe(100);
+    expect(await keys.hasPeriodsBefore('acct_days', '2026-01-11')).toBe(false);
+    const opened = (await sealerWith([newMaster]).sealer.open(burst[0]!)) as Extract<
+      DomainEvent,
+      { type: 'message.received' }
+    >;
+    const subject = keys.subjectOf('acct_days', 'lead', phones[0]!);
+    expect(opened.data).toMatchObject({
+      phone: phones[0],
+      body: `erased:${subject}`,
+      media: [{ url: `erased:${subject}`, content_type: 'image/png' }],
+    });
+    expect(await sealerWith([newMaster]).sealer.open(sealedNextDay)).toEqual(nextDay);
+
+    // Erasing the person destroys every key of theirs, the lasting one and each day's.
+    await keys.eraseSubject('acct_days', subject);
+    const erased = (await sealerWith([newMaster]).sealer.open(sealedNextDay)) as typeof opened;
+    expect(erased.data).toMatchObject({ phone: `erased:${subject}`, body: `erased:${subject}` });
+  });
+
   it.each(['directory', 'postgres'] as const)(
     "keep document bytes sealed under the lead's key in the %s store, gone once the lead is erased",
     async (kind) => {
@@ -164,6 +224,12 @@ describe('personal-data keys', () => {
       expect(await store.get(id)).toEqual(bytes);
       if (kind === 'directory') expect(await readdir(directory)).toEqual([id]);
 
+      // The bytes are sealed under the key of the day they came: expiring that day destroys them too.
+      const day = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+      if (kind === 'postgres') {
+        expect(await keys.expirePeriods('acct_docs', day, new Date())).toBeGreaterThan(0);
+        expect(await store.get(id)).toBeUndefined();
+      }
       await keys.eraseSubject('acct_docs', keys.subjectOf('acct_docs', 'lead', phone));
       expect(await store.get(id)).toBeUndefined();
     },
