@@ -110,12 +110,21 @@ describe("an account's retention", () => {
     clock.advance(10 * DAY);
     expect(await runRetentionPass(retention())).toEqual([]);
 
-    // T0 + 31 days: T0's day is.
+    // T0 + 31 days: T0's day is. Two instances passing at once expire it once.
     clock.advance(DAY);
-    const passed = await runRetentionPass(retention());
+    const passed = (await Promise.all([runRetentionPass(retention()), runRetentionPass(retention())])).flat();
     expect(passed).toEqual([
       { accountId: account.id, expiredBefore: expect.any(String), keysDestroyed: expect.any(Number) },
     ]);
+    const expiries = (await accountEvents(system.services)).filter(
+      (event) => event.type === 'account.content_expired',
+    );
+    expect(expiries).toMatchObject([
+      { account_id: account.id, data: { expired_before: passed[0]!.expiredBefore } },
+    ]);
+    // The cutoff is the start of the UTC day 30 days before the pass's day.
+    const today = new Date(clock.now().toISOString().slice(0, 10));
+    expect(passed[0]!.expiredBefore).toBe(new Date(today.getTime() - 30 * DAY).toISOString());
     // A second pass finds nothing left to do.
     expect(await runRetentionPass(retention())).toEqual([]);
 

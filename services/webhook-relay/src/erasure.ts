@@ -78,7 +78,7 @@ const typesWithExpiringContent = Object.entries(personalDataScopes)
 
 /**
  * Forgets what the account's retention expired in the relay's tables, as an erasure does for a lead:
- * deliveries made before `expired_before` whose payload carries expiring content keep their ids,
+ * deliveries of events from before `expired_before` whose payload carries expiring content keep their ids,
  * type, status and attempts, but lose their `data` (a pending one is cancelled), the receiver's
  * answers to them go, and the recent events kept for back-fills from before then are deleted.
  */
@@ -97,8 +97,8 @@ export async function forgetExpiredContent(
       completed_at = coalesce(completed_at, ${now}),
       last_error = case when status = 'pending' then ${EXPIRED_DELIVERY_ERROR} else last_error end,
       leased_until = null, claim_token = null
-    where account_id = ${accountId} and created_at < ${before}
-      and event_type = any(${typesWithExpiringContent}::text[]) and body::jsonb ? 'data'
+    where account_id = ${accountId} and event_type = any(${typesWithExpiringContent}::text[])
+      and (body::jsonb ->> 'created_at')::timestamptz < ${before} and body::jsonb ? 'data'
     returning id`.execute(trx);
   if (redacted.length > 0) {
     await trx

@@ -268,3 +268,113 @@ describe('erasing a lead in the webhook relay', () => {
     expect(await leadName(otherPhone)).toEqual({ first_name: 'Bo', last_name: 'Reyes' });
   });
 });
+
+describe("expiring an account's content in the webhook relay", () => {
+  it('strips the payload of deliveries of expired messages, cancels those not sent, and keeps later ones and those without content', async () => {
+    offset = 0;
+    const account = 'account-retention';
+    await infrastructure.db
+      .insertInto('webhooks')
+      .values({
+        id: 'webhook-replies',
+        partner_id: partnerId,
+        url: 'https://hooks.example.com/replies',
+        events: ['conversation.reply_received', 'lead.status_changed'],
+        active: true,
+        secret_ciphertext: 'v1.a.b.c',
+        disabled_reason: null,
+        created_at: new Date('2026-01-01T00:00:00.000Z'),
+        updated_at: new Date('2026-01-01T00:00:00.000Z'),
+      })
+      .execute();
+    const reply = (body: string, at: string) =>
+      record(
+        {
+          type: 'conversation.reply_received',
+          data: {
+            phone: '+15125550501',
+            lead_id: 'lead-kept',
+            lead_name: null,
+            message_id: newUuid(),
+            message_body: body,
+            message_direction: 'inbound',
+          },
+        },
+        at,
+        account,
+      );
+    const old = reply('My SSN ends in 5521', '2026-02-01T10:00:00.000Z');
+    const oldDelivered = reply('The W-2 is attached', '2026-02-01T11:00:00.000Z');
+    const status = record(
+      statusChanged('+15125550501', 'new', 'contacted'),
+      '2026-02-01T12:00:00.000Z',
+      account,
+    );
+    const recent = reply('Any news?', '2026-02-20T10:00:00.000Z');
+    expect(
+      await relayBatch(deps(), 'retention-topic', 0, [old, oldDelivered, status, recent]),
+    ).toBeGreaterThan(3);
+    const delivered = await delivery(oldDelivered.event!.id);
+    await infrastructure.db
+      .updateTable('webhook_deliveries')
+      .set({ status: 'succeeded', attempts: 1, completed_at: clock.now(), last_status_code: 200 })
+      .where('id', '=', delivered.id)
+      .execute();
+    await infrastructure.db
+      .insertInto('webhook_delivery_attempts')
+      .values({
+        delivery_id: delivered.id,
+        attempt: 1,
+        attempted_at: clock.now(),
+        status_code: 200,
+        error: null,
+        duration_ms: 12,
+        response_excerpt: '{"echo":"The W-2 is attached"}',
+      })
+      .execute();
+
+    const expired = record(
+      { type: 'account.content_expired', data: { expired_before: '2026-02-10T00:00:00.000Z' } },
+      '2026-03-12T01:00:00.000Z',
+      account,
+    );
+    await relayBatch(deps(), 'retention-topic', 0, [expired]);
+
+    const oldDelivery = await delivery(old.event!.id);
+    expect(oldDelivery).toMatchObject({ status: 'cancelled', next_attempt_at: null });
+    expect(JSON.parse(oldDelivery.body)).not.toHaveProperty('data');
+    const afterDelivery = await delivery(oldDelivered.event!.id);
+    expect(afterDelivery).toMatchObject({ status: 'succeeded', attempts: 1 });
+    expect(JSON.parse(afterDelivery.body)).toMatchObject({
+      id: oldDelivered.event!.id,
+      type: 'conversation.reply_received',
+    });
+    expect(JSON.parse(afterDelivery.body)).not.toHaveProperty('data');
+    const attempts = await infrastructure.db
+      .selectFrom('webhook_delivery_attempts')
+      .select('response_excerpt')
+      .where('delivery_id', '=', delivered.id)
+      .execute();
+    expect(attempts).toEqual([{ response_excerpt: null }]);
+    // A status change carries no content; a later reply is within the retention.
+    const statusDeliveries = await infrastructure.db
+      .selectFrom('webhook_deliveries')
+      .select('body')
+      .where('event_id', '=', status.event!.id)
+      .execute();
+    for (const row of statusDeliveries)
+      expect(JSON.parse(row.body).data).toMatchObject({ phone: '+15125550501' });
+    const recentDelivery = await delivery(recent.event!.id);
+    expect(recentDelivery.status).toBe('pending');
+    expect(JSON.parse(recentDelivery.body).data).toMatchObject({ message_body: 'Any news?' });
+    const kept = await keptEvents();
+    expect(kept).not.toContain(old.event!.id);
+    expect(kept).not.toContain(oldDelivered.event!.id);
+    expect(kept).toEqual(expect.arrayContaining([status.event!.id, recent.event!.id]));
+
+    // Applied again (the event read again, here through another partition's checkpoint), it changes nothing.
+    const before = await deliveries();
+    await relayBatch(deps(), 'retention-topic-again', 0, [{ ...expired, offset: '0' }]);
+    expect(await deliveries()).toEqual(before);
+  });
+});
