@@ -182,7 +182,10 @@ describe("an account's retention", () => {
     );
     const bodies = received.map((event) => (event.type === 'message.received' ? event.data.body : ''));
     expect(bodies).toEqual([expect.stringMatching(/^erased:/), newBody]);
-    // The account without retention keeps everything.
+    // The account without retention keeps everything: its day keys as well as its messages.
+    const cutoffDay = passed[0]!.expiredBefore.slice(0, 10);
+    expect(await system.services.personalDataKeys.hasPeriodsBefore(keeper.id, cutoffDay)).toBe(true);
+    expect(await system.services.personalDataKeys.hasPeriodsBefore(account.id, cutoffDay)).toBe(false);
     expect((await messagesOf(partner, keeper.id, KEPT_PHONE)).map((message) => message.body)).toContain(
       keptBody,
     );
