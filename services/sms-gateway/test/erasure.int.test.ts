@@ -83,3 +83,46 @@ describe('erasing a lead in the SMS gateway', () => {
     expect(await outboxOf(accountId)).toHaveLength(1);
   });
 });
+
+describe("expiring an account's content in the SMS gateway", () => {
+  it('empties the bodies of messages sent before the cutoff and keeps later ones', async () => {
+    const accountId = 'acc-retention';
+    const phone = '+15125557011';
+    await account(accountId, '+15125556011');
+    await gateway();
+    const sent = async (message: ReturnType<typeof request>) => {
+      await append(accountId, [message]);
+      await eventually(async () => {
+        const row = (await outboxOf(accountId)).find((each) => each.message_id === message.data.message_id);
+        return row?.state === 'sent' ? true : undefined;
+      });
+    };
+    const old = request(phone, 'Your refinance quote is 4.1%');
+    await sent(old);
+    const cutoff = new Date(harness.clock.now().getTime() + 86_400_000);
+    harness.clock.advance(2 * 86_400_000);
+    const recent = request(phone, 'Your appraisal is booked');
+    await sent(recent);
+
+    await append(accountId, [
+      { type: 'account.content_expired', data: { expired_before: cutoff.toISOString() } },
+    ]);
+    const rows = await eventually(
+      async () => {
+        const rows = await outboxOf(accountId);
+        return rows.find((row) => row.message_id === old.data.message_id)?.body === '' ? rows : undefined;
+      },
+      { message: "the expired message's body is still in the outbox" },
+    );
+    expect(rows).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ message_id: old.data.message_id, body: '', state: 'sent' }),
+        expect.objectContaining({
+          message_id: recent.data.message_id,
+          body: recent.data.body,
+          state: 'sent',
+        }),
+      ]),
+    );
+  });
+});
