@@ -118,6 +118,7 @@ describe('inbound SMS', () => {
       id: expect.any(String),
       direction: 'inbound',
       body: 'Hi, is this about my loan?',
+      content_expired: false,
       sent_at: clock.now().toISOString(),
       status: 'received',
       // The provider's URL names our provider account: never shown; the file has not been fetched yet.
@@ -246,6 +247,7 @@ describe('manual messages', () => {
       id: sent.body.message_id,
       direction: 'outbound',
       body: 'Hi Ben, calling you in 5 minutes.',
+      content_expired: false,
       sent_at: clock.now().toISOString(),
       source: 'manual',
       sender_name: 'Maria (loan officer)',
