@@ -27,7 +27,8 @@ export interface ExpiredContent {
  * The event comes first so that every consumer forgets its clear copies: a pass that fails between
  * the two finds the keys live next time and does both again (consumers apply the event idempotently).
  * Instances running it at once take turns per account (an advisory lock); the one that finds the
- * account taken skips it, and its next pass finds nothing left to do.
+ * account taken skips it, and its next pass finds nothing left to do. An account that fails is tried
+ * again next pass; the others go on, and the failures are thrown together at the end.
  */
 export async function runRetentionPass(deps: RetentionDeps): Promise<ExpiredContent[]> {
   const now = deps.clock.now();
@@ -37,12 +38,21 @@ export async function runRetentionPass(deps: RetentionDeps): Promise<ExpiredCont
     .where('retention_days', 'is not', null)
     .execute();
   const expired: ExpiredContent[] = [];
+  const failures: unknown[] = [];
   for (const account of accounts) {
     const cutoff = retentionCutoff(now, account.retention_days!);
     const before = cutoff.toISOString().slice(0, 10);
-    if (!(await deps.personalDataKeys.hasPeriodsBefore(account.id, before))) continue;
-    const done = await expireAccount(deps.db, deps, account, cutoff, before, now);
-    if (done) expired.push(done);
+    try {
+      if (!(await deps.personalDataKeys.hasPeriodsBefore(account.id, before))) continue;
+      const done = await expireAccount(deps.db, deps, account, cutoff, before, now);
+      if (done) expired.push(done);
+    } catch (error) {
+      // One account's failure (its stream held, the log unavailable) does not keep the others' content.
+      failures.push(error);
+    }
+  }
+  if (failures.length > 0) {
+    throw new AggregateError(failures, `The retention pass failed for ${failures.length} account(s)`);
   }
   return expired;
 }
