@@ -49,6 +49,8 @@ export async function buildInput(
       .select(['id', 'direction', 'body'])
       .where('account_id', '=', account.id)
       .where('phone', '=', turn.phone)
+      // What the account's retention expired is gone for the model too (an empty turn tells it nothing).
+      .where('content_expired', '=', false)
       .$if(burstIds.length > 0, (query) => query.where('id', 'not in', burstIds))
       .orderBy('sent_at', 'desc')
       .orderBy('id', 'desc')

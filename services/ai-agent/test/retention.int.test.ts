@@ -4,6 +4,8 @@ import { accountEvents, eventually, fakeClock, readTopic } from '@leadline/test-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runRetentionPass } from '../../command-api/src/retention/pass';
 import { readModelSnapshot } from '../../command-api/test/log';
+import { offlineResponder } from '../src/offline';
+import type { Responder, TurnInput } from '../src/turn';
 import {
   inbound,
   messagesOf,
@@ -16,9 +18,18 @@ import {
 
 const DAY = 86_400_000;
 const clock = fakeClock(new Date());
+/** What the agent gave the model (the offline responder) on each turn. */
+const inputs: TurnInput[] = [];
+const recording: Responder = {
+  name: offlineResponder.name,
+  respond: (input, signal) => {
+    inputs.push(input);
+    return offlineResponder.respond(input, signal);
+  },
+};
 let world: AgentSystem;
 beforeAll(async () => {
-  world = await startAgentSystem({ clock });
+  world = await startAgentSystem({ clock, responder: recording });
 });
 afterAll(() => world?.close());
 
@@ -199,5 +210,12 @@ describe("an account's retention", () => {
       projections,
     });
     expect(await readModelSnapshot(system.services.db)).toEqual(live);
+
+    // The model is no longer shown what expired, not even as empty messages.
+    const third = await inbound(system, account.number, PHONE, 'One more question about the appraisal');
+    await turnSettled(system, account.id, third);
+    const history = inputs.at(-1)!.history.map((message) => message.body);
+    expect(history).toContain(newBody);
+    expect(history).not.toContain('');
   });
 });
