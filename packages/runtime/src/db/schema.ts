@@ -51,6 +51,10 @@ export interface ReadModelTables {
     sending_window: Json<SendingWindow> | null;
     /** Proactive messages need recorded consent (false for accounts created before it existed). */
     consent_required: Generated<boolean>;
+    /** When the partner first erased the account (a privacy request); null if never. */
+    erased_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+    /** The people the account's erasures erased so far. */
+    leads_erased: Generated<number>;
   };
   leads: {
     id: string;

@@ -22,6 +22,11 @@ export interface PersonalDataKeys {
    * erased keys stay as the erasure's record, at `erasedAt` (the erasure event's time; now by default).
    */
   eraseSubject(accountId: string, subject: string, erasedAt?: Date): Promise<void>;
+  /**
+   * Destroys every live key of the account (its leads' and its team members'), through `executor` when
+   * given (a transaction, so the keys go only if it commits). Returns how many.
+   */
+  eraseAccount(accountId: string, erasedAt: Date, executor?: Kysely<Database>): Promise<number>;
 }
 
 export interface SubjectKey {
@@ -194,6 +199,21 @@ export function createPersonalDataKeys(
         .execute();
       liveBySubject.delete(subjectKey(accountId, subject));
       for (const row of erased) remember(accountId, { keyId: row.key_id, subject: row.subject, key: null });
+    },
+
+    async eraseAccount(accountId, erasedAt, executor = db) {
+      const erased = await executor
+        .updateTable('personal_data_keys')
+        .set({ wrapped_key: null, erased_at: erasedAt })
+        .where('account_id', '=', accountId)
+        .where('erased_at', 'is', null)
+        .returning(['key_id', 'subject'])
+        .execute();
+      for (const row of erased) {
+        liveBySubject.delete(subjectKey(accountId, row.subject));
+        remember(accountId, { keyId: row.key_id, subject: row.subject, key: null });
+      }
+      return erased.length;
     },
   };
 }

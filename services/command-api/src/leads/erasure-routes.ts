@@ -53,7 +53,7 @@ export const leadErasureRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, dep
       const erased = events[0]!;
       await deps.personalDataKeys.eraseSubject(accountId, subject, new Date(erased.occurred_at));
       const leadId = erased.type === 'lead.erased' ? erased.data.lead_id : null;
-      await purgeOperationalRecords(db, request.partner.id, phone, leadId);
+      await purgeOperationalRecords(db, request.partner.id, [phone, ...(leadId ? [leadId] : [])]);
       return {
         success: true as const,
         lead_id: leadId,

@@ -1,0 +1,143 @@
+import {
+  decideAccountErasure,
+  type AccountErasureDecision,
+  type AccountErasureState,
+  type HeldPerson,
+} from '@leadline/domain';
+import { ERASED_PREFIX, type Database, type PersonalDataKeys } from '@leadline/runtime';
+import type { FastifyRequest } from 'fastify';
+import { sql, type Transaction } from 'kysely';
+import type { AppDeps } from '../app-deps';
+import { revokeEmbedTokens } from '../embed/tokens';
+import { purgeOperationalRecords } from '../leads/erasure';
+import { executeOnAccount, type AccountRow } from './account-stream';
+
+/**
+ * The most people one command erases. Each `lead.erased` is a few hundred bytes, far below what one
+ * command may append, but the projector applies each with its own statements before the next command
+ * decides (within PROJECTION_WAIT_MS): a thousand keep that wait short.
+ */
+export const ACCOUNT_ERASURE_BATCH = 1_000;
+
+/** The read models that keep rows under a person's phone (the projector's erasure forgets them all). */
+const tablesByPhone = ['leads', 'conversations', 'messages', 'consent_records', 'sequence_enrollments'];
+
+/** What the account holds, read under its lock; subjects this request already erased are left out. */
+async function accountErasureState(
+  trx: Transaction<Database>,
+  keys: Pick<PersonalDataKeys, 'subjectOf'>,
+  account: AccountRow,
+  erasedSubjects: ReadonlySet<string>,
+): Promise<AccountErasureState> {
+  const accountId = account.id;
+  const { rows: phones } = await sql<{ phone: string; lead_id: string | null }>`
+    select p.phone, l.id as lead_id
+    from (${sql.join(
+      tablesByPhone.map(
+        (table) => sql`select phone from ${sql.table(table)} where account_id = ${accountId}`,
+      ),
+      sql` union `,
+    )}) p
+    left join leads l on l.account_id = ${accountId} and l.phone = p.phone
+    order by p.phone`.execute(trx);
+  // A row under the erased marker (written while the person's key was already destroyed) names its
+  // subject; every other phone is hashed to its subject.
+  const people: HeldPerson[] = phones.map(({ phone, lead_id }) => ({
+    phone,
+    leadId: lead_id,
+    subject: phone.startsWith(ERASED_PREFIX)
+      ? phone.slice(ERASED_PREFIX.length)
+      : keys.subjectOf(accountId, 'lead', phone),
+  }));
+  const team = await trx
+    .selectFrom('team_members')
+    .select('id')
+    .where('account_id', '=', accountId)
+    .execute();
+  const teamSubjects = new Set(team.map((member) => keys.subjectOf(accountId, 'team_member', member.id)));
+  const live = await trx
+    .selectFrom('personal_data_keys')
+    .select('subject')
+    .distinct()
+    .where('account_id', '=', accountId)
+    .where('erased_at', 'is', null)
+    .execute();
+  const named = new Set(people.map((person) => person.subject));
+  return {
+    status: account.status,
+    erasedAt: account.erased_at,
+    leadsErased: account.leads_erased,
+    people,
+    // A live key no row names is a lead's, known to the log only (the rows went with a deletion, or
+    // were never projected): unless it is a team member's, or was erased earlier in this request (its
+    // key is destroyed only at the end).
+    keyOnlySubjects: live
+      .map((row) => row.subject)
+      .filter((subject) => !named.has(subject) && !teamSubjects.has(subject) && !erasedSubjects.has(subject))
+      .sort(),
+    holdsOtherPersonalData: team.length > 0 || live.length > 0,
+  };
+}
+
+export interface AccountErasure {
+  erasedAt: Date;
+  leadsErased: number;
+}
+
+/**
+ * Erases an account: deactivates it, erases every person it holds (a `lead.erased` each, a batch per
+ * command, each under the account's lock and decided on read models caught up with the one before),
+ * then, in the command that finds nobody left, appends `account.erased` and destroys every key of the
+ * account in the same transaction, so the keys go only once the event is on the log, and no import
+ * into the account is decided between the last look and the keys' destruction.
+ */
+export async function eraseAccount(
+  deps: Pick<AppDeps, 'commands' | 'db' | 'clock' | 'personalDataKeys'>,
+  request: FastifyRequest,
+  accountId: string,
+): Promise<AccountErasure> {
+  const { commands, db, clock, personalDataKeys: keys } = deps;
+  const erasedSubjects = new Set<string>();
+  let deactivated = false;
+  let repeats = 0;
+  for (;;) {
+    const { result } = await executeOnAccount<AccountErasureDecision>(
+      commands,
+      request,
+      accountId,
+      async (trx, account) => {
+        const state = await accountErasureState(trx, keys, account, erasedSubjects);
+        const decision = decideAccountErasure(state, {
+          now: clock.now(),
+          batchSize: ACCOUNT_ERASURE_BATCH,
+          erasedNow: erasedSubjects.size,
+        });
+        if (decision.action === 'finish') await keys.eraseAccount(accountId, decision.erasedAt, trx);
+        return { events: decision.events, result: decision };
+      },
+    );
+    if (!deactivated && result.events.some((event) => event.type === 'account.deactivated')) {
+      // As a deactivation does: the account's embedded dashboards stop at once.
+      await revokeEmbedTokens(db, accountId, clock.now());
+      deactivated = true;
+    }
+    if (result.action === 'erase') {
+      // A person found again after their erasure was projected texted meanwhile (their key is still
+      // live until the end): erased again. Found again and again, the rows are not going: stop.
+      if (result.subjects.every((subject) => erasedSubjects.has(subject)) && ++repeats > 2) {
+        throw new Error(`Erasing account ${accountId}: the read models keep people already erased`);
+      }
+      for (const subject of result.subjects) erasedSubjects.add(subject);
+      await purgeOperationalRecords(db, request.partner.id, [...result.phones, ...result.leadIds]);
+      continue;
+    }
+    // The names of the dashboard users the account's embed tokens were issued to (kept for the audit
+    // of who held one; the tokens themselves are revoked).
+    await db
+      .updateTable('embed_tokens')
+      .set({ user_name: null })
+      .where('account_id', '=', accountId)
+      .execute();
+    return { erasedAt: result.erasedAt, leadsErased: result.leadsErased };
+  }
+}
