@@ -441,4 +441,42 @@ describe('erasing an account (a privacy request for everyone it holds)', () => {
       await receiver.close();
     }
   });
+
+  it('erases an account of 1,200 leads, more than one command erases', async () => {
+    const created = await acme.post('/accounts', { name: 'Bulkhead Loans', consent_required: false });
+    const accountId = created.body.id as string;
+    const phones = Array.from({ length: 1_200 }, (_, index) => `+1512666${String(index).padStart(4, '0')}`);
+    for (let at = 0; at < phones.length; at += 1_000) {
+      const leads = phones.slice(at, at + 1_000).map((phone) => ({ phone, name: `Bulkhead ${phone}` }));
+      const bulk = await acme.post(`/accounts/${accountId}/leads/bulk`, { leads });
+      expect(bulk.status).toBe(200);
+      expect(bulk.body.errors).toEqual([]);
+    }
+    expect((await acme.get(`/accounts/${accountId}`)).body.stats.total_leads).toBe(1_200);
+
+    const erased = await acme.post(`/accounts/${accountId}/erase`);
+    expect(erased.status).toBe(200);
+    expect(erased.body).toMatchObject({ status: 'deactivated', leads_erased: 1_200 });
+    expect((await acme.get(`/accounts/${accountId}`)).body.stats.total_leads).toBe(0);
+    expect((await acme.get(`/accounts/${accountId}/leads`)).body.leads).toEqual([]);
+    const events = (await accountEvents(system.services)).filter((event) => event.account_id === accountId);
+    expect(events.filter((event) => event.type === 'lead.erased')).toHaveLength(1_200);
+    expect(events.filter((event) => event.type === 'account.erased')).toHaveLength(1);
+    const live = await system.services.db
+      .selectFrom('personal_data_keys')
+      .select('key_id')
+      .where('account_id', '=', accountId)
+      .where('erased_at', 'is', null)
+      .execute();
+    expect(live).toEqual([]);
+    const left = await system.services.db
+      .selectFrom('leads')
+      .select('phone')
+      .where('account_id', '=', accountId)
+      .union(
+        system.services.db.selectFrom('conversations').select('phone').where('account_id', '=', accountId),
+      )
+      .execute();
+    expect(left).toEqual([]);
+  });
 });
