@@ -479,4 +479,55 @@ describe('erasing an account (a privacy request for everyone it holds)', () => {
       .execute();
     expect(left).toEqual([]);
   });
+
+  it('takes turns with imports into the account: a lead imported meanwhile is erased, or kept whole', async () => {
+    const created = await acme.post('/accounts', { name: 'Turnstile Homes', consent_required: false });
+    const accountId = created.body.id as string;
+    const phoneOf = (index: number) => `+1512777${String(index).padStart(4, '0')}`;
+    const leads = Array.from({ length: 200 }, (_, index) => ({
+      phone: phoneOf(index),
+      name: `Turnstile ${index}`,
+    }));
+    expect((await acme.post(`/accounts/${accountId}/leads/bulk`, { leads })).status).toBe(200);
+
+    // Imports one after another for as long as the erasure runs: each is decided before it, between its
+    // commands, or after it.
+    let answered = false;
+    const erasing = acme.post(`/accounts/${accountId}/erase`).finally(() => (answered = true));
+    const late: { phone: string; name: string }[] = [];
+    while (!answered) {
+      const lead = { phone: phoneOf(500 + late.length), name: `Late ${late.length}` };
+      late.push(lead);
+      expect((await acme.post(`/accounts/${accountId}/leads`, lead)).status).toBe(201);
+    }
+    const erased = await erasing;
+    expect(erased.status).toBe(200);
+
+    // What the account still lists was imported after the erasure: readable, under a live key. None was
+    // decided in the read models and then had its key destroyed under it.
+    const listed = (await acme.get(`/accounts/${accountId}/leads?limit=100`)).body.leads as {
+      phone: string;
+      name: string;
+    }[];
+    const live = new Set(
+      (
+        await system.services.db
+          .selectFrom('personal_data_keys')
+          .select('subject')
+          .where('account_id', '=', accountId)
+          .where('erased_at', 'is', null)
+          .execute()
+      ).map((key) => key.subject),
+    );
+    for (const lead of listed) {
+      expect(late.find((entry) => entry.phone === lead.phone)?.name).toBe(lead.name);
+      expect(live.has(system.services.personalDataKeys.subjectOf(accountId, 'lead', lead.phone))).toBe(true);
+    }
+    expect(erased.body.leads_erased + listed.length).toBe(leads.length + late.length);
+
+    // Asking again erases them, with the same time.
+    const again = await acme.post(`/accounts/${accountId}/erase`);
+    expect(again.body).toEqual({ ...erased.body, leads_erased: leads.length + late.length });
+    expect((await acme.get(`/accounts/${accountId}/leads`)).body.leads).toEqual([]);
+  });
 });

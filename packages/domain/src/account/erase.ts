@@ -26,57 +26,84 @@ export interface AccountErasureState {
   holdsOtherPersonalData: boolean;
 }
 
+export interface AccountErasureLimits {
+  now: Date;
+  /** The most people one command erases while more than `lastBatch` are left. */
+  batchSize: number;
+  /** At most this many left: they are erased by the command that finishes. */
+  lastBatch: number;
+  /** The people the request erased in its earlier commands. */
+  erasedNow: number;
+  /** Finish now whatever is left (the request has taken as many turns as it may). */
+  finish: boolean;
+}
+
 export type AccountErasureDecision =
-  /** Some people erased now; the request goes on with another command once they are projected. */
-  | { action: 'erase'; events: NewEvent[]; subjects: string[]; phones: string[]; leadIds: string[] }
-  /** Nobody left: `account.erased`, and every key of the account is destroyed with it. */
-  | { action: 'finish'; events: NewEvent[]; erasedAt: Date; leadsErased: number }
+  | {
+      /** Some people erased now; `finish`: `account.erased` too, and every key of the account goes with it. */
+      action: 'erase' | 'finish';
+      events: NewEvent[];
+      subjects: string[];
+      phones: string[];
+      leadIds: string[];
+      erasedAt: Date;
+      leadsErased: number;
+    }
   /** Erased before, and nothing has appeared since: answered as done, nothing appended. */
   | { action: 'already_erased'; events: []; erasedAt: Date; leadsErased: number };
 
+const marker = (subject: string) => `erased:${subject}`;
+
 /**
- * Erasing an account (a privacy request for everyone it holds), one command at a time: the first
- * deactivates it (as a deactivation would), each appends `lead.erased` for up to `batchSize` people,
- * and the one that finds nobody left appends `account.erased`. `erasedNow` counts the people the
- * request erased in its earlier commands; a request repeated after the erasure erases what appeared
- * since and keeps the first erasure's time.
+ * Erasing an account (a privacy request for everyone it holds), one command at a time under the
+ * account's lock: the first deactivates it (as a deactivation would); while more than `lastBatch`
+ * people are left, each command appends `lead.erased` for up to `batchSize` of them; the command that
+ * finds at most `lastBatch` left (or is told to finish) erases them all and appends `account.erased`,
+ * and its transaction destroys every key of the account. So imports arriving while it runs cannot keep
+ * it going: what came during one turn is small, and is erased by the next. The last command's
+ * `lead.erased` name each person by the erased marker, never the phone: their keys are destroyed in
+ * its own transaction, so nothing in it is sealed (consumers match by the subject). A request repeated
+ * after the erasure erases what appeared since and keeps the first erasure's time.
  */
 export function decideAccountErasure(
   state: AccountErasureState,
-  { now, batchSize, erasedNow }: { now: Date; batchSize: number; erasedNow: number },
+  { now, batchSize, lastBatch, erasedNow, finish }: AccountErasureLimits,
 ): AccountErasureDecision {
   const deactivation: NewEvent[] =
     state.status === 'active' ? [{ type: 'account.deactivated', data: {} }] : [];
-  const people = [
+  const everyone = [
     ...state.people,
-    ...state.keyOnlySubjects.map((subject) => ({ phone: `erased:${subject}`, subject, leadId: null })),
-  ].slice(0, batchSize);
-  if (people.length > 0) {
-    return {
-      action: 'erase',
-      events: [
-        ...deactivation,
-        ...people.map(({ phone, subject, leadId }): NewEvent => ({
-          type: 'lead.erased',
-          data: { lead_id: leadId, phone, subject },
-        })),
-      ],
-      subjects: people.map((person) => person.subject),
-      phones: people.flatMap((person) => (person.phone.startsWith('erased:') ? [] : [person.phone])),
-      leadIds: people.flatMap((person) => (person.leadId ? [person.leadId] : [])),
-    };
-  }
-  const leadsErased = state.leadsErased + erasedNow;
-  if (state.erasedAt && erasedNow === 0 && deactivation.length === 0 && !state.holdsOtherPersonalData) {
-    return { action: 'already_erased', events: [], erasedAt: state.erasedAt, leadsErased };
-  }
+    ...state.keyOnlySubjects.map((subject) => ({ phone: marker(subject), subject, leadId: null })),
+  ];
   const erasedAt = state.erasedAt ?? now;
+  const untouched = everyone.length === 0 && erasedNow === 0 && deactivation.length === 0;
+  if (state.erasedAt && untouched && !state.holdsOtherPersonalData) {
+    return { action: 'already_erased', events: [], erasedAt, leadsErased: state.leadsErased };
+  }
+  const last = finish || everyone.length <= lastBatch;
+  const people = last ? everyone : everyone.slice(0, batchSize);
+  const leadsErased = state.leadsErased + erasedNow + people.length;
+  const erasures = people.map(({ phone, subject, leadId }): NewEvent => ({
+    type: 'lead.erased',
+    data: { lead_id: leadId, phone: last ? marker(subject) : phone, subject },
+  }));
   return {
-    action: 'finish',
+    action: last ? 'finish' : 'erase',
     events: [
       ...deactivation,
-      { type: 'account.erased', data: { erased_at: erasedAt.toISOString(), leads_erased: leadsErased } },
+      ...erasures,
+      ...(last
+        ? [
+            {
+              type: 'account.erased' as const,
+              data: { erased_at: erasedAt.toISOString(), leads_erased: leadsErased },
+            },
+          ]
+        : []),
     ],
+    subjects: people.map((person) => person.subject),
+    phones: people.flatMap((person) => (person.phone.startsWith('erased:') ? [] : [person.phone])),
+    leadIds: people.flatMap((person) => (person.leadId ? [person.leadId] : [])),
     erasedAt,
     leadsErased,
   };

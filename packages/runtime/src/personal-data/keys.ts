@@ -24,7 +24,9 @@ export interface PersonalDataKeys {
   eraseSubject(accountId: string, subject: string, erasedAt?: Date): Promise<void>;
   /**
    * Destroys every live key of the account (its leads' and its team members'), through `executor` when
-   * given (a transaction, so the keys go only if it commits). Returns how many.
+   * given (a transaction, so the keys go only if it commits), and forgets the live keys this process
+   * remembers for the account (called again after that commit, it forgets any read meanwhile).
+   * Returns how many it destroyed.
    */
   eraseAccount(accountId: string, erasedAt: Date, executor?: Kysely<Database>): Promise<number>;
 }
@@ -209,10 +211,10 @@ export function createPersonalDataKeys(
         .where('erased_at', 'is', null)
         .returning(['key_id', 'subject'])
         .execute();
-      for (const row of erased) {
-        liveBySubject.delete(subjectKey(accountId, row.subject));
-        remember(accountId, { keyId: row.key_id, subject: row.subject, key: null });
-      }
+      for (const row of erased) remember(accountId, { keyId: row.key_id, subject: row.subject, key: null });
+      // Every live key of the account this process remembers, whether this call erased it or not.
+      const prefix = subjectKey(accountId, '');
+      for (const key of liveBySubject.keys()) if (key.startsWith(prefix)) liveBySubject.delete(key);
       return erased.length;
     },
   };

@@ -18,6 +18,14 @@ import { executeOnAccount, type AccountRow } from './account-stream';
  * decides (within PROJECTION_WAIT_MS): a thousand keep that wait short.
  */
 export const ACCOUNT_ERASURE_BATCH = 1_000;
+/**
+ * At most this many left, the command that finishes erases them: what imports add while a batch is
+ * erased is small, so the erasure ends instead of chasing them. Their events name each person by the
+ * erased marker, which the projector resolves by hashing the account's phones: fine for a hundred.
+ */
+export const ACCOUNT_ERASURE_LAST_BATCH = 100;
+/** Turns past those the account's size needs: then the erasure finishes with whatever is left. */
+const EXTRA_TURNS = 3;
 
 /** The read models that keep rows under a person's phone (the projector's erasure forgets them all). */
 const tablesByPhone = ['leads', 'conversations', 'messages', 'consent_records', 'sequence_enrollments'];
@@ -85,11 +93,11 @@ export interface AccountErasure {
 }
 
 /**
- * Erases an account: deactivates it, erases every person it holds (a `lead.erased` each, a batch per
- * command, each under the account's lock and decided on read models caught up with the one before),
- * then, in the command that finds nobody left, appends `account.erased` and destroys every key of the
- * account in the same transaction, so the keys go only once the event is on the log, and no import
- * into the account is decided between the last look and the keys' destruction.
+ * Erases an account: deactivates it and erases every person it holds, a `lead.erased` each, in
+ * batches (each command under the account's lock, decided on read models caught up with the one
+ * before). The command that finds few enough left erases them, appends `account.erased` and destroys
+ * every key of the account in its own transaction: the keys go only once the events are on the log,
+ * and no import into the account is decided between its look and the keys going.
  */
 export async function eraseAccount(
   deps: Pick<AppDeps, 'commands' | 'db' | 'clock' | 'personalDataKeys'>,
@@ -99,7 +107,7 @@ export async function eraseAccount(
   const { commands, db, clock, personalDataKeys: keys } = deps;
   const erasedSubjects = new Set<string>();
   let deactivated = false;
-  let repeats = 0;
+  let turnsLeft: number | undefined;
   for (;;) {
     const { result } = await executeOnAccount<AccountErasureDecision>(
       commands,
@@ -107,10 +115,15 @@ export async function eraseAccount(
       accountId,
       async (trx, account) => {
         const state = await accountErasureState(trx, keys, account, erasedSubjects);
+        turnsLeft ??=
+          Math.ceil((state.people.length + state.keyOnlySubjects.length) / ACCOUNT_ERASURE_BATCH) +
+          EXTRA_TURNS;
         const decision = decideAccountErasure(state, {
           now: clock.now(),
           batchSize: ACCOUNT_ERASURE_BATCH,
+          lastBatch: ACCOUNT_ERASURE_LAST_BATCH,
           erasedNow: erasedSubjects.size,
+          finish: --turnsLeft <= 0,
         });
         if (decision.action === 'finish') await keys.eraseAccount(accountId, decision.erasedAt, trx);
         return { events: decision.events, result: decision };
@@ -121,16 +134,14 @@ export async function eraseAccount(
       await revokeEmbedTokens(db, accountId, clock.now());
       deactivated = true;
     }
-    if (result.action === 'erase') {
-      // A person found again after their erasure was projected texted meanwhile (their key is still
-      // live until the end): erased again. Found again and again, the rows are not going: stop.
-      if (result.subjects.every((subject) => erasedSubjects.has(subject)) && ++repeats > 2) {
-        throw new Error(`Erasing account ${accountId}: the read models keep people already erased`);
-      }
-      for (const subject of result.subjects) erasedSubjects.add(subject);
-      await purgeOperationalRecords(db, request.partner.id, [...result.phones, ...result.leadIds]);
-      continue;
+    if (result.action === 'already_erased') {
+      return { erasedAt: result.erasedAt, leadsErased: result.leadsErased };
     }
+    for (const subject of result.subjects) erasedSubjects.add(subject);
+    await purgeOperationalRecords(db, request.partner.id, [...result.phones, ...result.leadIds]);
+    if (result.action === 'erase') continue;
+    // A key this process read again while the last command ran is forgotten (the keys are destroyed).
+    await keys.eraseAccount(accountId, result.erasedAt);
     // The names of the dashboard users the account's embed tokens were issued to (kept for the audit
     // of who held one; the tokens themselves are revoked).
     await db

@@ -150,8 +150,8 @@ export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
           'GET /accounts/{id} still answers, with no leads; its usage counters keep their counts. Asking ' +
           'again answers 200 with the same `erased_at`, and erases whatever the account gained since (a ' +
           'deactivated account still takes imports and inbound messages). The people are erased a thousand ' +
-          'at a time: a request that fails midway (a 503) may have erased some already, and asking again ' +
-          'finishes the erasure.',
+          'at a time, and those who arrive meanwhile with them: a request that fails midway (a 503) may have ' +
+          'erased some already, and asking again finishes the erasure.',
         params: accountParams,
         response: { 200: accountErasedResponse },
       },
