@@ -211,7 +211,11 @@ export function createPersonalDataKeys(
         .where('erased_at', 'is', null)
         .returning(['key_id', 'subject'])
         .execute();
-      for (const row of erased) remember(accountId, { keyId: row.key_id, subject: row.subject, key: null });
+      // Remembered as erased only once that is committed: a transaction that rolls back leaves them live.
+      for (const row of erased) {
+        if (executor === db) remember(accountId, { keyId: row.key_id, subject: row.subject, key: null });
+        else byId.delete(row.key_id);
+      }
       // Every live key of the account this process remembers, whether this call erased it or not.
       const prefix = subjectKey(accountId, '');
       for (const key of liveBySubject.keys()) if (key.startsWith(prefix)) liveBySubject.delete(key);
