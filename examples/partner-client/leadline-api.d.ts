@@ -56,6 +56,26 @@ export interface paths {
         patch: operations["updateAccount"];
         trace?: never;
     };
+    "/accounts/{id}/erase": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Erase an account (privacy request)
+         * @description For a deletion request covering everyone the account holds (the business leaving, a privacy law): deactivates the account, as DELETE does, and erases every person it holds as POST /accounts/{id}/leads/{phone}/erase erases one: each lead, each number that texted it without becoming one, each number its event log alone still knows, and the personal data of its invited team members. Every key that sealed their personal data on the log is destroyed, and every read model forgets them. A `lead.erased` webhook follows for each person, then `account.erased`. What stays: the account itself (its name, number and settings are the business's, not personal), so GET /accounts/{id} still answers, with no leads; its usage counters keep their counts. Asking again answers 200 with the same `erased_at`, and erases whatever the account gained since (a deactivated account still takes imports and inbound messages). The people are erased a thousand at a time, and those who arrive meanwhile with them: a request that fails midway (a 503) may have erased some already, and asking again finishes the erasure.
+         */
+        post: operations["eraseAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/accounts/{id}/phone-number/release": {
         parameters: {
             query?: never;
@@ -1042,6 +1062,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "account.erased": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * account.erased
+         * @description An account was erased on request (POST /accounts/{id}/erase): every person it held was erased (a `lead.erased` each came first) and the account is deactivated; forget what you keep of its leads. Answer 2xx within 10 seconds; anything else is retried.
+         */
+        post: operations["receiveAccountErasedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "webhook.test": {
         parameters: {
             query?: never;
@@ -1100,6 +1140,53 @@ export interface components {
             created_at: string;
             deactivated_at: string | null;
             stats: components["schemas"]["AccountStats"];
+        };
+        AccountErased: {
+            /** Format: uuid */
+            id: string;
+            /** @constant */
+            status: "deactivated";
+            /**
+             * Format: date-time
+             * @description When the account was erased: the first erasure, the same for a repeated request.
+             * @example 2026-01-15T14:30:00.000Z
+             */
+            erased_at: string;
+            /**
+             * Format: int32
+             * @description People erased with the account so far, each a phone it held: its leads, the numbers that only texted it, and numbers its log alone still knew.
+             */
+            leads_erased: number;
+        };
+        /** @description An account was erased on request (POST /accounts/{id}/erase): every person it held was erased (a `lead.erased` each came first) and the account is deactivated; forget what you keep of its leads. */
+        AccountErasedEvent: {
+            /**
+             * Format: uuid
+             * @description Event id: the same for every webhook and every retry.
+             */
+            id: string;
+            /** @constant */
+            type: "account.erased";
+            /** Format: uuid */
+            account_id: string;
+            /**
+             * Format: date-time
+             * @description When the event happened, ISO 8601 UTC.
+             */
+            created_at: string;
+            data: components["schemas"]["AccountErasedEventData"];
+        };
+        AccountErasedEventData: {
+            /**
+             * Format: date-time
+             * @description When the account was erased: the first erasure, the same for a repeated request.
+             */
+            erased_at: string;
+            /**
+             * Format: int32
+             * @description People erased with the account so far, each a phone it held (its leads, and numbers that only texted it); a `lead.erased` webhook came for each before this one.
+             */
+            leads_erased: number;
         };
         AccountList: {
             accounts: components["schemas"]["AccountSummary"][];
@@ -1869,7 +1956,7 @@ export interface components {
              */
             url: string;
             /** @description Subscribed event types; `webhook.delivery_failed` is not subscribable. */
-            events: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received" | "compliance.status_changed" | "lead.erased")[];
+            events: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received" | "compliance.status_changed" | "lead.erased" | "account.erased")[];
             /** @description Key of the HMAC-SHA256 signatures. Stored encrypted, never returned. */
             secret: string;
         };
@@ -2849,7 +2936,7 @@ export interface components {
              */
             url?: string;
             /** @description Subscribed event types; `webhook.delivery_failed` is not subscribable. */
-            events?: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received" | "compliance.status_changed" | "lead.erased")[];
+            events?: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received" | "compliance.status_changed" | "lead.erased" | "account.erased")[];
             /** @description `true` re-enables a webhook disabled by a 410 answer. */
             active?: boolean;
         };
@@ -2886,7 +2973,7 @@ export interface components {
             id: string;
             /** Format: uri */
             url: string;
-            events: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received" | "compliance.status_changed" | "lead.erased")[];
+            events: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received" | "compliance.status_changed" | "lead.erased" | "account.erased")[];
             active: boolean;
             /**
              * Format: date-time
@@ -3673,6 +3760,184 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: The body is not `application/json` in UTF-8, or has a `Content-Encoding` other than `identity`. */
             415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: This `Idempotency-Key` was used with another method, path or body in the last 24 hours. */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `rate_limited`: Over the rate limit of the partner key; retry after `Retry-After` seconds.
+             *
+             *     `too_many_failed_authentications`: Too many requests with an invalid or missing key from this address; retry after `Retry-After` seconds.
+             */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `headers_too_large`: The request line and headers are over the size the server reads; the connection is closed. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Something went wrong on our side; the details are in our logs, not here. */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `projection_lagging`: The read models are catching up with the event log; nothing was written, retry after `Retry-After`.
+             *
+             *     `event_log_unavailable`: The event log did not accept the write; nothing was written, retry after `Retry-After`.
+             *
+             *     `log_migrating`: The event log is cutting over to a new generation of topics (a few seconds, by an operator); nothing was written, retry after `Retry-After`.
+             *
+             *     `database_busy`: The database did not answer in time (a lock, statement or connection timeout) or refused a connection (at its connection limit); nothing was written, retry after `Retry-After`.
+             *
+             *     `account_held`: A record of this account waits for an operator; writes to it are paused, nothing was written.
+             */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    eraseAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first answer for this key is kept 24 hours and replayed to a retry with the same method, path and body, which runs nothing (see Idempotency in the API description).
+                 * @example 5f0c6a1e-8a4b-4f7e-9c57-2d1b0c3e9a11
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                /** @description The account id. */
+                id: components["parameters"]["PathId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccountErased"];
+                };
+            };
+            /**
+             * @description `validation_failed`: A path, query or body field is invalid; `errors[]` names each field.
+             *
+             *     `invalid_idempotency_key`: `Idempotency-Key` is empty, over 255 characters or not printable ASCII.
+             *
+             *     `malformed_request`: Node's HTTP parser could not read the request (its framing, chunking, a header name, Content-Length with Transfer-Encoding, a NUL in the path); the connection is closed.
+             */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `missing_api_key`: No `X-Partner-Key` header.
+             *
+             *     `invalid_api_key`: The partner key is unknown or revoked.
+             */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `account_not_found`: No such account for this partner (another partner's account too). */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `uri_too_long`: A path parameter is too long. */
+            414: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -13001,6 +13266,46 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["LeadErasedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the webhook is disabled and receives nothing more. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Any other answer, a timeout or a redirect is a failure. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveAccountErasedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery: the same on every retry of it. Deduplicate on it. */
+                "X-Service-Delivery-Id": string;
+                /** @description The event type, also in the body. */
+                "X-Service-Event-Type": string;
+                /** @description When this attempt was signed, in Unix seconds. */
+                "X-Service-Timestamp": string;
+                /** @description Hex HMAC-SHA256 of the exact body bytes, keyed with the webhook secret. */
+                "X-Service-Signature": string;
+                /** @description Hex HMAC-SHA256 of `<X-Service-Timestamp>.<body>`: refuse it when the timestamp is more than five minutes from your clock, and replays are refused too. */
+                "X-Service-Timestamped-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AccountErasedEvent"];
             };
         };
         responses: {

@@ -8,6 +8,7 @@ export * from './metadata';
 export * from './phone';
 export * from './account/decide';
 export * from './account/slug';
+export * from './account/erase';
 export * from './lead/state';
 export * from './lead/decide';
 export * from './lead/erase';

@@ -110,7 +110,7 @@ export const clearFieldNames: ReadonlySet<string> = new Set([
   // Times, states and codes.
   ...['next_step_at', 'next_attempt_at', 'due_at', 'paused_until', 'captured_at', 'start', 'end'],
   ...['time_zone', 'zone', 'state', 'provider_status', 'error_code', 'content_type', 'event_type'],
-  ...['responder'],
+  ...['responder', 'erased_at'],
   // The business's own data: the account, its number, its configuration, its sequences and prompt.
   ...['to', 'slug', 'company_name', 'phone_number', 'sender_name', 'sequence_name', 'requirement_name'],
   ...['instructions', 'source', 'source_url', 'disclosure_text', 'url', 'secret_ciphertext', 'error'],

@@ -4,7 +4,7 @@ import { leadOrigins, leadStatusSchema } from './catalog/leads';
 
 /**
  * What partners receive: the nine subscribable webhook events of spec §6 (and `compliance.status_changed`
- * and `lead.erased`, ours) and their `data` shapes.
+ * `lead.erased` and `account.erased`, ours) and their `data` shapes.
  * These are a public contract separate from the domain events on the log (the relay maps one to the
  * other), so the log can evolve without breaking receivers. The four shapes the spec shows are exact;
  * the other five carry `phone` and `lead_name` on each, plus what the event is about (our design).
@@ -21,6 +21,7 @@ export const webhookEventTypes = [
   'sequence.reply_received',
   'compliance.status_changed',
   'lead.erased',
+  'account.erased',
 ] as const;
 export type WebhookEventType = (typeof webhookEventTypes)[number];
 
@@ -129,6 +130,17 @@ export const webhookEventData = {
       description: 'The erased lead; null when the number had no lead any more (its conversation only).',
     }),
     erased_at: timestamp.meta({ description: 'When the person was erased.' }),
+  }),
+  // The account is named by the envelope's `account_id`; nothing of anyone it held.
+  'account.erased': z.strictObject({
+    erased_at: timestamp.meta({
+      description: 'When the account was erased: the first erasure, the same for a repeated request.',
+    }),
+    leads_erased: count.meta({
+      description:
+        'People erased with the account so far, each a phone it held (its leads, and numbers that only ' +
+        'texted it); a `lead.erased` webhook came for each before this one.',
+    }),
   }),
 } satisfies Record<WebhookEventType, z.ZodType>;
 

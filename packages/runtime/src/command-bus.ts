@@ -157,6 +157,97 @@ function eventLogBudget(boundMs: number): EventLogBudget {
   };
 }
 
+/**
+ * A call to Kafka, bounded: a broker that is down or silent is a 503 within the bound, never a hang.
+ * `extraMs` is for work that grows with the payload (compressing and sending a bulk import), which a
+ * fixed bound would refuse on every retry alike.
+ */
+async function boundedLogCall<T>(
+  eventLogTimeoutMs: number,
+  what: string,
+  call: () => Promise<T>,
+  extraMs = 0,
+  budget?: EventLogBudget,
+): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const boundMs = (budget ? budget.remainingMs() : eventLogTimeoutMs) + extraMs;
+  // Its time went waiting (for a lock a command stuck on the log held, for a connection): refused
+  // now, rather than a whole bound later, so a queue behind an outage drains at once.
+  if (boundMs <= 0) {
+    throw unavailable('event_log_unavailable', `The event log is unavailable (${what}): no time left`);
+  }
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${boundMs} ms`)), boundMs);
+  });
+  try {
+    return await Promise.race([call(), deadline]);
+  } catch (error) {
+    if (error instanceof DomainError) throw error;
+    throw unavailable(
+      'event_log_unavailable',
+      `The event log is unavailable (${what}): ${(error as Error).message}`,
+    );
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The event as the log keeps it: its id, version, stream, time, actor and the request it traces to. */
+const stampEvent = (
+  { newId, clock }: Pick<CommandBusDeps, 'newId' | 'clock'>,
+  event: EventToAppend,
+  stream: EventStream,
+  context: CommandContext,
+): DomainEvent =>
+  ({
+    id: newId(),
+    type: event.type,
+    version: eventDefinitionsByType.get(event.type)?.version ?? 1,
+    account_id: stream.topic === 'account' ? stream.accountId : null,
+    partner_id: context.partnerId,
+    occurred_at: clock.now().toISOString(),
+    actor: context.actor,
+    correlation_id: event.correlationId ?? context.correlationId,
+    causation_id:
+      event.correlationId === undefined ? (context.causationId ?? null) : (event.causationId ?? null),
+    data: event.data,
+  }) as DomainEvent;
+
+/** The event's record; text the log cannot store is the request's fault, a 400. */
+async function encodeForLog(codec: EventCodec, event: DomainEvent) {
+  try {
+    return await codec.encode(event);
+  } catch (error) {
+    // The API refuses such text at its edge; this catches any other path that lets it through.
+    if (!(error instanceof UnstorableTextError)) throw error;
+    throw new DomainError(400, 'validation_failed', 'The request is not valid.', {
+      errors: [{ field: error.problem.field, message: error.problem.message }],
+    });
+  }
+}
+
+/**
+ * The command's transaction. A lock or statement timeout (a setting of the database or of the
+ * command), a connection refused ("too many clients") or not given in time is the database being
+ * busy, not a bug: 503 `database_busy`, nothing written, retry.
+ */
+async function inTransaction<T>(
+  db: Kysely<Database>,
+  work: (trx: Transaction<Database>) => Promise<T>,
+): Promise<T> {
+  try {
+    return await db.transaction().execute(work);
+  } catch (error) {
+    if (isDatabaseBusy(error)) {
+      throw unavailable(
+        'database_busy',
+        'The database did not answer in time; nothing was written, retry shortly.',
+      );
+    }
+    throw error;
+  }
+}
+
 const lockId = (key: string) => sql`pg_advisory_xact_lock(hashtextextended(${key}, 0))`;
 
 /**
@@ -177,55 +268,10 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
   const layout = parseTopicName(topics.account);
   const topicsOf = (generation: LogGeneration): TopicNames =>
     layout ? topicNames(layout.prefix, generation.generation) : topics;
-
-  /**
-   * A call to Kafka, bounded: a broker that is down or silent is a 503 within the bound, never a hang.
-   * `extraMs` is for work that grows with the payload (compressing and sending a bulk import), which a
-   * fixed bound would refuse on every retry alike.
-   */
-  async function fromEventLog<T>(
-    what: string,
-    call: () => Promise<T>,
-    extraMs = 0,
-    budget?: EventLogBudget,
-  ): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const boundMs = (budget ? budget.remainingMs() : eventLogTimeoutMs) + extraMs;
-    // Its time went waiting (for a lock a command stuck on the log held, for a connection): refused
-    // now, rather than a whole bound later, so a queue behind an outage drains at once.
-    if (boundMs <= 0) {
-      throw unavailable('event_log_unavailable', `The event log is unavailable (${what}): no time left`);
-    }
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${boundMs} ms`)), boundMs);
-    });
-    try {
-      return await Promise.race([call(), deadline]);
-    } catch (error) {
-      if (error instanceof DomainError) throw error;
-      throw unavailable(
-        'event_log_unavailable',
-        `The event log is unavailable (${what}): ${(error as Error).message}`,
-      );
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  const stamp = (event: EventToAppend, stream: EventStream, context: CommandContext): DomainEvent =>
-    ({
-      id: newId(),
-      type: event.type,
-      version: eventDefinitionsByType.get(event.type)?.version ?? 1,
-      account_id: stream.topic === 'account' ? stream.accountId : null,
-      partner_id: context.partnerId,
-      occurred_at: clock.now().toISOString(),
-      actor: context.actor,
-      correlation_id: event.correlationId ?? context.correlationId,
-      causation_id:
-        event.correlationId === undefined ? (context.causationId ?? null) : (event.causationId ?? null),
-      data: event.data,
-    }) as DomainEvent;
+  const fromEventLog = <T>(what: string, call: () => Promise<T>, extraMs = 0, budget?: EventLogBudget) =>
+    boundedLogCall(eventLogTimeoutMs, what, call, extraMs, budget);
+  const stamp = (event: EventToAppend, stream: EventStream, context: CommandContext) =>
+    stampEvent({ newId, clock }, event, stream, context);
 
   // The partition count of each topic, as the last high-watermark lookup saw it (partitions are only
   // ever added), so every record's partition is the one the default partitioner picks.
@@ -270,18 +316,6 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
   const keyOf = (stream: EventStream, context: CommandContext) =>
     stream.topic === 'account' ? stream.accountId : context.partnerId;
 
-  async function encode(event: DomainEvent) {
-    try {
-      return await codec.encode(event);
-    } catch (error) {
-      // The API refuses such text at its edge; this catches any other path that lets it through.
-      if (!(error instanceof UnstorableTextError)) throw error;
-      throw new DomainError(400, 'validation_failed', 'The request is not valid.', {
-        errors: [{ field: error.problem.field, message: error.problem.message }],
-      });
-    }
-  }
-
   async function appendToLog(
     topic: string,
     key: string,
@@ -291,7 +325,7 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
     const messages = await Promise.all(
       events.map(async (event) => ({
         key,
-        value: await encode(event),
+        value: await encodeForLog(codec, event),
         headers: { 'event-type': event.type },
       })),
     );
@@ -317,25 +351,6 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
     }
   }
 
-  /**
-   * The command's transaction. A lock or statement timeout (a setting of the database or of the
-   * command), a connection refused ("too many clients") or not given in time is the database being
-   * busy, not a bug: 503 `database_busy`, nothing written, retry.
-   */
-  async function inTransaction<T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
-    try {
-      return await db.transaction().execute(work);
-    } catch (error) {
-      if (isDatabaseBusy(error)) {
-        throw unavailable(
-          'database_busy',
-          'The database did not answer in time; nothing was written, retry shortly.',
-        );
-      }
-      throw error;
-    }
-  }
-
   return {
     async execute(command) {
       const { stream, context } = command;
@@ -344,7 +359,7 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
       // the log's sake is refused within EVENT_LOG_TIMEOUT_MS of its start, however many were queued.
       const budget = eventLogBudget(eventLogTimeoutMs);
 
-      const { events, result, position } = await inTransaction(async (trx) => {
+      const { events, result, position } = await inTransaction(db, async (trx) => {
         // Sorted, so two commands that share locks always take them in the same order.
         const topic = await timeStage('lock', async () => {
           for (const lockKey of [...new Set(command.lockKeys)].sort()) {
@@ -378,7 +393,7 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
       if (stamped.length === 0) return stamped;
       // The fence is held until the append is acknowledged or given up on, as a command holds it; facts
       // wait out a cutover (within the log's bound) rather than be refused.
-      const position = await inTransaction(async (trx) => {
+      const position = await inTransaction(db, async (trx) => {
         const generation = await enterWriteFence(trx, { waitMs: eventLogTimeoutMs });
         return appendToLog(topicsOf(generation)[stream.topic], keyOf(stream, context), stamped);
       });

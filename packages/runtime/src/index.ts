@@ -38,3 +38,4 @@ export * from './db/connection-budget';
 export * from './log-durability';
 export * from './personal-data/keys';
 export * from './personal-data/sealer';
+export * from './personal-data/subjects';

@@ -86,6 +86,67 @@ export interface GroupAppender {
 }
 
 /**
+ * The next request's commands: from the oldest, as many as fit the limits (the first always goes, however
+ * large), stopping at the first that does not, so records of one key keep their commands' order.
+ */
+function nextGroup(queue: readonly Pending[], maxBytes: number, maxRecords: number) {
+  const group: Pending[] = [];
+  const rest: Pending[] = [];
+  let bytes = 0;
+  let records = 0;
+  for (const pending of queue) {
+    if (pending.cancelled) continue;
+    const fits = bytes + pending.bytes <= maxBytes && records + pending.messages.length <= maxRecords;
+    if (group.length === 0 || (rest.length === 0 && fits)) {
+      group.push(pending);
+      bytes += pending.bytes;
+      records += pending.messages.length;
+    } else rest.push(pending);
+  }
+  return { group, bytes, rest };
+}
+
+/** The group's records by topic, each command's first place among its partition's records of the request. */
+function layOut(group: readonly Pending[]) {
+  const byTopic = new Map<string, Message[]>();
+  const firstIndex = new Map<Pending, number>();
+  const countInPartition = new Map<string, number>();
+  for (const pending of group) {
+    const messages = byTopic.get(pending.topic) ?? [];
+    byTopic.set(pending.topic, messages);
+    const slot = `${pending.topic}\u0000${pending.partition}`;
+    const index = countInPartition.get(slot) ?? 0;
+    firstIndex.set(pending, index);
+    countInPartition.set(slot, index + pending.messages.length);
+    for (const message of pending.messages) messages.push({ ...message, partition: pending.partition });
+  }
+  return { byTopic, firstIndex };
+}
+
+/** Each command's position: its partition batch's base offset plus its place in it and its records. */
+function settlePositions(
+  group: readonly Pending[],
+  firstIndex: ReadonlyMap<Pending, number>,
+  metadata: readonly RecordMetadata[],
+) {
+  const base = new Map(
+    metadata.map((entry) => [`${entry.topicName}\u0000${entry.partition}`, entry.baseOffset]),
+  );
+  for (const pending of group) {
+    const baseOffset = base.get(`${pending.topic}\u0000${pending.partition}`);
+    if (baseOffset === undefined || baseOffset === null) {
+      pending.reject(new Error('the event log acknowledged no offset'));
+      continue;
+    }
+    pending.resolve({
+      topic: pending.topic,
+      partition: pending.partition!,
+      nextOffset: BigInt(baseOffset) + BigInt(firstIndex.get(pending)!) + BigInt(pending.messages.length),
+    });
+  }
+}
+
+/**
  * Group commit on the log: while one request is in flight (the idempotent producer allows one), the
  * records of every command that becomes ready accumulate, and all of them go in the next request, one
  * record batch per partition (compressed as before). Each command learns its own offsets: the base
@@ -162,20 +223,7 @@ export function createGroupAppender(options: {
     sending = true;
     try {
       while (queue.length > 0) {
-        const group: Pending[] = [];
-        let bytes = 0;
-        let records = 0;
-        const rest: Pending[] = [];
-        for (const pending of queue) {
-          if (pending.cancelled) continue;
-          const fits =
-            bytes + pending.bytes <= maxGroupBytes && records + pending.messages.length <= maxGroupRecords;
-          if (group.length === 0 || (rest.length === 0 && fits)) {
-            group.push(pending);
-            bytes += pending.bytes;
-            records += pending.messages.length;
-          } else rest.push(pending);
-        }
+        const { group, bytes, rest } = nextGroup(queue, maxGroupBytes, maxGroupRecords);
         queue = rest;
         if (group.length > 0) await sendGroup(group, bytes);
       }
@@ -195,18 +243,7 @@ export function createGroupAppender(options: {
       for (const pending of group) {
         pending.partition = partitionForKey(pending.topic, pending.key, await partitionCount(pending.topic));
       }
-      const byTopic = new Map<string, Message[]>();
-      const firstIndex = new Map<Pending, number>();
-      const countInPartition = new Map<string, number>();
-      for (const pending of group) {
-        const messages = byTopic.get(pending.topic) ?? [];
-        byTopic.set(pending.topic, messages);
-        const slot = `${pending.topic}\u0000${pending.partition}`;
-        const index = countInPartition.get(slot) ?? 0;
-        firstIndex.set(pending, index);
-        countInPartition.set(slot, index + pending.messages.length);
-        for (const message of pending.messages) messages.push({ ...message, partition: pending.partition });
-      }
+      const { byTopic, firstIndex } = layOut(group);
       const metadata = await bounded(
         () =>
           producer.then((connected) => {
@@ -219,21 +256,7 @@ export function createGroupAppender(options: {
           }),
         bytes,
       );
-      const base = new Map(
-        metadata.map((entry) => [`${entry.topicName}\u0000${entry.partition}`, entry.baseOffset]),
-      );
-      for (const pending of group) {
-        const baseOffset = base.get(`${pending.topic}\u0000${pending.partition}`);
-        if (baseOffset === undefined || baseOffset === null) {
-          pending.reject(new Error('the event log acknowledged no offset'));
-          continue;
-        }
-        pending.resolve({
-          topic: pending.topic,
-          partition: pending.partition!,
-          nextOffset: BigInt(baseOffset) + BigInt(firstIndex.get(pending)!) + BigInt(pending.messages.length),
-        });
-      }
+      settlePositions(group, firstIndex, metadata);
     } catch (error) {
       abandoned = true;
       // A producer still connecting stays in use (the next group waits for the same connection):

@@ -82,6 +82,46 @@ describe('personal-data keys', () => {
     expect(await sealerWith([newMaster]).sealer.open(sealed)).toEqual(event);
   });
 
+  it("erases every key of an account at once, only if its transaction commits, and no other account's", async () => {
+    // One process, caching as the services do: what it remembers must follow the transaction.
+    const keys = createPersonalDataKeys(db, { masterKeys: [newMaster], hashKey });
+    const sealer = createPersonalDataSealer(keys);
+    const inAccount = (accountId: string, name: string) =>
+      ({ ...leadCreated(name), account_id: accountId }) as DomainEvent;
+    const sealed = await sealer.seal(inAccount('acct_whole', 'Isolde Varnham'));
+    const other = await sealer.seal(inAccount('acct_beside', 'Isolde Varnham'));
+    await keys.sealingKeys('acct_whole', [keys.subjectOf('acct_whole', 'team_member', 'member_1')]);
+    const nameOf = async (event: DomainEvent) =>
+      ((await sealer.open(event)) as Extract<DomainEvent, { type: 'lead.created' }>).data.name;
+    const erasedAt = new Date('2026-01-02T03:04:05Z');
+
+    await db
+      .transaction()
+      .execute(async (trx) => {
+        expect(await keys.eraseAccount('acct_whole', erasedAt, trx)).toBe(2);
+        throw new Error('the append failed');
+      })
+      .catch(() => undefined);
+    expect(await nameOf(sealed)).toBe('Isolde Varnham');
+
+    expect(await db.transaction().execute((trx) => keys.eraseAccount('acct_whole', erasedAt, trx))).toBe(2);
+    expect(await nameOf(sealed)).toMatch(/^erased:/);
+    expect(await nameOf(other)).toBe('Isolde Varnham');
+    const left = await db
+      .selectFrom('personal_data_keys')
+      .select(['account_id', 'erased_at'])
+      .where('account_id', 'in', ['acct_whole', 'acct_beside'])
+      .orderBy('account_id')
+      .execute();
+    expect(left).toEqual([
+      { account_id: 'acct_beside', erased_at: null },
+      { account_id: 'acct_whole', erased_at: erasedAt },
+      { account_id: 'acct_whole', erased_at: erasedAt },
+    ]);
+    // Asked again, nothing is left to destroy.
+    expect(await keys.eraseAccount('acct_whole', erasedAt)).toBe(0);
+  });
+
   it('reads an erased subject as erased, and seals what comes after under a new key', async () => {
     const { keys, sealer } = sealerWith([newMaster]);
     const before = await sealer.seal(leadCreated('Marlow Fenwick'));

@@ -1,5 +1,11 @@
 import type { EventOf } from '@leadline/events';
-import { phonesOfSubject, type Database, type DocumentStore, type PersonalDataKeys } from '@leadline/runtime';
+import {
+  phonesOfSubject,
+  rememberingSubjects,
+  type Database,
+  type DocumentStore,
+  type PersonalDataKeys,
+} from '@leadline/runtime';
 import type { Kysely } from 'kysely';
 
 /**
@@ -22,7 +28,7 @@ export async function forgetErasedLead(
     .union(db.selectFrom('documents').select('phone').where('account_id', '=', accountId))
     .execute();
   const phones = phonesOfSubject(
-    deps.personalDataKeys,
+    rememberingSubjects(deps.personalDataKeys),
     accountId,
     event.data.subject,
     kept.map((row) => row.phone),

@@ -173,10 +173,11 @@ describe('webhook management', () => {
     }
   });
 
-  it('documents the eleven webhook events and the test event with their JSON Schemas', async () => {
+  it('documents the twelve webhook events and the test event with their JSON Schemas', async () => {
     const document = (await system.app.inject({ method: 'GET', url: '/v1/openapi.json' })).json();
     expect(Object.keys(document.webhooks).sort()).toEqual(
       [
+        'account.erased',
         'checklist.completed',
         'compliance.status_changed',
         'checklist.item_collected',

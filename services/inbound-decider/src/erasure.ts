@@ -1,5 +1,10 @@
 import type { EventOf } from '@leadline/events';
-import { phonesOfSubject, type Database, type PersonalDataKeys } from '@leadline/runtime';
+import {
+  phonesOfSubject,
+  rememberingSubjects,
+  type Database,
+  type PersonalDataKeys,
+} from '@leadline/runtime';
 import type { Kysely } from 'kysely';
 
 /**
@@ -23,7 +28,7 @@ export async function forgetDecidedOptOutGuards(
     .where('account_id', '=', accountId)
     .execute();
   const phones = phonesOfSubject(
-    keys,
+    rememberingSubjects(keys),
     accountId,
     event.data.subject,
     guards.map((guard) => guard.phone),

@@ -1,5 +1,10 @@
 import type { EventOf } from '@leadline/events';
-import { phonesOfSubject, type Database, type PersonalDataKeys } from '@leadline/runtime';
+import {
+  phonesOfSubject,
+  rememberingSubjects,
+  type Database,
+  type PersonalDataKeys,
+} from '@leadline/runtime';
 import type { Kysely } from 'kysely';
 
 export const ERASED = 'lead.erased' as const;
@@ -25,7 +30,7 @@ export async function forgetErasedLead(
     .where('account_id', '=', accountId)
     .execute();
   const phones = phonesOfSubject(
-    keys,
+    rememberingSubjects(keys),
     accountId,
     event.data.subject,
     kept.map((row) => row.phone),

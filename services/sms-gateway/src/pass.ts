@@ -88,6 +88,160 @@ export async function report(
 }
 
 /**
+ * The short decision: under the account's lock, against caught-up read models, refused rows are
+ * settled in the same transaction; the rows that may go out are returned with the account's number.
+ */
+async function decide(
+  { commands, clock, ...deps }: PassDeps,
+  accountId: string,
+  rows: readonly OutboxRow[],
+  token: string,
+) {
+  const { result } = await commands.execute({
+    stream: { topic: 'account', accountId },
+    context: contextOf(rows[0]!),
+    lockKeys: [`account:${accountId}`],
+    consistency: 'partition',
+    // Its events are the holds it decided; nothing reads them back through the read models.
+    readYourWrites: false,
+    async decide(trx) {
+      const now = clock.now();
+      const account = await trx
+        .selectFrom('accounts')
+        .select(['status', 'phone_number', 'sending_window'])
+        .where('id', '=', accountId)
+        .executeTakeFirst();
+      const from = account?.phone_number ?? '';
+      const rule = {
+        enforced: deps.registrationEnforced,
+        campaignStatus: (await campaignStatuses(trx, [accountId])).get(accountId),
+        from,
+      };
+      // The projected opt-outs, and STOPs already answered whose decisions are still queued.
+      const optedOut = await optedOutPhones(
+        trx,
+        accountId,
+        rows.map((row) => row.phone),
+      );
+      const refused: Settled[] = [];
+      const allowed: OutboxRow[] = [];
+      const held: RowHold[] = [];
+      for (const row of rows) {
+        const reason = refusal(row, account, optedOut.has(row.phone), now, deps.maxQueueAgeMs);
+        if (reason) refused.push({ row, report: reason });
+        else if (registrationHoldOf(row, rule))
+          held.push({
+            messageId: row.message_id,
+            reason: 'registration_pending',
+            until: new Date(now.getTime() + deps.registrationRecheckMs),
+          });
+        else allowed.push(row);
+      }
+      const settled = await settleRefused(
+        trx,
+        refused.map(({ row, report }) => ({ messageId: row.message_id, report })),
+        now,
+      );
+      // Held in the decision's transaction, and said (`message.held`) in its append: both or neither.
+      const newlyHeld = await holdRows(trx, held, token, now);
+      const byId = new Map(rows.map((row) => [row.message_id, row]));
+      return {
+        events: held
+          .filter((hold) => newlyHeld.has(hold.messageId))
+          .map((hold) => heldEvent(byId.get(hold.messageId)!, hold, null)),
+        result: {
+          from,
+          window: (account?.sending_window ?? DEFAULT_SENDING_WINDOW) as SendingWindow,
+          allowed,
+          refused: refused.filter(({ row }) => settled.has(row.message_id)),
+        },
+      };
+    },
+  });
+  return result;
+}
+
+/**
+ * One send in the remote-call shape. Its mark also settles the send before (`owed`), so a backlog
+ * costs one commit per message; its own outcome is returned as owed, for the next mark or the end.
+ */
+async function send(
+  { db, sender, clock, ...deps }: PassDeps,
+  row: OutboxRow,
+  from: string,
+  token: string,
+  owed: OwedSettlement | undefined,
+) {
+  let claim = 'taken' as 'sending' | 'taken' | 'opted_out';
+  let settledOwed = false;
+  let outcome: OwedSettlement | undefined;
+  await runRemoteCall<OutboxRow, AcceptedSms>('SMS provider', deps.sendTimeoutMs, {
+    async claim() {
+      ({ claim, settledPrevious: settledOwed } = await markSending(
+        db,
+        row.message_id,
+        clock.now(),
+        deps.leaseMs,
+        token,
+        owed,
+      ));
+      return claim === 'sending' ? row : undefined;
+    },
+    call: () =>
+      sender.send({
+        messageId: row.message_id,
+        accountId: row.account_id,
+        from,
+        to: row.phone,
+        body: row.body,
+      }),
+    async record(claimed, result) {
+      const report = sendReport(claimed, result);
+      if (report) outcome = { messageId: claimed.message_id, report };
+      // Maybe accepted, maybe not (a timeout, a reset connection): never resend; reconcile() settles it.
+      else if (!result.ok) deps.onError(result.error);
+    },
+  });
+  return { claim, settledOwed, owed: outcome };
+}
+
+/**
+ * Holds the rows pacing put off (their window closed, or the brand's cap), and says so: the events
+ * first, so a crash between the two repeats a `message.held` rather than losing it.
+ */
+async function holdForPace(
+  { db, commands, clock }: Pick<PassDeps, 'db' | 'commands' | 'clock'>,
+  holds: readonly RowHold[],
+  token: string,
+) {
+  if (holds.length === 0) return;
+  const rows = await db
+    .selectFrom('sms_outbox')
+    .selectAll()
+    .where(
+      'message_id',
+      'in',
+      holds.map((hold) => hold.messageId),
+    )
+    .execute();
+  const byId = new Map(rows.map((row) => [row.message_id, row]));
+  // A row gone meanwhile (its lead erased) is neither held nor said to be.
+  const changed = holds.filter(
+    (hold) => byId.has(hold.messageId) && byId.get(hold.messageId)!.hold_reason !== hold.reason,
+  );
+  if (changed.length > 0) {
+    const first = byId.get(changed[0]!.messageId)!;
+    await commands.append({
+      stream: { topic: 'account', accountId: first.account_id },
+      context: contextOf(first),
+      events: changed.map((hold) => heldEvent(byId.get(hold.messageId)!, hold, hold.until)),
+      readYourWrites: false,
+    });
+  }
+  await holdRows(db, holds, token, clock.now());
+}
+
+/**
  * One account's pass, run by the worker for each claim:
  *   1. decide, in a short transaction on the account's decide-and-append path (its lock, read models
  *      caught up): a refused row (opted-out number except the compliance replies, deactivated account,
@@ -104,114 +258,7 @@ export async function report(
  * worker has handed the rest of the claim back.
  */
 export function accountPass(deps: PassDeps) {
-  const { db, commands, sender, clock } = deps;
-
-  /**
-   * The short decision: under the account's lock, against caught-up read models, refused rows are
-   * settled in the same transaction; the rows that may go out are returned with the account's number.
-   */
-  async function decide(accountId: string, rows: readonly OutboxRow[], token: string) {
-    const { result } = await commands.execute({
-      stream: { topic: 'account', accountId },
-      context: contextOf(rows[0]!),
-      lockKeys: [`account:${accountId}`],
-      consistency: 'partition',
-      // Its events are the holds it decided; nothing reads them back through the read models.
-      readYourWrites: false,
-      async decide(trx) {
-        const now = clock.now();
-        const account = await trx
-          .selectFrom('accounts')
-          .select(['status', 'phone_number', 'sending_window'])
-          .where('id', '=', accountId)
-          .executeTakeFirst();
-        const from = account?.phone_number ?? '';
-        const rule = {
-          enforced: deps.registrationEnforced,
-          campaignStatus: (await campaignStatuses(trx, [accountId])).get(accountId),
-          from,
-        };
-        // The projected opt-outs, and STOPs already answered whose decisions are still queued.
-        const optedOut = await optedOutPhones(
-          trx,
-          accountId,
-          rows.map((row) => row.phone),
-        );
-        const refused: Settled[] = [];
-        const allowed: OutboxRow[] = [];
-        const held: RowHold[] = [];
-        for (const row of rows) {
-          const reason = refusal(row, account, optedOut.has(row.phone), now, deps.maxQueueAgeMs);
-          if (reason) refused.push({ row, report: reason });
-          else if (registrationHoldOf(row, rule))
-            held.push({
-              messageId: row.message_id,
-              reason: 'registration_pending',
-              until: new Date(now.getTime() + deps.registrationRecheckMs),
-            });
-          else allowed.push(row);
-        }
-        const settled = await settleRefused(
-          trx,
-          refused.map(({ row, report }) => ({ messageId: row.message_id, report })),
-          now,
-        );
-        // Held in the decision's transaction, and said (`message.held`) in its append: both or neither.
-        const newlyHeld = await holdRows(trx, held, token, now);
-        const byId = new Map(rows.map((row) => [row.message_id, row]));
-        return {
-          events: held
-            .filter((hold) => newlyHeld.has(hold.messageId))
-            .map((hold) => heldEvent(byId.get(hold.messageId)!, hold, null)),
-          result: {
-            from,
-            window: (account?.sending_window ?? DEFAULT_SENDING_WINDOW) as SendingWindow,
-            allowed,
-            refused: refused.filter(({ row }) => settled.has(row.message_id)),
-          },
-        };
-      },
-    });
-    return result;
-  }
-
-  /**
-   * One send in the remote-call shape. Its mark also settles the send before (`owed`), so a backlog
-   * costs one commit per message; its own outcome is returned as owed, for the next mark or the end.
-   */
-  async function send(row: OutboxRow, from: string, token: string, owed: OwedSettlement | undefined) {
-    let claim = 'taken' as 'sending' | 'taken' | 'opted_out';
-    let settledOwed = false;
-    let outcome: OwedSettlement | undefined;
-    await runRemoteCall<OutboxRow, AcceptedSms>('SMS provider', deps.sendTimeoutMs, {
-      async claim() {
-        ({ claim, settledPrevious: settledOwed } = await markSending(
-          db,
-          row.message_id,
-          clock.now(),
-          deps.leaseMs,
-          token,
-          owed,
-        ));
-        return claim === 'sending' ? row : undefined;
-      },
-      call: () =>
-        sender.send({
-          messageId: row.message_id,
-          accountId: row.account_id,
-          from,
-          to: row.phone,
-          body: row.body,
-        }),
-      async record(claimed, result) {
-        const report = sendReport(claimed, result);
-        if (report) outcome = { messageId: claimed.message_id, report };
-        // Maybe accepted, maybe not (a timeout, a reset connection): never resend; reconcile() settles it.
-        else if (!result.ok) deps.onError(result.error);
-      },
-    });
-    return { claim, settledOwed, owed: outcome };
-  }
+  const { db, clock } = deps;
 
   /**
    * Every outcome is settled in the outbox before it is appended (a refusal in its decision's
@@ -237,7 +284,7 @@ export function accountPass(deps: PassDeps) {
         let next = todo.slice(chunk.length);
         // Nothing is settled when the decision fails (the log or the read models are unavailable): the
         // worker hands the claim back and the rows are tried again, in order; this account stops here.
-        const decided = await decide(chunk[0]!.account_id, chunk, token);
+        const decided = await decide(deps, chunk[0]!.account_id, chunk, token);
         outcomes.push(...decided.refused);
         const pace = numberPace({
           ...deps,
@@ -262,7 +309,7 @@ export function accountPass(deps: PassDeps) {
             next = [];
             break;
           }
-          const result = await send(row, decided.from, token, owed);
+          const result = await send(deps, row, decided.from, token, owed);
           if (result.settledOwed) owedSettled();
           owed = result.owed;
           if (result.claim === 'opted_out') {
@@ -280,7 +327,7 @@ export function accountPass(deps: PassDeps) {
       // the pass failed to record.
       if (owed && (await settleSending(db, owed.messageId, clock.now(), owed.report))) owedSettled();
       await report(deps, inRequestOrder(outcomes, rows));
-      await holdForPace(paceHolds, token);
+      await holdForPace(deps, paceHolds, token);
       if (waiting)
         await releaseClaim(
           db,
@@ -290,36 +337,4 @@ export function accountPass(deps: PassDeps) {
         );
     }
   };
-
-  /**
-   * Holds the rows pacing put off (their window closed, or the brand's cap), and says so: the events
-   * first, so a crash between the two repeats a `message.held` rather than losing it.
-   */
-  async function holdForPace(holds: readonly RowHold[], token: string) {
-    if (holds.length === 0) return;
-    const rows = await db
-      .selectFrom('sms_outbox')
-      .selectAll()
-      .where(
-        'message_id',
-        'in',
-        holds.map((hold) => hold.messageId),
-      )
-      .execute();
-    const byId = new Map(rows.map((row) => [row.message_id, row]));
-    // A row gone meanwhile (its lead erased) is neither held nor said to be.
-    const changed = holds.filter(
-      (hold) => byId.has(hold.messageId) && byId.get(hold.messageId)!.hold_reason !== hold.reason,
-    );
-    if (changed.length > 0) {
-      const first = byId.get(changed[0]!.messageId)!;
-      await commands.append({
-        stream: { topic: 'account', accountId: first.account_id },
-        context: contextOf(first),
-        events: changed.map((hold) => heldEvent(byId.get(hold.messageId)!, hold, hold.until)),
-        readYourWrites: false,
-      });
-    }
-    await holdRows(db, holds, token, clock.now());
-  }
 }

@@ -159,6 +159,10 @@ export const webhookMappings: { [T in EventType]?: Mapper<T> } = {
     type: 'lead.erased',
     data: { lead_id: event.data.lead_id, erased_at: event.occurred_at },
   }),
+  'account.erased': (event) => ({
+    type: 'account.erased',
+    data: { erased_at: event.data.erased_at, leads_erased: event.data.leads_erased },
+  }),
   'compliance.registration_step_changed': (event) => {
     const { data } = event;
     return {

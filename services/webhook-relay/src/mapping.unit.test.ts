@@ -114,10 +114,11 @@ describe('mapping domain events to webhook events', () => {
       ['phone', 'lead_name', 'previous_status', 'new_status'].sort(),
     );
     expect(fields('conversation.handoff_requested')).toEqual(['phone', 'lead_name', 'reason'].sort());
-    // Every event about a lead names it; the registration's events are about the account, and an
-    // erasure names nothing the person could be known by.
+    // Every event about a lead names it; the registration's events and an account's erasure are about
+    // the account, and a person's erasure names nothing the person could be known by.
+    const aboutNoLead = ['compliance.status_changed', 'lead.erased', 'account.erased'];
     for (const type of Object.keys(webhookEventData) as (keyof typeof webhookEventData)[]) {
-      if (type === 'compliance.status_changed' || type === 'lead.erased') continue;
+      if (aboutNoLead.includes(type)) continue;
       expect(fields(type)).toEqual(expect.arrayContaining(['phone', 'lead_name']));
     }
   });
@@ -297,6 +298,23 @@ describe('mapping domain events to webhook events', () => {
       webhookEnvelopeSchema('lead.erased', webhookEventData['lead.erased']).parse(mapped),
     ).not.toThrow();
     expect(JSON.stringify(mapped)).not.toMatch(/5125550123|Ana|hash/);
+  });
+
+  it('maps account.erased to the erasure time and the count of people erased', () => {
+    const erased = {
+      ...envelope,
+      type: 'account.erased',
+      data: { erased_at: '2030-01-01T00:00:00.000Z', leads_erased: 3 },
+    } satisfies DomainEvent;
+    const mapped = toWebhookEvent(erased, names());
+    expect(mapped).toMatchObject({
+      type: 'account.erased',
+      account_id: envelope.account_id,
+      data: { erased_at: '2030-01-01T00:00:00.000Z', leads_erased: 3 },
+    });
+    expect(() =>
+      webhookEnvelopeSchema('account.erased', webhookEventData['account.erased']).parse(mapped),
+    ).not.toThrow();
   });
 
   it('tells partners nothing about events without a mapping', () => {

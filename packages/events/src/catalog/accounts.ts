@@ -91,6 +91,22 @@ export const accountPhoneNumberReleased = defineEvent('account.phone_number_rele
   data: z.object({ phone_number: z.string() }),
 });
 
+/**
+ * A partner erased the account (a privacy request covering everyone it holds): every person it held
+ * was erased by a `lead.erased` each, appended before this one, and every personal-data key of the
+ * account (its leads' and its team members') destroyed with it. No personal data: the account's own
+ * business data stays, and so do its usage counters. An erasure asked again (it erases whatever the
+ * account gained since) appends another with the first one's `erased_at` and the total so far.
+ */
+export const accountErased = defineEvent('account.erased', {
+  topic: 'account',
+  data: z.object({
+    erased_at: z.iso.datetime(),
+    /** The people the account's erasures erased so far, each a phone it held (a `lead.erased` each). */
+    leads_erased: z.number().int().nonnegative(),
+  }),
+});
+
 export const teamMemberRoles = ['owner', 'admin', 'member'] as const;
 
 export const teamMemberInvited = defineEvent('team_member.invited', {

@@ -81,6 +81,7 @@ export const eventCatalog = [
   leads.leadErased,
   compliance.registrationStepChanged,
   compliance.registrationResourceCreated,
+  accounts.accountErased,
   accounts.accountContentExpired,
 ] as const;
 

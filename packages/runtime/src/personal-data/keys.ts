@@ -37,6 +37,13 @@ export interface PersonalDataKeys {
    * the content they sealed reads as erased from now on. Returns how many were destroyed.
    */
   expirePeriods(accountId: string, before: string, erasedAt: Date): Promise<number>;
+  /**
+   * Destroys every live key of the account (its leads' and its team members'), through `executor` when
+   * given (a transaction, so the keys go only if it commits), and forgets the live keys this process
+   * remembers for the account (called again after that commit, it forgets any read meanwhile).
+   * Returns how many it destroyed.
+   */
+  eraseAccount(accountId: string, erasedAt: Date, executor?: Kysely<Database>): Promise<number>;
 }
 
 export interface SubjectKey {
@@ -248,6 +255,25 @@ export function createPersonalDataKeys(
         .execute();
       forget(accountId, expired);
       return expired.length;
+    },
+
+    async eraseAccount(accountId, erasedAt, executor = db) {
+      const erased = await executor
+        .updateTable('personal_data_keys')
+        .set({ wrapped_key: null, erased_at: erasedAt })
+        .where('account_id', '=', accountId)
+        .where('erased_at', 'is', null)
+        .returning(['key_id', 'subject'])
+        .execute();
+      // Remembered as erased only once that is committed: a transaction that rolls back leaves them live.
+      for (const row of erased) {
+        if (executor === db) remember(accountId, { keyId: row.key_id, subject: row.subject, key: null });
+        else byId.delete(row.key_id);
+      }
+      // Every live key of the account this process remembers, whether this call erased it or not.
+      const prefix = `${accountId}\u0000`;
+      for (const key of liveBySubject.keys()) if (key.startsWith(prefix)) liveBySubject.delete(key);
+      return erased.length;
     },
   };
 }

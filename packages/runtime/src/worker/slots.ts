@@ -43,6 +43,24 @@ async function settlementOf<Item, Result>(
   }
 }
 
+/** A count per key, with no entry for a key at zero. */
+function addToCount(counts: Map<string, number>, key: string, by: number) {
+  const value = (counts.get(key) ?? 0) + by;
+  if (value > 0) counts.set(key, value);
+  else counts.delete(key);
+}
+
+/** When an item handed back after its budget ran out is due again: after its retry delay. */
+function retryAt<Item, Result>(
+  options: Pick<WorkerOptions<Item, Result>, 'queue' | 'retry' | 'clock'> & { random: () => number },
+  item: Item,
+): Date {
+  const retriesDone = options.queue.history?.(item).retriesDone ?? 0;
+  return new Date(
+    options.clock.now().getTime() + (retryDelayMs(options.retry, retriesDone, options.random) ?? 0),
+  );
+}
+
 /**
  * A worker's items: the claimed ones waiting for a slot, the ones running (each under its time budget,
  * fair per key), and the settlements and hand-backs being stored. `onFree` is called whenever an item
@@ -74,20 +92,10 @@ export function createSlots<Item, Result>(
   let slotFreed!: () => void;
   let freed = new Promise<void>((resolve) => (slotFreed = resolve));
 
-  const bump = (key: string, by: number) => {
-    const value = (runningPerKey.get(key) ?? 0) + by;
-    if (value > 0) runningPerKey.set(key, value);
-    else runningPerKey.delete(key);
-  };
+  const bump = (key: string, by: number) => addToCount(runningPerKey, key, by);
   const track = (work: Promise<void>) => {
     const tracked: Promise<void> = work.catch(onError).finally(() => storing.delete(tracked));
     storing.add(tracked);
-  };
-
-  /** When an item handed back after its budget ran out is due again: after its retry delay. */
-  const retryAt = (item: Item) => {
-    const retriesDone = queue.history?.(item).retriesDone ?? 0;
-    return new Date(clock.now().getTime() + (retryDelayMs(options.retry, retriesDone, random) ?? 0));
   };
 
   /** Frees the item's slot; the next waiting items take it at once. */
@@ -140,7 +148,12 @@ export function createSlots<Item, Result>(
     entry.controller.abort(new WorkAborted(cause));
     free(entry);
     workerItems.inc({ queue: queue.name, outcome: cause === 'budget' ? 'timed_out' : 'released' });
-    track(queue.release([entry.item], cause === 'budget' ? retryAt(entry.item) : undefined));
+    track(
+      queue.release(
+        [entry.item],
+        cause === 'budget' ? retryAt({ ...options, random }, entry.item) : undefined,
+      ),
+    );
   }
 
   /** Starts waiting items while slots are free, fairly per key; a lease too short to run in is set aside. */

@@ -233,6 +233,20 @@ export const deactivateResponse = z
   .object({ id: uuid(), status: z.literal('deactivated'), deactivated_at: timestamp() })
   .meta({ id: 'DeactivatedAccount' });
 
+export const accountErasedResponse = z
+  .object({
+    id: uuid(),
+    status: z.literal('deactivated'),
+    erased_at: timestamp().describe(
+      'When the account was erased: the first erasure, the same for a repeated request.',
+    ),
+    leads_erased: count().describe(
+      'People erased with the account so far, each a phone it held: its leads, the numbers that only ' +
+        'texted it, and numbers its log alone still knew.',
+    ),
+  })
+  .meta({ id: 'AccountErased' });
+
 export const releasedPhoneNumberResponse = z
   .object({
     id: uuid().describe('The account.'),

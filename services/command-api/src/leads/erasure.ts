@@ -44,22 +44,25 @@ export async function decideErasureOf(
 }
 
 /**
- * The command API's own records of the person: stored answers of idempotent requests that carry the
- * phone or the lead id (an import's answer echoes the lead). They are replays for 24 hours, not data
+ * The command API's own records of the people: stored answers of idempotent requests that carry a phone
+ * or a lead id of theirs (an import's answer echoes the lead). They are replays for 24 hours, not data
  * anyone needs once the person is erased; a retry of such a request runs again and finds nothing.
+ * An account's erasure passes many: they are looked for a few hundred at a time.
  */
 export async function purgeOperationalRecords(
   db: Kysely<Database>,
   partnerId: string,
-  phone: string,
-  leadId: string | null,
+  phonesAndLeadIds: readonly string[],
 ): Promise<void> {
-  const needles = [phone, ...(leadId ? [leadId] : [])].map((value) => Buffer.from(value, 'utf8'));
-  await db
-    .deleteFrom('idempotency_keys')
-    .where('partner_id', '=', partnerId)
-    .where((eb) =>
-      eb.or(needles.map((needle) => eb(sql<number>`position(${needle}::bytea in response_body)`, '>', 0))),
-    )
-    .execute();
+  const needles = phonesAndLeadIds.map((value) => Buffer.from(value, 'utf8'));
+  for (let at = 0; at < needles.length; at += 200) {
+    const chunk = needles.slice(at, at + 200);
+    await db
+      .deleteFrom('idempotency_keys')
+      .where('partner_id', '=', partnerId)
+      .where((eb) =>
+        eb.or(chunk.map((needle) => eb(sql<number>`position(${needle}::bytea in response_body)`, '>', 0))),
+      )
+      .execute();
+  }
 }

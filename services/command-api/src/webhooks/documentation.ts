@@ -49,6 +49,9 @@ const descriptions: Record<string, string> = {
   'lead.erased':
     'A person was erased on request (POST /accounts/{id}/leads/{phone}/erase): forget what you keep of the ' +
     'lead. Carries the lead id only, never the phone or the name.',
+  'account.erased':
+    'An account was erased on request (POST /accounts/{id}/erase): every person it held was erased (a ' +
+    '`lead.erased` each came first) and the account is deactivated; forget what you keep of its leads.',
   [webhookTestEventType]: 'Sent only by POST /webhooks/{webhook_id}/test.',
 };
 

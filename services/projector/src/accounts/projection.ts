@@ -1,6 +1,6 @@
 import type { DomainEvent } from '@leadline/events';
 import type { Database } from '@leadline/runtime';
-import type { Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import { mergedMetadata } from '../metadata';
 import { defineProjection } from '../projection';
 
@@ -84,6 +84,20 @@ async function applyOne(trx: Transaction<Database>, event: AccountEvent): Promis
         .where('id', '=', event.account_id)
         .execute();
       return;
+    case 'account.erased':
+      // The people were erased by the lead.erased events before it; what is left of personal data in
+      // the account's own rows is its team (their keys are destroyed with the account's).
+      await trx.deleteFrom('team_members').where('account_id', '=', event.account_id).execute();
+      await trx
+        .updateTable('accounts')
+        .set({
+          erased_at: sql`coalesce(erased_at, ${event.data.erased_at}::timestamptz)`,
+          leads_erased: sql`greatest(leads_erased, ${event.data.leads_erased})`,
+          updated_at: event.occurred_at,
+        })
+        .where('id', '=', event.account_id)
+        .execute();
+      return;
     case 'team_member.invited': {
       const { data } = event;
       await trx
@@ -109,7 +123,7 @@ async function applyOne(trx: Transaction<Database>, event: AccountEvent): Promis
   }
 }
 
-/** Partners, accounts (the accountDetails / accountList read model) and team members. */
+/** Partners, accounts (the accountDetails / accountList read model) and team members (gone with an erasure). */
 export const accountsProjection = defineProjection(
   'accounts',
   [
@@ -119,6 +133,7 @@ export const accountsProjection = defineProjection(
     'account.deactivated',
     'account.reactivated',
     'account.phone_number_released',
+    'account.erased',
     'team_member.invited',
   ],
   async (trx, events) => {

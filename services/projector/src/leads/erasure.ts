@@ -1,5 +1,11 @@
 import type { EventOf } from '@leadline/events';
-import { ERASED_PREFIX, isErased, phonesOfSubject, type Database } from '@leadline/runtime';
+import {
+  ERASED_PREFIX,
+  isErased,
+  phonesOfSubject,
+  rememberingSubjects,
+  type Database,
+} from '@leadline/runtime';
 import { sql, type Transaction } from 'kysely';
 import { defineProjection, type ProjectionContext } from '../projection';
 
@@ -38,7 +44,7 @@ async function phonesOf(
     sql` union `,
   )}`.execute(trx);
   const clear = phonesOfSubject(
-    keys,
+    rememberingSubjects(keys),
     accountId,
     subject,
     candidates.rows.map((row) => row.phone),

@@ -336,4 +336,14 @@ export const readModelMigrations: Record<string, Migration> = {
   },
   ...consentMigrations,
   ...carrierRegistrationReadModelMigrations,
+  '0017_account_erasure': {
+    async up(db: Kysely<unknown>) {
+      // An erased account's record of it: the first erasure's time (a repeated request answers it) and
+      // how many people its erasures erased so far.
+      await sql`
+        alter table accounts add column erased_at timestamptz;
+        alter table accounts add column leads_erased integer not null default 0;
+      `.execute(db);
+    },
+  },
 };
