@@ -1,4 +1,4 @@
-import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { createHash, createHmac, createSecretKey, randomBytes } from 'node:crypto';
 import type { DataSubjectKind } from '@leadline/events';
 import { sql, type Kysely } from 'kysely';
 import type { InfrastructureConfig } from '../config';
@@ -74,6 +74,8 @@ export function createPersonalDataKeys(
   { cacheMs = 60_000, now = Date.now } = {},
 ): PersonalDataKeys {
   const box: SecretBox = createSecretBox(settings.masterKeys);
+  // A KeyObject made once: given raw bytes, createHmac imports the key again on every subject hashed.
+  const hashKey = createSecretKey(settings.hashKey);
   const byId = new Map<string, Cached>();
   const liveBySubject = new Map<string, Cached>();
   const subjectKey = (accountId: string, subject: string) => `${accountId}\u0000${subject}`;
@@ -109,7 +111,7 @@ export function createPersonalDataKeys(
 
   return {
     subjectOf(accountId, kind, value) {
-      return createHmac('sha256', settings.hashKey)
+      return createHmac('sha256', hashKey)
         .update(`${kind}\u0000${accountId}\u0000${value}`)
         .digest()
         .subarray(0, 16)
@@ -135,23 +137,36 @@ export function createPersonalDataKeys(
           .execute();
       // Most subjects have a key already (another process made it, or this one's cache expired).
       const rows = await liveKeys(missing);
-      const keyless = missing.filter((subject) => !rows.some((row) => row.subject === subject));
+      const keyed = new Set(rows.map((row) => row.subject));
+      const keyless = missing.filter((subject) => !keyed.has(subject));
       if (keyless.length > 0) {
+        const made = new Map<string, Buffer>();
         const created = keyless.map((subject) => {
-          const keyId = randomBytes(12).toString('base64url');
-          const key = randomBytes(32);
+          // The key id and the key from one draw of the generator: 12 bytes, then 32.
+          const random = randomBytes(44);
+          const keyId = random.subarray(0, 12).toString('base64url');
+          const key = random.subarray(12);
+          made.set(keyId, key);
           const wrapped = box.seal(key.toString('base64'), { accountId, personalDataKeyId: keyId });
           return { key_id: keyId, account_id: accountId, subject, wrapped_key: wrapped };
         });
         // A subject keyed by another process a moment ago keeps its key: ours is dropped, theirs read.
-        await db
+        // The insert returns the rows it made, whose keys are used as they are rather than read back.
+        const inserted = await db
           .insertInto('personal_data_keys')
           .values(created)
           .onConflict((conflict) =>
             conflict.columns(['account_id', 'subject']).where('erased_at', 'is', null).doNothing(),
           )
+          .returning(['key_id', 'subject'])
           .execute();
-        rows.push(...(await liveKeys(keyless)));
+        for (const row of inserted) {
+          const value = { keyId: row.key_id, subject: row.subject, key: made.get(row.key_id)! };
+          remember(accountId, value);
+          found.set(row.subject, value);
+        }
+        const raced = keyless.filter((subject) => !found.has(subject));
+        if (raced.length > 0) rows.push(...(await liveKeys(raced)));
       }
       for (const row of rows) {
         const value = unwrap(row);
