@@ -25,8 +25,9 @@ const associatedData = (event: DomainEvent, site: PersonalValueSite) =>
 
 /**
  * Each subject key as a KeyObject, made once per key (the cached SubjectKey keeps the same bytes):
- * given raw bytes, node:crypto imports the key again on every call, which cost about twice the CPU of
- * encrypting a short value. Held weakly, so a key dropped from the key cache (or erased) goes with it.
+ * given raw bytes, node:crypto imports the key again on every call, which cost about three times
+ * what encrypting a short value does. Held weakly, so a key dropped from the key cache (or erased)
+ * goes with it.
  */
 const keyObjects = new WeakMap<Buffer, KeyObject>();
 function keyObjectOf(key: Buffer): KeyObject {
