@@ -52,3 +52,23 @@ export async function accountEvents(
   });
   return events;
 }
+
+/**
+ * Every byte on the log's topics under `prefix` (every generation's): each record's key, value and
+ * headers, as Latin-1 text, so a value written in clear shows as itself.
+ */
+export async function rawLogText(
+  services: Pick<Infrastructure, 'admin' | 'kafka'>,
+  prefix: string,
+): Promise<string> {
+  const topics = (await services.admin.listTopics()).filter((topic) => topic.startsWith(prefix));
+  const chunks: Buffer[] = [];
+  for (const topic of topics) {
+    await readTopic(services, topic, (_, message) => {
+      if (message.key) chunks.push(message.key);
+      if (message.value) chunks.push(message.value);
+      for (const value of Object.values(message.headers ?? {})) chunks.push(Buffer.from(String(value)));
+    });
+  }
+  return Buffer.concat(chunks).toString('latin1');
+}

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readTopic } from '@leadline/test-kit';
+import { rawLogText } from '@leadline/test-kit';
 import { aiMessages, inbound, newAccount, PNG, startAgentSystem, type AgentSystem } from './harness';
 
 let world: AgentSystem;
@@ -20,22 +20,8 @@ const manualBody = 'Hello Zelda, your rate lock expires on Friday';
 const inboundBody = 'sure, it is Zelda.Inbox@Example.com';
 const extractedValue = 'zelda.inbox@example.com';
 
-/** Every record of every topic of this file's log: keys, headers and values, as raw bytes. */
-async function rawLog(): Promise<Buffer> {
-  const { system } = world;
-  const topics = (await system.services.admin.listTopics()).filter((topic) =>
-    topic.startsWith(system.env.config.TOPIC_PREFIX),
-  );
-  const chunks: Buffer[] = [];
-  for (const topic of topics) {
-    await readTopic(system.services, topic, (_, message) => {
-      if (message.key) chunks.push(message.key);
-      if (message.value) chunks.push(message.value);
-      for (const value of Object.values(message.headers ?? {})) chunks.push(Buffer.from(String(value)));
-    });
-  }
-  return Buffer.concat(chunks);
-}
+/** Every byte of this file's log, as Latin-1 text. */
+const rawLog = () => rawLogText(world.system.services, world.system.env.config.TOPIC_PREFIX);
 
 describe('personal data on the log', () => {
   it("holds none of a lead's values in clear, and the API still reads them all", async () => {
@@ -77,7 +63,7 @@ describe('personal data on the log', () => {
     const file = await system.app.inject({ method: 'GET', url: `${fileUrl.pathname}${fileUrl.search}` });
     expect(file.rawPayload.equals(PNG)).toBe(true);
 
-    const log = (await rawLog()).toString('latin1');
+    const log = await rawLog();
     expect(log).toContain('sealed:1:');
     const clear = [
       PHONE,

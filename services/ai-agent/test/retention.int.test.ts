@@ -1,6 +1,6 @@
 import { projections, rebuild } from '@leadline/projector';
 import { createPostgresDocumentStore } from '@leadline/runtime';
-import { accountEvents, eventually, fakeClock, readTopic } from '@leadline/test-kit';
+import { accountEvents, eventually, fakeClock, rawLogText } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runRetentionPass } from '../../command-api/src/retention/pass';
 import { readModelSnapshot } from '../../../system-test/log';
@@ -40,22 +40,8 @@ const collected = 'wren.oldfield@example.org';
 const newBody = 'Any news on the Thornbury appraisal?';
 const keptBody = 'Still there? Thornbury duplex question';
 
-/** Every record of every topic of this file's log: keys, headers and values, as raw bytes. */
-async function rawLog(): Promise<string> {
-  const { system } = world;
-  const topics = (await system.services.admin.listTopics()).filter((topic) =>
-    topic.startsWith(system.env.config.TOPIC_PREFIX),
-  );
-  const chunks: Buffer[] = [];
-  for (const topic of topics) {
-    await readTopic(system.services, topic, (_, message) => {
-      if (message.key) chunks.push(message.key);
-      if (message.value) chunks.push(message.value);
-      for (const value of Object.values(message.headers ?? {})) chunks.push(Buffer.from(String(value)));
-    });
-  }
-  return Buffer.concat(chunks).toString('latin1');
-}
+/** Every byte of this file's log, as Latin-1 text. */
+const rawLog = () => rawLogText(world.system.services, world.system.env.config.TOPIC_PREFIX);
 
 const retention = () => ({
   db: world.system.services.db,

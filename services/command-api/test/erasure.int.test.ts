@@ -1,6 +1,6 @@
 import { projections, rebuild } from '@leadline/projector';
 import { createSecretBox, DEVELOPMENT_WEBHOOK_KEY, newUuid, systemClock } from '@leadline/runtime';
-import { accountEvents, eventually, readTopic } from '@leadline/test-kit';
+import { accountEvents, eventually, rawLogText } from '@leadline/test-kit';
 import {
   createDispatcher,
   createWebhookClient,
@@ -258,18 +258,8 @@ const harborValues = [
 /** The other account of the same partner, which the erasure must not touch. */
 const kept = { phone: '+15125557415', name: 'Kept Wilhelmina Strand' };
 
-/** Every record's raw value on both topics, as Latin-1 text (a value in clear shows as itself). */
-async function rawLog(): Promise<string> {
-  const values: string[] = [];
-  for (const topic of [system.services.topics.account, system.services.topics.partner]) {
-    await readTopic(
-      system.services,
-      topic,
-      (_, message) => void values.push(message.value!.toString('latin1')),
-    );
-  }
-  return values.join('\n');
-}
+/** Every byte of this file's log, as Latin-1 text (a value in clear shows as itself). */
+const rawLog = () => rawLogText(system.services, system.env.config.TOPIC_PREFIX);
 
 describe('erasing an account (a privacy request for everyone it holds)', () => {
   it('erases every person and team member of the account, keeps the account and the other account', async () => {

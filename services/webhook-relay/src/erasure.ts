@@ -5,10 +5,43 @@ import {
   type Database,
   type PersonalDataKeys,
 } from '@leadline/runtime';
-import { sql, type Transaction } from 'kysely';
+import { sql, type RawBuilder, type Transaction } from 'kysely';
 
 /** Why a delivery about an erased lead was never sent, as the delivery log shows it. */
 export const ERASED_DELIVERY_ERROR = 'The lead was erased before this delivery was sent';
+
+/**
+ * The deliveries `which` selects lose their payload's `data` but keep their ids, type, status and
+ * attempts; those not yet sent are cancelled with `reason`, one being sent loses its claim (its outcome
+ * is not recorded, it is never retried), and the receiver's answers, which may echo the payload, go.
+ */
+async function redactDeliveries(
+  trx: Transaction<Database>,
+  which: RawBuilder<unknown>,
+  reason: string,
+  now: Date,
+) {
+  const { rows: redacted } = await sql<{ id: string }>`
+    update webhook_deliveries set
+      body = (body::jsonb - 'data')::text,
+      status = case when status = 'pending' then 'cancelled' else status end,
+      next_attempt_at = null,
+      completed_at = coalesce(completed_at, ${now}),
+      last_error = case when status = 'pending' then ${reason} else last_error end,
+      leased_until = null, claim_token = null
+    where ${which}
+    returning id`.execute(trx);
+  if (redacted.length === 0) return;
+  await trx
+    .updateTable('webhook_delivery_attempts')
+    .set({ response_excerpt: null })
+    .where(
+      'delivery_id',
+      'in',
+      redacted.map((row) => row.id),
+    )
+    .execute();
+}
 
 /**
  * Forgets an erased lead in the relay's tables. Every webhook about a lead carries its phone in
@@ -39,27 +72,12 @@ export async function forgetErasedLead(
   );
   if (phones.length === 0) return;
 
-  const { rows: redacted } = await sql<{ id: string }>`
-    update webhook_deliveries set
-      body = (body::jsonb - 'data')::text,
-      status = case when status = 'pending' then 'cancelled' else status end,
-      next_attempt_at = null,
-      completed_at = coalesce(completed_at, ${now}),
-      last_error = case when status = 'pending' then ${ERASED_DELIVERY_ERROR} else last_error end,
-      leased_until = null, claim_token = null
-    where account_id = ${accountId} and body::jsonb -> 'data' ->> 'phone' = any(${phones}::text[])
-    returning id`.execute(trx);
-  if (redacted.length > 0) {
-    await trx
-      .updateTable('webhook_delivery_attempts')
-      .set({ response_excerpt: null })
-      .where(
-        'delivery_id',
-        'in',
-        redacted.map((row) => row.id),
-      )
-      .execute();
-  }
+  await redactDeliveries(
+    trx,
+    sql`account_id = ${accountId} and body::jsonb -> 'data' ->> 'phone' = any(${phones}::text[])`,
+    ERASED_DELIVERY_ERROR,
+    now,
+  );
   await sql`
     delete from webhook_relay_events
     where account_id = ${accountId} and body::jsonb -> 'data' ->> 'phone' = any(${phones}::text[])`.execute(
@@ -94,28 +112,13 @@ export async function forgetExpiredContent(
 ): Promise<void> {
   const accountId = event.account_id;
   const before = new Date(event.data.expired_before);
-  const { rows: redacted } = await sql<{ id: string }>`
-    update webhook_deliveries set
-      body = (body::jsonb - 'data')::text,
-      status = case when status = 'pending' then 'cancelled' else status end,
-      next_attempt_at = null,
-      completed_at = coalesce(completed_at, ${now}),
-      last_error = case when status = 'pending' then ${EXPIRED_DELIVERY_ERROR} else last_error end,
-      leased_until = null, claim_token = null
-    where account_id = ${accountId} and event_type = any(${typesWithExpiringContent}::text[])
-      and (body::jsonb ->> 'created_at')::timestamptz < ${before} and body::jsonb ? 'data'
-    returning id`.execute(trx);
-  if (redacted.length > 0) {
-    await trx
-      .updateTable('webhook_delivery_attempts')
-      .set({ response_excerpt: null })
-      .where(
-        'delivery_id',
-        'in',
-        redacted.map((row) => row.id),
-      )
-      .execute();
-  }
+  await redactDeliveries(
+    trx,
+    sql`account_id = ${accountId} and event_type = any(${typesWithExpiringContent}::text[])
+      and (body::jsonb ->> 'created_at')::timestamptz < ${before} and body::jsonb ? 'data'`,
+    EXPIRED_DELIVERY_ERROR,
+    now,
+  );
   await trx
     .deleteFrom('webhook_relay_events')
     .where('account_id', '=', accountId)
