@@ -2555,7 +2555,7 @@ export interface components {
              * @enum {string}
              */
             reason: "registration_pending" | "quiet_hours" | "state_hours" | "state_sunday" | "state_holiday" | "brand_daily_cap";
-            /** @description When the SMS gateway decides again (it checks every rule again then: opt-out, sending window, queue age); null when it waits for an event instead, such as the campaign's approval. */
+            /** @description When the SMS gateway decides again (it checks every rule again then: opt-out, sending window, queue age); null when it waits for an event instead, such as the campaign's approval. The time given when the hold was recorded: a message held again for the same reason (the next night's window) keeps it. */
             until: string | null;
         };
         MessageList: {

@@ -75,7 +75,7 @@ export const messageHoldSchema = z
     until: timestamp()
       .nullable()
       .describe(
-        "When the SMS gateway decides again (it checks every rule again then: opt-out, sending window, queue age); null when it waits for an event instead, such as the campaign's approval.",
+        "When the SMS gateway decides again (it checks every rule again then: opt-out, sending window, queue age); null when it waits for an event instead, such as the campaign's approval. The time given when the hold was recorded: a message held again for the same reason (the next night's window) keeps it.",
       ),
   })
   .meta({
