@@ -1,7 +1,7 @@
 /**
  * The shape of the tree, checked by `npm test` (`npm run lint:shape`): which module may import which.
  * Services never import each other (what two services share lives in a package), packages never import
- * services, the domain core does no I/O, and no module imports itself through others.
+ * services, no test reaches into another service's test folder (the shared harness is system-test/), the domain core does no I/O, and no module imports itself through others.
  */
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -21,6 +21,23 @@ module.exports = {
       severity: 'error',
       from: { path: '^services/([^/]+)/src/' },
       to: { path: '^services/([^/]+)/', pathNot: '^services/$1/' },
+    },
+    {
+      name: 'no-foreign-test-harness',
+      comment:
+        "A test reaches into another service's test folder: what tests of several services share is " +
+        'the system harness in system-test/ (or packages/test-kit when it needs no service).',
+      severity: 'error',
+      from: { path: '^services/([^/]+)/' },
+      to: { path: '^services/[^/]+/test/', pathNot: '^services/$1/' },
+    },
+    {
+      name: 'no-test-harness-outside-services',
+      comment:
+        "Apps, examples, benches and the system harness use system-test/, not a service's test folder.",
+      severity: 'error',
+      from: { path: '^(apps|examples|bench|system-test|packages)/' },
+      to: { path: '^services/[^/]+/test/' },
     },
     {
       name: 'no-package-to-service',

@@ -1,6 +1,6 @@
 import { newUuid } from '@leadline/runtime';
 import { startFakeTwilio, type FakeTwilio } from '../packages/test-kit/src/fake-twilio';
-import { startCluster, type Cluster } from '../services/command-api/test/cluster';
+import { startCluster, type Cluster } from '../system-test/cluster';
 import { benchEnvironment } from './environment';
 import { percentile } from './stats';
 

@@ -6,17 +6,20 @@ import { cpuPerThousand } from './stats';
 import { expectStatus, startBenchSystem } from './system';
 
 /**
- * `npx tsx bench/profile.ts [import|get] [operations] [profile.cpuprofile]`: where one operation's cost
- * goes. Single lead imports (or account GETs) from 16 clients over 16 accounts (the API, projector and
+ * `npx tsx bench/profile.ts [import|get|bulk] [operations] [profile.cpuprofile]`: where one operation's cost
+ * goes. Single lead imports (or account GETs) from 16 clients over 16 accounts, or bulk imports of
+ * 1,000 new leads one after another, each into a fresh account, until listed (the API, projector and
  * inbound decider in this process, as in `npm run bench`), after a warm-up; over the measured operations only: the V8 CPU profile (what
  * `node --cpu-prof` records, started and stopped around the window), its top functions and packages by
  * self time, every SQL statement sent by any `pg` client (pg_stat_statements is not loaded on the
  * development server, so `Client.query` is counted), and CPU seconds per 1,000 imports from /proc.
  */
-const MODE = process.argv[2] === 'get' ? 'get' : 'import';
-const IMPORTS = Number(process.argv[3] ?? 1000);
+const MODE = process.argv[2] === 'get' || process.argv[2] === 'bulk' ? process.argv[2] : 'import';
+const IMPORTS = Number(process.argv[3] ?? (MODE === 'bulk' ? 10 : 1000));
 const OUTPUT = process.argv[4];
-const CONCURRENCY = 16;
+// A bulk import is one request of 1,000 leads: the bench row sends them one at a time.
+const CONCURRENCY = MODE === 'bulk' ? 1 : 16;
+const BULK_SIZE = 1000;
 
 interface ProfileNode {
   id: number;
@@ -51,13 +54,31 @@ const post = async (path: string, body: unknown, status: number) =>
     status,
   );
 const accounts: string[] = [];
-for (let i = 0; i < CONCURRENCY; i++)
+// Bulk: a fresh account per import (so every lead is new), made before the measured window.
+const accountCount = MODE === 'bulk' ? IMPORTS + 2 : CONCURRENCY;
+for (let i = 0; i < accountCount; i++)
   accounts.push(((await post('/v1/accounts', { name: `Profile ${i}` }, 201)) as { id: string }).id);
 
 let phone = 0;
+let bulkImports = 0;
 const operation = async (i: number) => {
   const account = accounts[i % CONCURRENCY];
-  if (MODE === 'get') await expectStatus(await fetch(`${baseUrl}/v1/accounts/${account}`, { headers }), 200);
+  if (MODE === 'bulk') {
+    const fresh = accounts[bulkImports++]!;
+    const leads = Array.from({ length: BULK_SIZE }, (_, j) => ({
+      phone: `+1${2000000000 + ++phone}`,
+      name: `Lead ${j}`,
+      email: `lead${j}@example.com`,
+      source: 'application',
+    }));
+    await post(`/v1/accounts/${fresh}/leads/bulk`, { leads }, 200);
+    const listed = (await expectStatus(
+      await fetch(`${baseUrl}/v1/accounts/${fresh}/leads?limit=1`, { headers }),
+      200,
+    )) as { total: number };
+    if (listed.total !== BULK_SIZE) throw new Error('bulk import lost leads');
+  } else if (MODE === 'get')
+    await expectStatus(await fetch(`${baseUrl}/v1/accounts/${account}`, { headers }), 200);
   else
     await post(
       `/v1/accounts/${account}/leads`,
@@ -73,7 +94,7 @@ async function imports(count: number) {
     }),
   );
 }
-await imports(200);
+await imports(MODE === 'bulk' ? 2 : 200);
 
 const session = new Session();
 session.connect();
@@ -120,7 +141,7 @@ const statementTotal = [...statements.values()].reduce((sum, count) => sum + cou
 
 console.log(
   [
-    `${MODE === 'get' ? 'Account GETs' : 'Single lead imports'}, ${CONCURRENCY} clients over ${CONCURRENCY} accounts: ${IMPORTS} in ${seconds.toFixed(1)} s (${(IMPORTS / seconds).toFixed(0)}/s)`,
+    `${MODE === 'bulk' ? `Bulk imports of ${BULK_SIZE} leads` : MODE === 'get' ? 'Account GETs' : 'Single lead imports'}, ${CONCURRENCY} clients over ${MODE === 'bulk' ? IMPORTS : CONCURRENCY} accounts: ${IMPORTS} in ${seconds.toFixed(1)} s (${(IMPORTS / seconds).toFixed(0)}/s)`,
     '',
     `CPU seconds per 1,000 operations: node ${cpuPer.node.toFixed(2)}, postgres ${cpuPer.postgres.toFixed(2)}, kafka ${cpuPer.kafka.toFixed(2)}, registry ${cpuPer.registry.toFixed(2)}; total ${cpuPer.total.toFixed(2)}`,
     `This process was busy in ${((busyHits / totalHits) * 100).toFixed(0)}% of the profile's samples.`,

@@ -13,7 +13,7 @@ import {
 import type { Insertable, Kysely } from 'kysely';
 import { createDispatcher, DELIVERIES_CHANNEL } from '../services/webhook-relay/src/dispatcher';
 import { createWebhookClient } from '../services/webhook-relay/src/http-client';
-import { selfSignedCertificate } from '../services/webhook-relay/test/receiver';
+import { selfSignedCertificate } from '@leadline/test-kit';
 import { benchEnvironment } from './environment';
 import { measure, percentile, throughput } from './stats';
 

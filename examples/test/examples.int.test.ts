@@ -6,8 +6,8 @@ import { promisify } from 'node:util';
 import { topicNames } from '@leadline/events';
 import { personalDataKeySettings } from '@leadline/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { partnerClient } from '../../services/command-api/test/client';
-import { startSystem, type TestSystem } from '../../services/command-api/test/system';
+import { partnerClient } from '../../system-test/client';
+import { startSystem, type TestSystem } from '../../system-test/system';
 import { countEventsByType, replayLog, type LoggedEvent } from '../log-replay/replay';
 import { onboardCustomer } from '../partner-client/onboard';
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSystem, type TestSystem } from '../../services/command-api/test/system';
+import { startSystem, type TestSystem } from '../../system-test/system';
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '../..');

@@ -5,8 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { eventually, startFakeTwilio, twilioSignature, type FakeTwilio } from '@leadline/test-kit';
 import { chromium, type Browser, type BrowserContext, type Frame, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { partnerClient, type PartnerClient } from '../../../services/command-api/test/client';
-import { startSystem, type TestSystem } from '../../../services/command-api/test/system';
+import { partnerClient, type PartnerClient } from '../../../system-test/client';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 
 // scripts/test.sh installs Debian's chromium when it is missing.
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';

@@ -13,8 +13,8 @@ import {
   startRegistrationWorker,
   type RunningRegistrationWorker,
 } from '../../../services/carrier-registration/src';
-import { partnerClient, type PartnerClient } from '../../../services/command-api/test/client';
-import { startSystem, type TestSystem } from '../../../services/command-api/test/system';
+import { partnerClient, type PartnerClient } from '../../../system-test/client';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 
 // scripts/test.sh installs Debian's chromium when it is missing.
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';

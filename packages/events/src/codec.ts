@@ -7,7 +7,16 @@ import type { TopicNames } from './topics';
 
 export interface EventCodec {
   encode(event: DomainEvent): Promise<Buffer>;
-  decode(record: Buffer): Promise<DomainEvent>;
+  decode(record: Buffer, options?: DecodeOptions): Promise<DomainEvent>;
+}
+
+export interface DecodeOptions {
+  /**
+   * Whether the reader reads personal values of events of a type (all of them, by default). Those of
+   * a type it does not are left as the sealed strings on the log: never decrypted, no key looked up,
+   * and no use to a reader that would read them after all.
+   */
+  opens?: (eventType: DomainEvent['type']) => boolean;
 }
 
 export class UnknownEventTypeError extends Error {}
@@ -122,7 +131,7 @@ export async function createEventCodec(
       if (problem) throw new UnstorableTextError(problem);
       return registry.encode(schemaId, sealer ? await sealer.seal(event) : event);
     },
-    async decode(record) {
+    async decode(record, options) {
       // The registry client validates the record against the writer's schema, found by the id in the
       // record; that schema was generated from our zod schema, so parsing again with zod would only
       // repeat the work (it halves the projector's decoding cost on a bulk import).
@@ -130,7 +139,8 @@ export async function createEventCodec(
       if (!eventDefinitionsByType.has(String(payload.type))) {
         throw new UnknownEventTypeError(`Unknown event type ${String(payload.type)}`);
       }
-      return sealer ? sealer.open(payload as DomainEvent) : (payload as DomainEvent);
+      const event = payload as DomainEvent;
+      return sealer && (options?.opens?.(event.type) ?? true) ? sealer.open(event) : event;
     },
   };
 }

@@ -232,6 +232,12 @@ export interface LogConsumerDeps {
    * records without an event, never decoded (decoding validates each record against its schema).
    */
   decodes?: (eventType: string | undefined) => boolean;
+  /**
+   * Whether the consumer reads the personal values of an event type (every type, by default): those
+   * of a type it does not are left sealed, so it decrypts nothing it never reads (the sequencer
+   * reads ids off the messages and enrollments it follows, not their phones and bodies).
+   */
+  opens?: (eventType: DomainEvent['type']) => boolean;
 }
 
 /**
@@ -405,6 +411,12 @@ async function followGenerations(deps: LogConsumerDeps, layout: ConsumerLayout):
   };
 }
 
+/** The codec as a consumer reads with it: the personal values it does not read are left sealed. */
+function readerOf({ codec, opens }: Pick<LogConsumerDeps, 'codec' | 'opens'>): EventCodec {
+  if (!opens) return codec;
+  return { encode: (event) => codec.encode(event), decode: (record) => codec.decode(record, { opens }) };
+}
+
 /** One generation's (or a plain list of) topics, read by one consumer group. */
 async function consumeTopics(
   deps: LogConsumerDeps,
@@ -416,7 +428,8 @@ async function consumeTopics(
     limitOf?: (topic: string, partition: number) => bigint | undefined;
   },
 ): Promise<RunningConsumer> {
-  const { kafka, db, codec } = deps;
+  const { kafka, db } = deps;
+  const codec = readerOf(deps);
   const { groupId, topics } = options;
   // For the group's committed offsets (at start) and the partitions' ends (lag, at scrape time).
   const admin = kafka.admin();

@@ -1,5 +1,6 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createSecretKey, type KeyObject } from 'node:crypto';
 import { z } from 'zod';
+import { randomIv } from './random-iv';
 
 /** What a sealed webhook secret belongs to: it opens only for the same webhook of the same partner. */
 export interface SecretBinding {
@@ -50,7 +51,7 @@ const associatedData = (binding: Binding) =>
     'utf8',
   );
 
-function decrypt(key: Buffer, parts: string[], aad: Buffer | undefined): string {
+function decrypt(key: KeyObject, parts: string[], aad: Buffer | undefined): string {
   const [iv, tag, ciphertext] = parts.map((part) => Buffer.from(part, 'base64url'));
   const decipher = createDecipheriv('aes-256-gcm', key, iv!);
   if (aad) decipher.setAAD(aad);
@@ -63,12 +64,15 @@ export function createSecretBox(keys: Buffer | readonly Buffer[]): SecretBox {
   const all = Array.isArray(keys) ? keys : [keys as Buffer];
   if (all.length === 0) throw new Error('At least one webhook encryption key is needed');
   if (all.some((key) => key.length !== 32)) throw new Error('A webhook encryption key must be 32 bytes');
-  const newest = all[0]!;
-  const newestId = keyIdOf(newest);
-  const byId = new Map(all.map((key) => [keyIdOf(key), key]));
+  // KeyObjects made once: given raw bytes, node:crypto imports the key again on every call, which
+  // cost more than wrapping or unwrapping a personal-data key (one of each per new data subject).
+  const keyObjects = all.map((key) => createSecretKey(key));
+  const newest = keyObjects[0]!;
+  const newestId = keyIdOf(all[0]!);
+  const byId = new Map(all.map((key, index) => [keyIdOf(key), keyObjects[index]!]));
   return {
     seal(plaintext, binding) {
-      const iv = randomBytes(12);
+      const iv = randomIv();
       const cipher = createCipheriv('aes-256-gcm', newest, iv);
       cipher.setAAD(associatedData(binding));
       const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
@@ -83,7 +87,7 @@ export function createSecretBox(keys: Buffer | readonly Buffer[]): SecretBox {
         return decrypt(key, rest.slice(1), associatedData(binding));
       }
       if (version === 'v1' && rest.length === 3) {
-        for (const key of all) {
+        for (const key of keyObjects) {
           try {
             return decrypt(key, rest, undefined);
           } catch {

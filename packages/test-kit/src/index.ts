@@ -12,3 +12,4 @@ export * from './startup-watch';
 export { deleteSubjectsUnder } from './registry-subjects';
 export * from './account-log';
 export * from './registration-profile';
+export * from './webhook-receiver';

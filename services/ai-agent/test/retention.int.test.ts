@@ -3,7 +3,7 @@ import { createPostgresDocumentStore } from '@leadline/runtime';
 import { accountEvents, eventually, fakeClock, readTopic } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runRetentionPass } from '../../command-api/src/retention/pass';
-import { readModelSnapshot } from '../../command-api/test/log';
+import { readModelSnapshot } from '../../../system-test/log';
 import { offlineResponder } from '../src/offline';
 import type { Responder, TurnInput } from '../src/turn';
 import {

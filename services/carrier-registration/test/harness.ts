@@ -2,8 +2,8 @@ import { createDb, createSecretBox, DEVELOPMENT_WEBHOOK_KEY, type Database } fro
 import type { CarrierRegistration } from '@leadline/telephony';
 import { eventually, fakeClock, type FakeClock, type FakeTwilio } from '@leadline/test-kit';
 import type { Kysely } from 'kysely';
-import { partnerClient, type PartnerClient } from '../../command-api/test/client';
-import { startSystem, type TestSystem } from '../../command-api/test/system';
+import { partnerClient, type PartnerClient } from '../../../system-test/client';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 import { startRegistrationWorker, type RunningRegistrationWorker } from '../src';
 
 /** A lender's business profile, as a partner submits it. */

@@ -9,7 +9,7 @@ import { createLocalCarrierRegistration } from '@leadline/telephony';
 import { eventually } from '@leadline/test-kit';
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness, type RelayInstance } from '../../webhook-relay/test/harness';
+import { startHarness, type Harness, type RelayInstance } from '../../../system-test/relay';
 import { startRegistrationWorker, type RunningRegistrationWorker } from '../src';
 import { businessProfile } from './harness';
 

@@ -1,8 +1,8 @@
 import { createDb, migrate, reserveExistingSlugs } from '@leadline/runtime';
 import { createTestEnvironment, logSize, startFakeTwilio, type FakeTwilio } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { partnerClient, type PartnerClient } from './client';
-import { startSystem, type TestSystem } from './system';
+import { partnerClient, type PartnerClient } from '../../../system-test/client';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 
 let system: TestSystem;
 let twilio: FakeTwilio;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { logSize as accountLogSize } from '@leadline/test-kit';
-import { partnerClient, type PartnerClient } from './client';
-import { startSystem, type TestSystem } from './system';
+import { partnerClient, type PartnerClient } from '../../../system-test/client';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 
 let system: TestSystem;
 let acme: PartnerClient;

@@ -8,8 +8,8 @@ import type { KyselyPlugin, PluginTransformResultArgs, QueryResult, UnknownRow }
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { logSize } from '@leadline/test-kit';
 import { EXPORT_PAGE_SIZE } from '../src/consent/routes';
-import { partnerClient, type PartnerClient } from './client';
-import { startSystem, type TestSystem } from './system';
+import { partnerClient, type PartnerClient } from '../../../system-test/client';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 
 let system: TestSystem;
 let acme: PartnerClient;

@@ -10,10 +10,10 @@ import {
 } from '@leadline/webhook-relay';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { partnerClient, type PartnerClient } from './client';
-import { readModelSnapshot } from './log';
-import { startReceiver } from '../../webhook-relay/test/receiver';
-import { startSystem, type TestSystem } from './system';
+import { partnerClient, type PartnerClient } from '../../../system-test/client';
+import { readModelSnapshot } from '../../../system-test/log';
+import { startReceiver } from '@leadline/test-kit';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 
 let system: TestSystem;
 let acme: PartnerClient;

@@ -15,9 +15,9 @@ import { Kafka, logLevel } from 'kafkajs';
 import { sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { partnerClient, type PartnerClient } from './client';
-import { refusingKafka } from './log';
-import { startSystem, type TestSystem } from './system';
+import { partnerClient, type PartnerClient } from '../../../system-test/client';
+import { refusingKafka } from '../../../system-test/log';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 
 let system: TestSystem;
 let acme: PartnerClient;

@@ -1,6 +1,6 @@
 import { eventually } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSystem, type TestSystem } from './system';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 
 let system: TestSystem;
 beforeAll(async () => {

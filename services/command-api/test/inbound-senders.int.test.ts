@@ -1,8 +1,8 @@
 import { newUuid } from '@leadline/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { logSize } from '@leadline/test-kit';
-import { partnerClient, type PartnerClient } from './client';
-import { startSystem, type TestSystem } from './system';
+import { partnerClient, type PartnerClient } from '../../../system-test/client';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 
 let system: TestSystem;
 let partner: PartnerClient;

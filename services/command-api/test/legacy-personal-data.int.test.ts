@@ -11,9 +11,14 @@ import {
 import { eventually } from '@leadline/test-kit';
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { partnerClient, type PartnerClient } from './client';
-import { appliedEvents, eventsAppliedTwice, readModelSnapshot, recordAppliedEvents } from './log';
-import { startSystem, type TestSystem } from './system';
+import { partnerClient, type PartnerClient } from '../../../system-test/client';
+import {
+  appliedEvents,
+  eventsAppliedTwice,
+  readModelSnapshot,
+  recordAppliedEvents,
+} from '../../../system-test/log';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 
 let system: TestSystem;
 let partner: PartnerClient;

@@ -12,8 +12,8 @@ import { eventually } from '@leadline/test-kit';
 import type { KafkaMessage } from 'kafkajs';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { partnerClient } from './client';
-import { startSystem, type TestSystem } from './system';
+import { partnerClient } from '../../../system-test/client';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 let system: TestSystem;

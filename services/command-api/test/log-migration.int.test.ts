@@ -29,9 +29,9 @@ import { eventually } from '@leadline/test-kit';
 import type { Consumer } from 'kafkajs';
 import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { partnerClient, type PartnerClient } from './client';
-import { appliedEvents, readModelSnapshot, recordAppliedEvents } from './log';
-import { startSystem, type TestSystem } from './system';
+import { partnerClient, type PartnerClient } from '../../../system-test/client';
+import { appliedEvents, readModelSnapshot, recordAppliedEvents } from '../../../system-test/log';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 
 let system: TestSystem;
 let partner: PartnerClient;

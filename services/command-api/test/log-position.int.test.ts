@@ -10,7 +10,7 @@ import {
 } from '@leadline/runtime';
 import { eventually } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSystem, type TestSystem } from './system';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 
 let system: TestSystem;
 

@@ -10,10 +10,10 @@ import {
   type TestEnvironment,
 } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startReceiver, type Receiver } from '../../webhook-relay/test/receiver';
+import { startReceiver, type Receiver } from '@leadline/test-kit';
 import { generateApiKey } from '../src/partners/api-keys';
 import { createPartner } from '../src/partners/partners';
-import { startCluster, type Cluster } from './cluster';
+import { startCluster, type Cluster } from '../../../system-test/cluster';
 
 /**
  * Two processes of every service at once, each from its main module (two command APIs behind one

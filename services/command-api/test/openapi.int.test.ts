@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSystem, type TestSystem } from './system';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 
 let system: TestSystem;
 beforeAll(async () => {

@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../src/app';
 import { hashApiKey } from '../src/partners/api-keys';
 import { listPartnerKeys, revokePartnerKey } from '../src/partners/keys';
-import { partnerClient } from './client';
-import { startSystem, type TestSystem } from './system';
+import { partnerClient } from '../../../system-test/client';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 
 let system: TestSystem;
 const closers: (() => Promise<void>)[] = [];

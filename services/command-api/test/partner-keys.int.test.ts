@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../src/app';
 import { hashApiKey } from '../src/partners/api-keys';
 import { createPartnerKey, listPartnerKeys, revokePartnerKey } from '../src/partners/keys';
-import { partnerClient } from './client';
-import { startSystem, type TestSystem } from './system';
+import { partnerClient } from '../../../system-test/client';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 
 let system: TestSystem;
 /** A second command API instance: its own app and its own connections to the same database. */

@@ -23,9 +23,9 @@ import { createLocalNumberPool, createTwilioProvider } from '@leadline/telephony
 import { releaseOrphanNumbers } from '../src/accounts/orphan-numbers';
 import { reservePhoneNumber } from '../src/accounts/phone-numbers';
 import { buildApp } from '../src/app';
-import { partnerClient, type PartnerClient } from './client';
-import { refusingKafka } from './log';
-import { startSystem, type TestSystem } from './system';
+import { partnerClient, type PartnerClient } from '../../../system-test/client';
+import { refusingKafka } from '../../../system-test/log';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 
 let system: TestSystem;
 let twilio: FakeTwilio;

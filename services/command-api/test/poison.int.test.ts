@@ -2,8 +2,8 @@ import { eventCatalog, UnstorableTextError, type DomainEvent } from '@leadline/e
 import { listParked } from '@leadline/runtime';
 import { eventually, logSize, startFakeTwilio, twilioSignature, type FakeTwilio } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { partnerClient, type PartnerClient } from './client';
-import { startSystem, type TestSystem } from './system';
+import { partnerClient, type PartnerClient } from '../../../system-test/client';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 
 let system: TestSystem;
 let twilio: FakeTwilio;

@@ -3,8 +3,8 @@ import { Kysely, PostgresDialect } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../src/app';
 import { MAX_LEASE_SHARE } from '../src/http/rate-limit-store';
-import { partnerClient } from './client';
-import { startSystem, type TestSystem } from './system';
+import { partnerClient } from '../../../system-test/client';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 
 const LIMIT = 5;
 let system: TestSystem;

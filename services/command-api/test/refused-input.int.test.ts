@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { partnerClient, type PartnerClient } from './client';
-import { startSystem, type TestSystem } from './system';
+import { partnerClient, type PartnerClient } from '../../../system-test/client';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 
 let system: TestSystem;
 let key: string;

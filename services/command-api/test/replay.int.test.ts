@@ -9,8 +9,8 @@ import {
 } from '@leadline/test-kit';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { partnerClient } from './client';
-import { startSystem, type TestSystem } from './system';
+import { partnerClient } from '../../../system-test/client';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 
 let system: TestSystem;
 let twilio: FakeTwilio;

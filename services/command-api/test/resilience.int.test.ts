@@ -2,8 +2,8 @@ import { projections, startProjector } from '@leadline/projector';
 import { createDb } from '@leadline/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { logSize } from '@leadline/test-kit';
-import { partnerClient, type PartnerClient } from './client';
-import { startSystem, type TestSystem } from './system';
+import { partnerClient, type PartnerClient } from '../../../system-test/client';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 
 let system: TestSystem;
 let partner: PartnerClient;

@@ -5,8 +5,8 @@ import { startSequencer, type RunningSequencer } from '@leadline/sequencer';
 import { eventually, fakeClock, startFakeTwilio, twilioSignature, type FakeTwilio } from '@leadline/test-kit';
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { partnerClient, type PartnerClient } from './client';
-import { startSystem, type TestSystem } from './system';
+import { partnerClient, type PartnerClient } from '../../../system-test/client';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 
 /**
  * Revocation by any reasonable means, end to end: signed inbound SMS through the webhook, the inbound

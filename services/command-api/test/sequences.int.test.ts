@@ -1,8 +1,8 @@
 import { newUuid } from '@leadline/runtime';
 import { accountEvents, fakeClock, logSize } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { partnerClient, type PartnerClient } from './client';
-import { startSystem, type TestSystem } from './system';
+import { partnerClient, type PartnerClient } from '../../../system-test/client';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 
 let system: TestSystem;
 let acme: PartnerClient;

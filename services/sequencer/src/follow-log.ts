@@ -113,6 +113,8 @@ export async function followTheLog(
     // to read, nor to park.
     decodes: (type) => type !== undefined && watched.has(type),
     actsOn: (event) => watched.has(event.type),
+    // It reads ids, steps and accounts off what it follows, never a phone or a body: nothing to decrypt.
+    opens: () => false,
     // Kafka kept this consumer's position before Postgres did: an upgrade continues from there.
     startAtGroupOffsets: true,
     onCrash: (error) => onError(error),

@@ -2,8 +2,8 @@ import { createDb, newUuid, type Database } from '@leadline/runtime';
 import { accountEvents, fakeClock } from '@leadline/test-kit';
 import type { Kysely } from 'kysely';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { partnerClient, type PartnerClient } from '../../command-api/test/client';
-import { startSystem, type TestSystem } from '../../command-api/test/system';
+import { partnerClient, type PartnerClient } from '../../../system-test/client';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 import { startSequencer, type RunningSequencer } from '../src';
 
 const HOUR = 3600_000;

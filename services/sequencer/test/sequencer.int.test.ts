@@ -12,8 +12,8 @@ import {
 import { accountEvents, eventually, fakeClock } from '@leadline/test-kit';
 import type { Kysely } from 'kysely';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { partnerClient, type PartnerClient } from '../../command-api/test/client';
-import { startSystem, type TestSystem } from '../../command-api/test/system';
+import { partnerClient, type PartnerClient } from '../../../system-test/client';
+import { startSystem, type TestSystem } from '../../../system-test/system';
 import { claimDueSteps, startSequencer, type RunningSequencer } from '../src';
 
 const HOUR = 3600_000;

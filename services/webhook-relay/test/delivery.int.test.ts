@@ -10,8 +10,8 @@ import {
   type Partner,
   type RelayInstance,
   TEST_LEASE_MS,
-} from './harness';
-import { opensslHmacHex } from './receiver';
+} from '../../../system-test/relay';
+import { opensslHmacHex } from '@leadline/test-kit';
 
 let harness: Harness;
 let relay: RelayInstance;

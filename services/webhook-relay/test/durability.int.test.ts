@@ -3,7 +3,13 @@ import type { CommandBus } from '@leadline/runtime';
 import { eventually } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deliveryIdOf } from '../src/fan-out';
-import { leadCreated, startHarness, type Harness, type Partner, type RelayInstance } from './harness';
+import {
+  leadCreated,
+  startHarness,
+  type Harness,
+  type Partner,
+  type RelayInstance,
+} from '../../../system-test/relay';
 
 let harness: Harness;
 let relay: RelayInstance;

@@ -1,7 +1,7 @@
 import { eventually } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness, type RelayInstance } from './harness';
-import { opensslHmacHex } from './receiver';
+import { startHarness, type Harness, type RelayInstance } from '../../../system-test/relay';
+import { opensslHmacHex } from '@leadline/test-kit';
 
 let harness: Harness;
 let relay: RelayInstance;

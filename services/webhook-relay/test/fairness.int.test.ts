@@ -3,7 +3,7 @@ import { createPool, listenToChannel } from '@leadline/runtime';
 import { eventually } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DELIVERIES_CHANNEL } from '../src/dispatcher';
-import { leadCreated, startHarness, type Harness, type Partner } from './harness';
+import { leadCreated, startHarness, type Harness, type Partner } from '../../../system-test/relay';
 
 let harness: Harness;
 

@@ -10,9 +10,9 @@ import { eventually, testDocuments } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../command-api/src/app';
 import { resealWebhookSecrets } from '../../command-api/src/webhooks/reseal';
-import { partnerClient } from '../../command-api/test/client';
-import { leadCreated, startHarness, type Harness, type Partner } from './harness';
-import { opensslHmacHex } from './receiver';
+import { partnerClient } from '../../../system-test/client';
+import { leadCreated, startHarness, type Harness, type Partner } from '../../../system-test/relay';
+import { opensslHmacHex } from '@leadline/test-kit';
 
 /** The key the harness's command API seals with until the rotation; the new key goes in front of it. */
 const OLD_KEY = DEVELOPMENT_WEBHOOK_KEY;

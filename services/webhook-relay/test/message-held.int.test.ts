@@ -1,6 +1,6 @@
 import { eventually, registrationProfile } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness, type RelayInstance } from './harness';
+import { startHarness, type Harness, type RelayInstance } from '../../../system-test/relay';
 
 let harness: Harness;
 let relay: RelayInstance;

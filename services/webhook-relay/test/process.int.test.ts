@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { eventually } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deliveryIdOf } from '../src/fan-out';
-import { leadCreated, startHarness, type Harness } from './harness';
+import { leadCreated, startHarness, type Harness } from '../../../system-test/relay';
 
 let harness: Harness;
 let caDir: string;

@@ -4,7 +4,7 @@ import { createTestEnvironment, fakeClock, type TestEnvironment } from '@leadlin
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deliveryIdOf } from '../src/fan-out';
 import { relayBatch, type PositionedEvent } from '../src/relay';
-import { leadCreated, statusChanged } from './harness';
+import { leadCreated, statusChanged } from '../../../system-test/relay';
 
 let env: TestEnvironment;
 let infrastructure: Infrastructure;

@@ -1,4 +1,4 @@
-import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { createHash, createHmac, createSecretKey, randomBytes } from 'node:crypto';
 import type { DataSubjectKind } from '@leadline/events';
 import { sql, type Kysely } from 'kysely';
 import type { InfrastructureConfig } from '../config';
@@ -85,6 +85,13 @@ export function personalDataKeySettings(
   };
 }
 
+interface KeyRow {
+  key_id: string;
+  account_id: string;
+  subject: string;
+  wrapped_key: string | null;
+}
+
 interface Cached {
   value: SubjectKey;
   until: number;
@@ -96,6 +103,8 @@ export function createPersonalDataKeys(
   { cacheMs = 60_000, now = Date.now } = {},
 ): PersonalDataKeys {
   const box: SecretBox = createSecretBox(settings.masterKeys);
+  // A KeyObject made once: given raw bytes, createHmac imports the key again on every subject hashed.
+  const hashKey = createSecretKey(settings.hashKey);
   const byId = new Map<string, Cached>();
   const liveBySubject = new Map<string, Cached>();
   const subjectKey = (accountId: string, subject: string, period: string | null = null) =>
@@ -142,7 +151,7 @@ export function createPersonalDataKeys(
 
   return {
     subjectOf(accountId, kind, value) {
-      return createHmac('sha256', settings.hashKey)
+      return createHmac('sha256', hashKey)
         .update(`${kind}\u0000${accountId}\u0000${value}`)
         .digest()
         .subarray(0, 16)
@@ -158,37 +167,69 @@ export function createPersonalDataKeys(
         else missing.push(subject);
       }
       if (missing.length === 0) return found;
-      const liveKeys = (subjects: string[]) =>
-        db
-          .selectFrom('personal_data_keys')
-          .select(['key_id', 'account_id', 'subject', 'wrapped_key'])
-          .where('account_id', '=', accountId)
-          .where('subject', 'in', subjects)
-          .where('erased_at', 'is', null)
-          .where('period', period === null ? 'is' : '=', period)
-          .execute();
-      // Most subjects have a key already (another process made it, or this one's cache expired).
-      const rows = await liveKeys(missing);
-      const keyless = missing.filter((subject) => !rows.some((row) => row.subject === subject));
-      if (keyless.length > 0) {
-        const created = keyless.map((subject) => {
-          const keyId = randomBytes(12).toString('base64url');
-          const key = randomBytes(32);
-          const wrapped = box.seal(key.toString('base64'), { accountId, personalDataKeyId: keyId });
-          return { key_id: keyId, account_id: accountId, subject, wrapped_key: wrapped, period };
-        });
-        // A subject keyed by another process a moment ago keeps its key: ours is dropped, theirs read.
-        await db
-          .insertInto('personal_data_keys')
-          .values(created)
-          .onConflict((conflict) =>
-            conflict
-              .expression(sql`account_id, subject, coalesce(period, '-infinity'::date)`)
-              .where('erased_at', 'is', null)
-              .doNothing(),
-          )
-          .execute();
-        rows.push(...(await liveKeys(keyless)));
+      // One statement reads the live keys and inserts one for each subject without: a key is made and
+      // wrapped for every subject asked for (a few µs each, wasted where one is live), which costs less
+      // than a second round trip for each new person. A subject keyed by another process a moment ago
+      // keeps its key: ours is dropped (the insert does nothing), theirs read after.
+      const made = new Map<string, Buffer>();
+      const wanted = missing.map((subject) => {
+        // The key id and the key from one draw of the generator: 12 bytes, then 32.
+        const random = randomBytes(44);
+        const keyId = random.subarray(0, 12).toString('base64url');
+        const key = random.subarray(12);
+        made.set(keyId, key);
+        return {
+          keyId,
+          subject,
+          wrapped: box.seal(key.toString('base64'), { accountId, personalDataKeyId: keyId }),
+        };
+      });
+      const { rows: answered } = await sql<KeyRow & { made: boolean }>`
+        with wanted as (
+          select * from unnest(
+            ${wanted.map((entry) => entry.keyId)}::text[],
+            ${wanted.map((entry) => entry.subject)}::text[],
+            ${wanted.map((entry) => entry.wrapped)}::text[]
+          ) as wanted (key_id, subject, wrapped_key)
+        ), live as (
+          select key_id, account_id, subject, wrapped_key from personal_data_keys
+          where account_id = ${accountId} and erased_at is null
+            and period is not distinct from ${period}::date
+            and subject in (select subject from wanted)
+        ), inserted as (
+          insert into personal_data_keys (key_id, account_id, subject, wrapped_key, period)
+          select key_id, ${accountId}::text, subject, wrapped_key, ${period}::date from wanted
+          where subject not in (select subject from live)
+          on conflict (account_id, subject, coalesce(period, '-infinity'::date)) where erased_at is null
+          do nothing
+          returning key_id, account_id, subject, wrapped_key
+        )
+        select *, false as made from live
+        union all
+        select *, true as made from inserted`.execute(db);
+      const rows: KeyRow[] = [];
+      for (const row of answered) {
+        if (!row.made) rows.push(row);
+        else {
+          // Used as made rather than unwrapped again.
+          const value = { keyId: row.key_id, subject: row.subject, key: made.get(row.key_id)! };
+          remember(accountId, value, period);
+          found.set(row.subject, value);
+        }
+      }
+      const answeredSubjects = new Set(answered.map((row) => row.subject));
+      const raced = missing.filter((subject) => !answeredSubjects.has(subject));
+      if (raced.length > 0) {
+        rows.push(
+          ...(await db
+            .selectFrom('personal_data_keys')
+            .select(['key_id', 'account_id', 'subject', 'wrapped_key'])
+            .where('account_id', '=', accountId)
+            .where('subject', 'in', raced)
+            .where('erased_at', 'is', null)
+            .where('period', period === null ? 'is' : '=', period)
+            .execute()),
+        );
       }
       for (const row of rows) {
         const value = unwrap(row);

@@ -1,10 +1,11 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createSecretKey, type KeyObject } from 'node:crypto';
 import {
   mapPersonalData,
   type DomainEvent,
   type PersonalDataSealer,
   type PersonalValueSite,
 } from '@leadline/events';
+import { randomIv } from '../random-iv';
 import type { PersonalDataKeys, SubjectKey } from './keys';
 
 /**
@@ -22,13 +23,27 @@ export const isErased = (value: unknown): value is string =>
 const associatedData = (event: DomainEvent, site: PersonalValueSite) =>
   Buffer.from(`leadline.personal\u0000${event.type}\u0000${event.id}\u0000${site.path}`, 'utf8');
 
+/**
+ * Each subject key as a KeyObject, made once per key (the cached SubjectKey keeps the same bytes):
+ * given raw bytes, node:crypto imports the key again on every call, which cost about three times
+ * what encrypting a short value does. Held weakly, so a key dropped from the key cache (or erased)
+ * goes with it.
+ */
+const keyObjects = new WeakMap<Buffer, KeyObject>();
+function keyObjectOf(key: Buffer): KeyObject {
+  let keyObject = keyObjects.get(key);
+  if (!keyObject) keyObjects.set(key, (keyObject = createSecretKey(key)));
+  return keyObject;
+}
+
 function seal(key: SubjectKey, event: DomainEvent, site: PersonalValueSite, value: unknown): string {
   const kind = typeof value === 'string' ? 's' : 'j';
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', key.key!, iv);
+  const iv = randomIv();
+  const cipher = createCipheriv('aes-256-gcm', keyObjectOf(key.key!), iv);
   cipher.setAAD(associatedData(event, site));
   const plaintext = kind === 's' ? (value as string) : JSON.stringify(value);
-  const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+  const ciphertext = cipher.update(plaintext, 'utf8');
+  cipher.final(); // GCM is a stream mode: nothing is held back, final only computes the tag
   const sealed = Buffer.concat([iv, cipher.getAuthTag(), ciphertext]).toString('base64url');
   return `sealed:1:${key.keyId}:${kind}:${sealed}`;
 }
@@ -36,11 +51,13 @@ function seal(key: SubjectKey, event: DomainEvent, site: PersonalValueSite, valu
 function open(key: SubjectKey, event: DomainEvent, site: PersonalValueSite, kind: string, sealed: string) {
   if (key.key === null) return `${ERASED_PREFIX}${key.subject}`;
   const bytes = Buffer.from(sealed, 'base64url');
-  const decipher = createDecipheriv('aes-256-gcm', key.key, bytes.subarray(0, 12));
+  const decipher = createDecipheriv('aes-256-gcm', keyObjectOf(key.key), bytes.subarray(0, 12));
   decipher.setAAD(associatedData(event, site));
   decipher.setAuthTag(bytes.subarray(12, 28));
-  const plaintext = Buffer.concat([decipher.update(bytes.subarray(28)), decipher.final()]).toString('utf8');
-  return kind === 's' ? plaintext : (JSON.parse(plaintext) as unknown);
+  const plaintext = decipher.update(bytes.subarray(28));
+  decipher.final(); // checks the tag: a value altered or moved to another event or field throws here
+  const text = plaintext.toString('utf8');
+  return kind === 's' ? text : (JSON.parse(text) as unknown);
 }
 
 /**

@@ -12,14 +12,14 @@ import {
 } from '@leadline/runtime';
 import { fakeClock, type FakeClock } from '@leadline/test-kit';
 import type { Kysely } from 'kysely';
-import { partnerClient, type PartnerClient } from '../../command-api/test/client';
-import { startSystem, type TestSystem } from '../../command-api/test/system';
-import { hashApiKey } from '../../command-api/src/partners/api-keys';
-import { createDispatcher, type Dispatcher } from '../src/dispatcher';
-import { createWebhookClient, type WebhookClient } from '../src/http-client';
-import { startRelay, type RunningRelay } from '../src/relay';
-import { DEFAULT_RETRY_DELAYS_SECONDS } from '../src/schedule';
-import { startReceiver, type Receiver } from './receiver';
+import { partnerClient, type PartnerClient } from './client';
+import { startSystem, type TestSystem } from './system';
+import { hashApiKey } from '../services/command-api/src/partners/api-keys';
+import { createDispatcher, type Dispatcher } from '../services/webhook-relay/src/dispatcher';
+import { createWebhookClient, type WebhookClient } from '../services/webhook-relay/src/http-client';
+import { startRelay, type RunningRelay } from '../services/webhook-relay/src/relay';
+import { DEFAULT_RETRY_DELAYS_SECONDS } from '../services/webhook-relay/src/schedule';
+import { startReceiver, type Receiver } from '@leadline/test-kit';
 
 /** Test timeout of one attempt: a hanging receiver fails fast; no assertion depends on it. */
 export const TEST_TIMEOUT_MS = 1500;

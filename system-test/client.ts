@@ -1,4 +1,4 @@
-import type { App } from '../src/app';
+import type { App } from '../services/command-api/src/app';
 
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 

@@ -23,11 +23,11 @@ import {
 } from '@leadline/test-kit';
 import type { InjectOptions } from 'fastify';
 import { startInboundDecider, type RunningInboundDecider } from '@leadline/inbound-decider';
-import { buildApp, type App } from '../src/app';
-import type { AppDeps } from '../src/app-deps';
-import { generateApiKey } from '../src/partners/api-keys';
-import { createPartner } from '../src/partners/partners';
-import { connectCommandServices, type CommandServices } from '../src/services';
+import { buildApp, type App } from '../services/command-api/src/app';
+import type { AppDeps } from '../services/command-api/src/app-deps';
+import { generateApiKey } from '../services/command-api/src/partners/api-keys';
+import { createPartner } from '../services/command-api/src/partners/partners';
+import { connectCommandServices, type CommandServices } from '../services/command-api/src/services';
 
 export interface TestSystem {
   env: TestEnvironment;

@@ -8,8 +8,8 @@ import {
   type InfrastructureConfig,
 } from '@leadline/runtime';
 import { twilioSignature, type FakeTwilio } from '@leadline/test-kit';
-import { generateApiKey } from '../src/partners/api-keys';
-import { createPartner } from '../src/partners/partners';
+import { generateApiKey } from '../services/command-api/src/partners/api-keys';
+import { createPartner } from '../services/command-api/src/partners/partners';
 
 /**
  * Every service as it runs in production: each its own process started from its main module, and
@@ -48,7 +48,7 @@ export interface ClusterOptions {
   env?: Record<string, string>;
 }
 
-const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+const repoRoot = fileURLToPath(new URL('../', import.meta.url));
 
 /** Each service's main module and the consumer group its processes share (none for the API). */
 const SERVICES: { name: string; main: string; group?: string }[] = [
