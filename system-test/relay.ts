@@ -47,8 +47,8 @@ export interface Partner {
  * an HTTPS receiver on loopback, and relays built like services/webhook-relay's main, on a fake clock.
  * Tests drain the dispatcher themselves instead of letting it poll.
  */
-export async function startHarness() {
-  const system: TestSystem = await startSystem();
+export async function startHarness(systemOptions: Parameters<typeof startSystem>[0] = {}) {
+  const system: TestSystem = await startSystem(systemOptions);
   const receiver: Receiver = await startReceiver();
   const clock: FakeClock = fakeClock(new Date('2030-01-07T09:00:00.000Z'));
   const instances: RelayInstance[] = [];

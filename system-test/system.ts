@@ -69,6 +69,8 @@ export async function startSystem(
     clock?: Clock;
     twilio?: FakeTwilio;
     gateway?: boolean;
+    /** The gateway enforces the carriers' sending rule (holds messages before the campaign's approval). */
+    registrationEnforced?: boolean;
     /** Another broker than the shared one (a test-owned broker the test may stop). */
     brokers?: string[];
     eventLogTimeoutMs?: number;
@@ -202,6 +204,7 @@ export async function startSystem(
         clock,
         groupId: `${env.config.TOPIC_PREFIX}leadline.sms-gateway`,
         onError: () => undefined,
+        registrationEnforced: options.registrationEnforced ?? false,
       })
     : undefined;
   startup.done();

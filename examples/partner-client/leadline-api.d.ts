@@ -1042,6 +1042,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "message.held": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * message.held
+         * @description The SMS gateway holds an outbound message it may still send (the carrier registration is pending, the lead's quiet hours or state rules, the brand's daily cap): the message stays `queued`, with the reason in its `held` field. Sent when a message is first held, and again when the reason changes. Answer 2xx within 10 seconds; anything else is retried.
+         */
+        post: operations["receiveMessageHeldEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "lead.erased": {
         parameters: {
             query?: never;
@@ -1956,7 +1976,7 @@ export interface components {
              */
             url: string;
             /** @description Subscribed event types; `webhook.delivery_failed` is not subscribable. */
-            events: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received" | "compliance.status_changed" | "lead.erased" | "account.erased")[];
+            events: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received" | "compliance.status_changed" | "message.held" | "lead.erased" | "account.erased")[];
             /** @description Key of the HMAC-SHA256 signatures. Stored encrypted, never returned. */
             secret: string;
         };
@@ -2484,8 +2504,59 @@ export interface components {
              * @enum {string}
              */
             status: "received" | "queued" | "sent" | "delivered" | "undelivered" | "failed";
+            /** @description Why a `queued` outbound message waits; null when it is not held (always for inbound messages). */
+            held: components["schemas"]["MessageHold"] | null;
             /** @description Inbound only: the MMS attachments. */
             media?: components["schemas"]["MessageMedia"][];
+        };
+        /** @description The SMS gateway holds an outbound message it may still send (the carrier registration is pending, the lead's quiet hours or state rules, the brand's daily cap): the message stays `queued`, with the reason in its `held` field. Sent when a message is first held, and again when the reason changes. */
+        MessageHeldEvent: {
+            /**
+             * Format: uuid
+             * @description Event id: the same for every webhook and every retry.
+             */
+            id: string;
+            /** @constant */
+            type: "message.held";
+            /** Format: uuid */
+            account_id: string;
+            /**
+             * Format: date-time
+             * @description When the event happened, ISO 8601 UTC.
+             */
+            created_at: string;
+            data: components["schemas"]["MessageHeldEventData"];
+        };
+        MessageHeldEventData: {
+            /**
+             * @description The lead phone number, E.164.
+             * @example +15125550123
+             */
+            phone: string;
+            /** @description The lead's `name`, else first and last name joined, else null. */
+            lead_name: string | null;
+            /**
+             * Format: uuid
+             * @description The held message, as GET .../messages lists it.
+             */
+            message_id: string;
+            /**
+             * @description Why the message waits; the `MessageHold` schema of the messages list says what each means.
+             * @enum {string}
+             */
+            reason: "registration_pending" | "quiet_hours" | "state_hours" | "state_sunday" | "state_holiday" | "brand_daily_cap";
+            /** @description When the SMS gateway decides again; null when it waits for an event instead, such as the campaign's approval. */
+            next_attempt_at: string | null;
+        };
+        /** @description Why the SMS gateway holds a queued outbound message it may still send. The message stays `queued` while held; the hold is gone once it is sent or fails. The `message.held` webhook reports each hold. */
+        MessageHold: {
+            /**
+             * @description Why the message waits: `registration_pending`: the account's carrier registration (A2P 10DLC campaign) is not approved yet and its number is a US long code (the message goes once the campaign is approved); `quiet_hours`: a sequence step outside the account's sending window for the lead (quiet hours); `state_hours`: a sequence step outside the hours the lead's state allows for telemarketing texts; `state_sunday`: a sequence step on a Sunday, when the lead's state restricts texts; `state_holiday`: a sequence step on a holiday on which the lead's state restricts texts; `brand_daily_cap`: the carriers' daily cap for the account's brand is reached (the message goes on the carriers' next day).
+             * @enum {string}
+             */
+            reason: "registration_pending" | "quiet_hours" | "state_hours" | "state_sunday" | "state_holiday" | "brand_daily_cap";
+            /** @description When the SMS gateway decides again (it checks every rule again then: opt-out, sending window, queue age); null when it waits for an event instead, such as the campaign's approval. The time given when the hold was recorded: a message held again for the same reason (the next night's window) keeps it. */
+            until: string | null;
         };
         MessageList: {
             messages: components["schemas"]["Message"][];
@@ -2936,7 +3007,7 @@ export interface components {
              */
             url?: string;
             /** @description Subscribed event types; `webhook.delivery_failed` is not subscribable. */
-            events?: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received" | "compliance.status_changed" | "lead.erased" | "account.erased")[];
+            events?: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received" | "compliance.status_changed" | "message.held" | "lead.erased" | "account.erased")[];
             /** @description `true` re-enables a webhook disabled by a 410 answer. */
             active?: boolean;
         };
@@ -2973,7 +3044,7 @@ export interface components {
             id: string;
             /** Format: uri */
             url: string;
-            events: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received" | "compliance.status_changed" | "lead.erased" | "account.erased")[];
+            events: ("conversation.started" | "conversation.reply_received" | "conversation.handoff_requested" | "lead.status_changed" | "lead.created" | "checklist.item_collected" | "checklist.completed" | "sequence.completed" | "sequence.reply_received" | "compliance.status_changed" | "message.held" | "lead.erased" | "account.erased")[];
             active: boolean;
             /**
              * Format: date-time
@@ -13226,6 +13297,46 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ComplianceStatusChangedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the webhook is disabled and receives nothing more. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Any other answer, a timeout or a redirect is a failure. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveMessageHeldEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery: the same on every retry of it. Deduplicate on it. */
+                "X-Service-Delivery-Id": string;
+                /** @description The event type, also in the body. */
+                "X-Service-Event-Type": string;
+                /** @description When this attempt was signed, in Unix seconds. */
+                "X-Service-Timestamp": string;
+                /** @description Hex HMAC-SHA256 of the exact body bytes, keyed with the webhook secret. */
+                "X-Service-Signature": string;
+                /** @description Hex HMAC-SHA256 of `<X-Service-Timestamp>.<body>`: refuse it when the timestamp is more than five minutes from your clock, and replays are refused too. */
+                "X-Service-Timestamped-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MessageHeldEvent"];
             };
         };
         responses: {

@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import { registrationStatuses, registrationSteps } from './catalog/compliance';
 import { leadOrigins, leadStatusSchema } from './catalog/leads';
+import { messageHoldReasons } from './catalog/messaging';
 
 /**
- * What partners receive: the nine subscribable webhook events of spec §6 (and `compliance.status_changed`
- * `lead.erased` and `account.erased`, ours) and their `data` shapes.
+ * What partners receive: the nine subscribable webhook events of spec §6 (and `compliance.status_changed`,
+ * `message.held`, `lead.erased` and `account.erased`, ours) and their `data` shapes.
  * These are a public contract separate from the domain events on the log (the relay maps one to the
  * other), so the log can evolve without breaking receivers. The four shapes the spec shows are exact;
  * the other five carry `phone` and `lead_name` on each, plus what the event is about (our design).
@@ -20,6 +21,7 @@ export const webhookEventTypes = [
   'sequence.completed',
   'sequence.reply_received',
   'compliance.status_changed',
+  'message.held',
   'lead.erased',
   'account.erased',
 ] as const;
@@ -122,6 +124,19 @@ export const webhookEventData = {
       .string()
       .nullable()
       .meta({ description: "The carrier's reason when `new_status` is `failed`; null otherwise." }),
+  }),
+  'message.held': z.strictObject({
+    phone,
+    lead_name: leadName,
+    message_id: z.uuid().meta({ description: 'The held message, as GET .../messages lists it.' }),
+    reason: z.enum(messageHoldReasons).meta({
+      description:
+        'Why the message waits; the `MessageHold` schema of the messages list says what each means.',
+    }),
+    next_attempt_at: timestamp.nullable().meta({
+      description:
+        "When the SMS gateway decides again; null when it waits for an event instead, such as the campaign's approval.",
+    }),
   }),
   // No phone and no name: the partner knows the lead by its id, and the delivery log, which keeps
   // payloads, must hold nothing of the person it reports erased.

@@ -121,6 +121,7 @@ describe('inbound SMS', () => {
       content_expired: false,
       sent_at: clock.now().toISOString(),
       status: 'received',
+      held: null,
       // The provider's URL names our provider account: never shown; the file has not been fetched yet.
       media: [{ url: null, content_type: 'image/jpeg' }],
     });
@@ -252,6 +253,7 @@ describe('manual messages', () => {
       source: 'manual',
       sender_name: 'Maria (loan officer)',
       status: 'queued',
+      held: null,
     });
     expect(delivered[1]).toMatchObject({ direction: 'inbound', body: 'Can a person call me?' });
     expect(delivered[1].source).toBeUndefined();

@@ -173,7 +173,7 @@ describe('webhook management', () => {
     }
   });
 
-  it('documents the twelve webhook events and the test event with their JSON Schemas', async () => {
+  it('documents the thirteen webhook events and the test event with their JSON Schemas', async () => {
     const document = (await system.app.inject({ method: 'GET', url: '/v1/openapi.json' })).json();
     expect(Object.keys(document.webhooks).sort()).toEqual(
       [
@@ -187,6 +187,7 @@ describe('webhook management', () => {
         'lead.created',
         'lead.erased',
         'lead.status_changed',
+        'message.held',
         'sequence.completed',
         'sequence.reply_received',
         'webhook.test',

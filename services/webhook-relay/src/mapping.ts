@@ -154,6 +154,19 @@ export const webhookMappings: { [T in EventType]?: Mapper<T> } = {
       },
     };
   },
+  'message.held': (event, leads) => {
+    const { data } = event;
+    return {
+      type: 'message.held',
+      data: {
+        phone: data.phone,
+        lead_name: nameOf(event, leads),
+        message_id: data.message_id,
+        reason: data.reason,
+        next_attempt_at: data.next_attempt_at,
+      },
+    };
+  },
   // Only the lead id: the phone and the name are exactly what was erased.
   'lead.erased': (event) => ({
     type: 'lead.erased',

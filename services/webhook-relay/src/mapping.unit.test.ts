@@ -169,6 +169,51 @@ describe('mapping domain events to webhook events', () => {
     ).toBeUndefined();
   });
 
+  it('maps message.held to the held message, the lead it is for, the reason and when it is decided again', () => {
+    const held = (reason: 'quiet_hours' | 'registration_pending', at: string | null) =>
+      toWebhookEvent(
+        {
+          ...envelope,
+          type: 'message.held',
+          data: {
+            message_id: '0190f5d2-0000-7000-8000-0000000000b1',
+            phone: '+15125550123',
+            reason,
+            next_attempt_at: at,
+          },
+        },
+        names({
+          '0190f5d2-0000-7000-8000-0000000000a1/+15125550123': {
+            name: null,
+            first_name: 'Ana',
+            last_name: 'Silva',
+          },
+        }),
+      );
+    const quiet = held('quiet_hours', '2026-03-08T13:00:00.000Z');
+    expect(quiet).toEqual({
+      id: envelope.id,
+      type: 'message.held',
+      account_id: envelope.account_id,
+      created_at: envelope.occurred_at,
+      data: {
+        phone: '+15125550123',
+        lead_name: 'Ana Silva',
+        message_id: '0190f5d2-0000-7000-8000-0000000000b1',
+        reason: 'quiet_hours',
+        next_attempt_at: '2026-03-08T13:00:00.000Z',
+      },
+    });
+    // Waiting for the campaign's approval: no time to give.
+    const pending = held('registration_pending', null);
+    expect(pending?.data).toMatchObject({ reason: 'registration_pending', next_attempt_at: null });
+    for (const mapped of [quiet, pending]) {
+      expect(() =>
+        webhookEnvelopeSchema('message.held', webhookEventData['message.held']).parse(mapped),
+      ).not.toThrow();
+    }
+  });
+
   it('maps the conversation events to their documented shapes', () => {
     const lead = { phone: '+15125550123', lead_id: 'lead-1', lead_name: 'Ana Silva' };
     const started = toWebhookEvent(

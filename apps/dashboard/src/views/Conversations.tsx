@@ -18,6 +18,16 @@ export const deliveryLabel: Record<string, string> = {
   failed: 'Failed',
 };
 
+/** Why the gateway holds a queued message, in words (the API's `MessageHold` reasons). */
+export const holdLabel: Record<NonNullable<Message['held']>['reason'], string> = {
+  registration_pending: 'waiting for the carrier registration',
+  quiet_hours: "outside the lead's sending hours",
+  state_hours: "outside the hours the lead's state allows",
+  state_sunday: "Sunday, restricted in the lead's state",
+  state_holiday: "a holiday restricted in the lead's state",
+  brand_daily_cap: 'daily carrier limit reached',
+};
+
 export function ConversationList({
   conversations,
   selected,
@@ -75,12 +85,20 @@ export function MessageThread({ messages }: { messages: Message[] }) {
                   : '')}
             {message.direction === 'outbound' && ' · '}
             {formatTime(message.sent_at)}
-            {message.direction === 'outbound' && (
-              <span className={`delivery ${message.status}`} data-status={message.status}>
-                {' · '}
-                {deliveryLabel[message.status] ?? message.status}
-              </span>
-            )}
+            {message.direction === 'outbound' &&
+              // A held message is still queued: saying why it waits tells more than "Sending".
+              (message.held ? (
+                <span className="delivery held" data-status={message.status} data-held={message.held.reason}>
+                  {' · '}
+                  Held: {holdLabel[message.held.reason]}
+                  {message.held.until && ` until ${formatTime(message.held.until)}`}
+                </span>
+              ) : (
+                <span className={`delivery ${message.status}`} data-status={message.status}>
+                  {' · '}
+                  {deliveryLabel[message.status] ?? message.status}
+                </span>
+              ))}
           </div>
         </li>
       ))}

@@ -2,6 +2,7 @@ import { renderToStaticMarkup } from 'react-dom/server';
 import { describe, expect, it } from 'vitest';
 import type { Schemas } from '../lib/api';
 import { enrollmentLabel } from '../lib/enrollment';
+import { formatTime } from '../lib/format';
 import { ConversationList, MessageThread } from './Conversations';
 import { ImportResult } from './leads/Importer';
 import { leadChanges } from './leads/LeadEditor';
@@ -59,6 +60,7 @@ describe('message thread', () => {
             source: 'manual',
             sender_name: 'Dana',
             status: 'sent',
+            held: null,
           },
           {
             id: '1',
@@ -67,6 +69,7 @@ describe('message thread', () => {
             content_expired: false,
             sent_at: '2026-03-02T15:00:00Z',
             status: 'received',
+            held: null,
           },
         ]}
       />,
@@ -89,12 +92,44 @@ describe('message thread', () => {
             media: [],
             sent_at: '2026-03-02T15:00:00Z',
             status: 'received',
+            held: null,
           },
         ]}
       />,
     );
     expect(html).toContain('data-expired');
     expect(html).toContain('Removed after the retention period');
+  });
+});
+
+describe('held messages', () => {
+  it('says why a queued message waits, and until when, instead of "Sending"', () => {
+    const queued = (id: string, held: Schemas['Message']['held']) => ({
+      id,
+      direction: 'outbound' as const,
+      body: `Step ${id}`,
+      content_expired: false,
+      sent_at: `2026-03-02T15:0${id}:00Z`,
+      source: 'sequence' as const,
+      sender_name: null,
+      status: 'queued' as const,
+      held,
+    });
+    const html = renderToStaticMarkup(
+      <MessageThread
+        messages={[
+          queued('1', { reason: 'registration_pending', until: null }),
+          queued('2', { reason: 'quiet_hours', until: '2026-03-03T14:00:00Z' }),
+          queued('3', null),
+        ]}
+      />,
+    );
+    expect(html).toContain('Held: waiting for the carrier registration');
+    expect(html).toContain(
+      `Held: outside the lead&#x27;s sending hours until ${formatTime('2026-03-03T14:00:00Z')}`,
+    );
+    expect(html.match(/Held:/g)).toHaveLength(2);
+    expect(html.match(/Sending/g)).toHaveLength(1);
   });
 });
 

@@ -134,6 +134,10 @@ export interface ReadModelTables {
     sent_at: Timestamp;
     /** The account's retention expired the body and media (they read as empty). */
     content_expired: Generated<boolean>;
+    /** Why the gateway holds this queued message (the latest `message.held`); null once sent or failed. */
+    held_reason: ColumnType<string | null, string | null | undefined, string | null>;
+    /** When the gateway decides again; null while it waits for an event (or when not held). */
+    held_until: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   };
   usage_counters: {
     account_id: string;

@@ -1,5 +1,6 @@
 import { findConversationRow, findLeadRow } from '@leadline/decision-state';
 import { aiPaused } from '@leadline/domain';
+import type { EventData } from '@leadline/events';
 import type { Database, DocumentLinks } from '@leadline/runtime';
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
@@ -109,6 +110,12 @@ export async function listMessages(
       content_expired: row.content_expired,
       sent_at: row.sent_at.toISOString(),
       status: row.status,
+      held: row.held_reason
+        ? {
+            reason: row.held_reason as EventData<'message.held'>['reason'],
+            until: row.held_until?.toISOString() ?? null,
+          }
+        : null,
       ...(row.direction === 'outbound'
         ? { source: row.source ?? undefined, sender_name: row.sender_name }
         : {

@@ -1,4 +1,4 @@
-import { deliveryStatuses, leadStatuses, messageSources } from '@leadline/events';
+import { deliveryStatuses, leadStatuses, messageHoldReasons, messageSources } from '@leadline/events';
 import { z } from 'zod';
 import { count, e164, idParam, PAGE_MAX, timestamp, uuid } from '../http/fields';
 import { pageFields, paginationQuery } from '../http/pagination';
@@ -53,6 +53,37 @@ export const conversationListResponse = z
   })
   .meta({ id: 'ConversationList' });
 
+/** What each hold reason means to a partner, in the order of `messageHoldReasons`. */
+const holdReasonDocs: Record<(typeof messageHoldReasons)[number], string> = {
+  registration_pending:
+    "the account's carrier registration (A2P 10DLC campaign) is not approved yet and its number is a US long code (the message goes once the campaign is approved)",
+  quiet_hours: "a sequence step outside the account's sending window for the lead (quiet hours)",
+  state_hours: "a sequence step outside the hours the lead's state allows for telemarketing texts",
+  state_sunday: "a sequence step on a Sunday, when the lead's state restricts texts",
+  state_holiday: "a sequence step on a holiday on which the lead's state restricts texts",
+  brand_daily_cap:
+    "the carriers' daily cap for the account's brand is reached (the message goes on the carriers' next day)",
+};
+
+export const messageHoldSchema = z
+  .object({
+    reason: z
+      .enum(messageHoldReasons)
+      .describe(
+        `Why the message waits: ${messageHoldReasons.map((reason) => `\`${reason}\`: ${holdReasonDocs[reason]}`).join('; ')}.`,
+      ),
+    until: timestamp()
+      .nullable()
+      .describe(
+        "When the SMS gateway decides again (it checks every rule again then: opt-out, sending window, queue age); null when it waits for an event instead, such as the campaign's approval. The time given when the hold was recorded: a message held again for the same reason (the next night's window) keeps it.",
+      ),
+  })
+  .meta({
+    id: 'MessageHold',
+    description:
+      'Why the SMS gateway holds a queued outbound message it may still send. The message stays `queued` while held; the hold is gone once it is sent or fails. The `message.held` webhook reports each hold.',
+  });
+
 export const messageListResponse = z
   .object({
     messages: z
@@ -80,6 +111,11 @@ export const messageListResponse = z
             status: z
               .enum(['received', ...deliveryStatuses])
               .describe('`received` for inbound messages; the delivery status of an outbound one.'),
+            held: messageHoldSchema
+              .nullable()
+              .describe(
+                'Why a `queued` outbound message waits; null when it is not held (always for inbound messages).',
+              ),
             media: z
               .array(
                 z

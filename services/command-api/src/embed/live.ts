@@ -28,15 +28,17 @@ export async function accountSnapshot(db: Kysely<Database>, accountId: string): 
       .where('account_id', '=', accountId)
       .execute(),
     // Messages keep no update time: how many of a conversation's messages are in each delivery status
-    // changes whenever one of them moves on (queued, sent, delivered, failed).
+    // (and held for each reason) changes whenever one of them moves on (queued, held, sent, delivered,
+    // failed).
     db
       .selectFrom('messages')
-      .select((eb) => ['phone', 'status', eb.fn.countAll<string>().as('count')])
+      .select((eb) => ['phone', 'status', 'held_reason', eb.fn.countAll<string>().as('count')])
       .where('account_id', '=', accountId)
       .where('direction', '=', 'outbound')
-      .groupBy(['phone', 'status'])
+      .groupBy(['phone', 'status', 'held_reason'])
       .orderBy('phone')
       .orderBy('status')
+      .orderBy('held_reason')
       .execute(),
     db
       .selectFrom('leads')
@@ -76,7 +78,10 @@ export async function accountSnapshot(db: Kysely<Database>, accountId: string): 
   };
   const deliveries = new Map<string, string>();
   for (const row of statuses) {
-    deliveries.set(row.phone, `${deliveries.get(row.phone) ?? ''}${row.status}:${row.count},`);
+    deliveries.set(
+      row.phone,
+      `${deliveries.get(row.phone) ?? ''}${row.status}:${row.held_reason ?? ''}:${row.count},`,
+    );
   }
   for (const row of conversations) {
     snapshot.conversations.set(

@@ -46,6 +46,10 @@ const descriptions: Record<string, string> = {
   'sequence.reply_received': 'A lead replies during an active sequence.',
   'compliance.status_changed':
     "A step of an account's carrier registration (business profile, brand, campaign, number) changes status.",
+  'message.held':
+    'The SMS gateway holds an outbound message it may still send (the carrier registration is pending, ' +
+    "the lead's quiet hours or state rules, the brand's daily cap): the message stays `queued`, with the " +
+    'reason in its `held` field. Sent when a message is first held, and again when the reason changes.',
   'lead.erased':
     'A person was erased on request (POST /accounts/{id}/leads/{phone}/erase): forget what you keep of the ' +
     'lead. Carries the lead id only, never the phone or the name.',

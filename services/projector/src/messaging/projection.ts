@@ -9,6 +9,7 @@ import { addUsage } from '../usage/counters';
 const handled = [
   'message.received',
   'message.outbound_requested',
+  'message.held',
   'message.sent',
   'message.failed',
   'message.status_updated',
@@ -168,6 +169,8 @@ async function sent(trx: Trx, events: readonly EventOf<'message.sent'>[]) {
   const updated = await sql<{ id: string }>`
     update messages as m set
       sent = true,
+      held_reason = null,
+      held_until = null,
       provider_message_id = coalesce(m.provider_message_id, v.provider_message_id),
       status = case when ${rank(sql`v.status`)} > ${rank(sql`m.status`)} then v.status else m.status end
     from (values ${valuesList(rows)}) as v(id, provider_message_id, status)
@@ -185,6 +188,20 @@ async function sent(trx: Trx, events: readonly EventOf<'message.sent'>[]) {
       return true;
     }),
   );
+}
+
+/**
+ * The latest hold of each message wins (one row per message: an UPDATE ... FROM applies only one match).
+ * Only a message still waiting takes it: a hold replayed after the message was sent or failed would
+ * otherwise show a reason for a message that no longer waits.
+ */
+async function held(trx: Trx, events: readonly EventOf<'message.held'>[]) {
+  const latest = new Map(events.map(({ data }) => [data.message_id, data]));
+  const rows = [...latest.values()].map((data) => [data.message_id, data.reason, data.next_attempt_at]);
+  await sql`
+    update messages as m set held_reason = v.reason, held_until = v.until::timestamptz
+    from (values ${valuesList(rows)}) as v(id, reason, until)
+    where m.id = v.id and m.status = 'queued' and not m.sent`.execute(trx);
 }
 
 async function statusUpdated(trx: Trx, events: readonly EventOf<'message.status_updated'>[]) {
@@ -285,6 +302,8 @@ async function applyRun(trx: Trx, run: MessagingEvent[]) {
       return received(trx, run as EventOf<'message.received'>[]);
     case 'message.outbound_requested':
       return outboundRequested(trx, run as EventOf<'message.outbound_requested'>[]);
+    case 'message.held':
+      return held(trx, run as EventOf<'message.held'>[]);
     case 'message.sent':
       return sent(trx, run as EventOf<'message.sent'>[]);
     case 'message.status_updated':
@@ -293,7 +312,12 @@ async function applyRun(trx: Trx, run: MessagingEvent[]) {
       for (const { data } of run as EventOf<'message.failed'>[]) {
         await trx
           .updateTable('messages')
-          .set({ status: 'failed', error_code: data.error_code ?? data.reason })
+          .set({
+            status: 'failed',
+            error_code: data.error_code ?? data.reason,
+            held_reason: null,
+            held_until: null,
+          })
           .where('id', '=', data.message_id)
           .where('status', 'in', ['queued', 'sent'])
           .execute();

@@ -346,4 +346,14 @@ export const readModelMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0019_message_holds': {
+    async up(db: Kysely<unknown>) {
+      // Why a queued outbound message waits (`message.held`) and when the gateway decides again; both
+      // cleared once it is sent or fails, so a partner sees a reason only while the message waits.
+      await sql`
+        alter table messages add column held_reason text;
+        alter table messages add column held_until timestamptz;
+      `.execute(db);
+    },
+  },
 };
