@@ -1,6 +1,6 @@
 import { createHash, createHmac, createSecretKey, randomBytes } from 'node:crypto';
 import type { DataSubjectKind } from '@leadline/events';
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { InfrastructureConfig } from '../config';
 import type { Database } from '../db/schema';
 import { createSecretBox, type SecretBox } from '../secret-box';
@@ -97,6 +97,97 @@ interface Cached {
   until: number;
 }
 
+/**
+ * The live keys of `subjects` for `period`, and a new key for each that has none, in one statement: a
+ * key is made and wrapped for every subject asked for (a few µs each, wasted where one is live), which
+ * costs less than a second round trip for each new person. A subject keyed by another process a moment
+ * ago keeps its key: ours is dropped (the insert does nothing), and theirs is read after.
+ */
+async function liveOrNewKeys(
+  db: Kysely<Database>,
+  box: SecretBox,
+  accountId: string,
+  subjects: readonly string[],
+  period: string | null,
+): Promise<{ made: SubjectKey[]; live: KeyRow[] }> {
+  const made = new Map<string, Buffer>();
+  const wanted = subjects.map((subject) => {
+    // The key id and the key from one draw of the generator: 12 bytes, then 32.
+    const random = randomBytes(44);
+    const keyId = random.subarray(0, 12).toString('base64url');
+    const key = random.subarray(12);
+    made.set(keyId, key);
+    return {
+      keyId,
+      subject,
+      wrapped: box.seal(key.toString('base64'), { accountId, personalDataKeyId: keyId }),
+    };
+  });
+  const { rows: answered } = await sql<KeyRow & { made: boolean }>`
+    with wanted as (
+      select * from unnest(
+        ${wanted.map((entry) => entry.keyId)}::text[],
+        ${wanted.map((entry) => entry.subject)}::text[],
+        ${wanted.map((entry) => entry.wrapped)}::text[]
+      ) as wanted (key_id, subject, wrapped_key)
+    ), live as (
+      select key_id, account_id, subject, wrapped_key from personal_data_keys
+      where account_id = ${accountId} and erased_at is null
+        and period is not distinct from ${period}::date
+        and subject in (select subject from wanted)
+    ), inserted as (
+      insert into personal_data_keys (key_id, account_id, subject, wrapped_key, period)
+      select key_id, ${accountId}::text, subject, wrapped_key, ${period}::date from wanted
+      where subject not in (select subject from live)
+      on conflict (account_id, subject, coalesce(period, '-infinity'::date)) where erased_at is null
+      do nothing
+      returning key_id, account_id, subject, wrapped_key
+    )
+    select *, false as made from live
+    union all
+    select *, true as made from inserted`.execute(db);
+  const live = answered.filter((row) => !row.made);
+  const answeredSubjects = new Set(answered.map((row) => row.subject));
+  const raced = subjects.filter((subject) => !answeredSubjects.has(subject));
+  if (raced.length > 0) {
+    live.push(
+      ...(await db
+        .selectFrom('personal_data_keys')
+        .select(['key_id', 'account_id', 'subject', 'wrapped_key'])
+        .where('account_id', '=', accountId)
+        .where('subject', 'in', raced)
+        .where('erased_at', 'is', null)
+        .where('period', period === null ? 'is' : '=', period)
+        .execute()
+        .then((rows) => rows.map((row) => ({ ...row, made: false })))),
+    );
+  }
+  return {
+    made: answered
+      .filter((row) => row.made)
+      .map((row) => ({ keyId: row.key_id, subject: row.subject, key: made.get(row.key_id)! })),
+    live,
+  };
+}
+
+/** Destroys the account's live keys: the subject's, those of days before `periodBefore`, or all. */
+function destroyKeys(
+  executor: Kysely<Database>,
+  accountId: string,
+  erasedAt: Date | RawBuilder<Date>,
+  only: { subject?: string; periodBefore?: string } = {},
+) {
+  return executor
+    .updateTable('personal_data_keys')
+    .set({ wrapped_key: null, erased_at: erasedAt })
+    .where('account_id', '=', accountId)
+    .where('erased_at', 'is', null)
+    .$if(only.subject !== undefined, (keys) => keys.where('subject', '=', only.subject!))
+    .$if(only.periodBefore !== undefined, (keys) => keys.where('period', '<', only.periodBefore!))
+    .returning(['key_id', 'subject', sql<string | null>`period::text`.as('period')])
+    .execute();
+}
+
 export function createPersonalDataKeys(
   db: Kysely<Database>,
   settings: PersonalDataKeySettings,
@@ -167,71 +258,13 @@ export function createPersonalDataKeys(
         else missing.push(subject);
       }
       if (missing.length === 0) return found;
-      // One statement reads the live keys and inserts one for each subject without: a key is made and
-      // wrapped for every subject asked for (a few µs each, wasted where one is live), which costs less
-      // than a second round trip for each new person. A subject keyed by another process a moment ago
-      // keeps its key: ours is dropped (the insert does nothing), theirs read after.
-      const made = new Map<string, Buffer>();
-      const wanted = missing.map((subject) => {
-        // The key id and the key from one draw of the generator: 12 bytes, then 32.
-        const random = randomBytes(44);
-        const keyId = random.subarray(0, 12).toString('base64url');
-        const key = random.subarray(12);
-        made.set(keyId, key);
-        return {
-          keyId,
-          subject,
-          wrapped: box.seal(key.toString('base64'), { accountId, personalDataKeyId: keyId }),
-        };
-      });
-      const { rows: answered } = await sql<KeyRow & { made: boolean }>`
-        with wanted as (
-          select * from unnest(
-            ${wanted.map((entry) => entry.keyId)}::text[],
-            ${wanted.map((entry) => entry.subject)}::text[],
-            ${wanted.map((entry) => entry.wrapped)}::text[]
-          ) as wanted (key_id, subject, wrapped_key)
-        ), live as (
-          select key_id, account_id, subject, wrapped_key from personal_data_keys
-          where account_id = ${accountId} and erased_at is null
-            and period is not distinct from ${period}::date
-            and subject in (select subject from wanted)
-        ), inserted as (
-          insert into personal_data_keys (key_id, account_id, subject, wrapped_key, period)
-          select key_id, ${accountId}::text, subject, wrapped_key, ${period}::date from wanted
-          where subject not in (select subject from live)
-          on conflict (account_id, subject, coalesce(period, '-infinity'::date)) where erased_at is null
-          do nothing
-          returning key_id, account_id, subject, wrapped_key
-        )
-        select *, false as made from live
-        union all
-        select *, true as made from inserted`.execute(db);
-      const rows: KeyRow[] = [];
-      for (const row of answered) {
-        if (!row.made) rows.push(row);
-        else {
-          // Used as made rather than unwrapped again.
-          const value = { keyId: row.key_id, subject: row.subject, key: made.get(row.key_id)! };
-          remember(accountId, value, period);
-          found.set(row.subject, value);
-        }
+      const { made, live } = await liveOrNewKeys(db, box, accountId, missing, period);
+      for (const value of made) {
+        // Used as made rather than unwrapped again.
+        remember(accountId, value, period);
+        found.set(value.subject, value);
       }
-      const answeredSubjects = new Set(answered.map((row) => row.subject));
-      const raced = missing.filter((subject) => !answeredSubjects.has(subject));
-      if (raced.length > 0) {
-        rows.push(
-          ...(await db
-            .selectFrom('personal_data_keys')
-            .select(['key_id', 'account_id', 'subject', 'wrapped_key'])
-            .where('account_id', '=', accountId)
-            .where('subject', 'in', raced)
-            .where('erased_at', 'is', null)
-            .where('period', period === null ? 'is' : '=', period)
-            .execute()),
-        );
-      }
-      for (const row of rows) {
+      for (const row of live) {
         const value = unwrap(row);
         remember(accountId, value, period);
         found.set(row.subject, value);
@@ -262,14 +295,7 @@ export function createPersonalDataKeys(
     },
 
     async eraseSubject(accountId, subject, erasedAt) {
-      const erased = await db
-        .updateTable('personal_data_keys')
-        .set({ wrapped_key: null, erased_at: erasedAt ?? sql<Date>`now()` })
-        .where('account_id', '=', accountId)
-        .where('subject', '=', subject)
-        .where('erased_at', 'is', null)
-        .returning(['key_id', 'account_id', 'subject', sql<string | null>`period::text`.as('period')])
-        .execute();
+      const erased = await destroyKeys(db, accountId, erasedAt ?? sql<Date>`now()`, { subject });
       forget(accountId, erased);
     },
 
@@ -286,26 +312,13 @@ export function createPersonalDataKeys(
     },
 
     async expirePeriods(accountId, before, erasedAt) {
-      const expired = await db
-        .updateTable('personal_data_keys')
-        .set({ wrapped_key: null, erased_at: erasedAt })
-        .where('account_id', '=', accountId)
-        .where('erased_at', 'is', null)
-        .where('period', '<', before)
-        .returning(['key_id', 'account_id', 'subject', sql<string | null>`period::text`.as('period')])
-        .execute();
+      const expired = await destroyKeys(db, accountId, erasedAt, { periodBefore: before });
       forget(accountId, expired);
       return expired.length;
     },
 
     async eraseAccount(accountId, erasedAt, executor = db) {
-      const erased = await executor
-        .updateTable('personal_data_keys')
-        .set({ wrapped_key: null, erased_at: erasedAt })
-        .where('account_id', '=', accountId)
-        .where('erased_at', 'is', null)
-        .returning(['key_id', 'subject'])
-        .execute();
+      const erased = await destroyKeys(executor, accountId, erasedAt);
       // Remembered as erased only once that is committed: a transaction that rolls back leaves them live.
       for (const row of erased) {
         if (executor === db) remember(accountId, { keyId: row.key_id, subject: row.subject, key: null });
