@@ -88,6 +88,111 @@ const twilioError = (status: number, code: number, message: string) => ({
   status,
 });
 
+/** An IncomingPhoneNumber resource, as Twilio answers it. */
+function numberResource(accountSid: string, base: string, number: FakeTwilioNumber) {
+  return {
+    account_sid: accountSid,
+    api_version: '2010-04-01',
+    capabilities: { voice: true, sms: true, mms: true, fax: false },
+    date_created: rfc2822(number.dateCreated),
+    date_updated: rfc2822(number.dateCreated),
+    friendly_name: number.friendlyName,
+    phone_number: number.phoneNumber,
+    sid: number.sid,
+    sms_fallback_method: number.smsFallbackMethod ?? 'POST',
+    sms_fallback_url: number.smsFallbackUrl ?? '',
+    sms_method: number.smsMethod ?? 'POST',
+    sms_url: number.smsUrl ?? '',
+    status: 'in-use',
+    uri: `${base}/IncomingPhoneNumbers/${number.sid}.json`,
+  };
+}
+
+/** A Message resource as Twilio answers its creation: queued. */
+function messageResource(accountSid: string, base: string, message: FakeTwilioMessage, now: Date) {
+  const { sid, to } = message;
+  return {
+    account_sid: accountSid,
+    api_version: '2010-04-01',
+    body: message.body,
+    date_created: rfc2822(now),
+    date_sent: null,
+    date_updated: rfc2822(now),
+    direction: 'outbound-api',
+    error_code: null,
+    error_message: null,
+    from: message.from,
+    messaging_service_sid: null,
+    num_media: '0',
+    num_segments: '1',
+    price: null,
+    price_unit: 'USD',
+    sid,
+    status: 'queued',
+    subresource_uris: { media: `${base}/Messages/${sid}/Media.json` },
+    to,
+    uri: `${base}/Messages/${sid}.json`,
+  };
+}
+
+/** Twilio's search for a local US number to buy: one, Austin's, the next of the fake's series. */
+function availableNumbers(base: string, url: URL, phoneNumber: string) {
+  return {
+    available_phone_numbers: [
+      {
+        friendly_name: phoneNumber,
+        phone_number: phoneNumber,
+        lata: '834',
+        locality: 'Austin',
+        rate_center: 'AUSTIN',
+        latitude: '30.2672',
+        longitude: '-97.7431',
+        region: 'TX',
+        postal_code: '78701',
+        iso_country: 'US',
+        address_requirements: 'none',
+        beta: false,
+        capabilities: { voice: true, SMS: true, MMS: true, fax: false },
+      },
+    ],
+    uri: `${base}/AvailablePhoneNumbers/US/Local.json${url.search}`,
+  };
+}
+
+/** A page of the account's IncomingPhoneNumbers, filtered and paged as the request asks. */
+function incomingNumbersPage(
+  accountSid: string,
+  base: string,
+  url: URL,
+  numbers: readonly FakeTwilioNumber[],
+) {
+  // Twilio filters on an exact E.164 PhoneNumber, and pages its 2010 API lists: `Page` (from 0)
+  // of `PageSize`, with the next page's URI while there is one.
+  const wanted = url.searchParams.get('PhoneNumber');
+  const pageSize = Number(url.searchParams.get('PageSize') ?? 50);
+  const pageNumber = Number(url.searchParams.get('Page') ?? 0);
+  const found = numbers.filter((number) => wanted === null || number.phoneNumber === wanted);
+  const start = pageNumber * pageSize;
+  const page = found.slice(start, start + pageSize);
+  const pageUri = (n: number) => {
+    const query = new URLSearchParams(url.searchParams);
+    query.set('Page', String(n));
+    query.set('PageSize', String(pageSize));
+    return `${base}/IncomingPhoneNumbers.json?${query}`;
+  };
+  return {
+    end: start + Math.max(page.length - 1, 0),
+    first_page_uri: pageUri(0),
+    incoming_phone_numbers: page.map((number) => numberResource(accountSid, base, number)),
+    next_page_uri: start + pageSize < found.length ? pageUri(pageNumber + 1) : null,
+    page: pageNumber,
+    page_size: pageSize,
+    previous_page_uri: pageNumber > 0 ? pageUri(pageNumber - 1) : null,
+    start,
+    uri: pageUri(pageNumber),
+  };
+}
+
 /**
  * A local stand-in for the parts of Twilio's REST API we use, speaking its wire format: form-encoded
  * requests with HTTP basic auth, JSON resources as Twilio returns them, Twilio's error bodies.
@@ -129,26 +234,6 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
     return number;
   }
 
-  /** An IncomingPhoneNumber resource, as Twilio answers it. */
-  const numberResource = (number: FakeTwilioNumber) => {
-    return {
-      account_sid: accountSid,
-      api_version: '2010-04-01',
-      capabilities: { voice: true, sms: true, mms: true, fax: false },
-      date_created: rfc2822(number.dateCreated),
-      date_updated: rfc2822(number.dateCreated),
-      friendly_name: number.friendlyName,
-      phone_number: number.phoneNumber,
-      sid: number.sid,
-      sms_fallback_method: number.smsFallbackMethod ?? 'POST',
-      sms_fallback_url: number.smsFallbackUrl ?? '',
-      sms_method: number.smsMethod ?? 'POST',
-      sms_url: number.smsUrl ?? '',
-      status: 'in-use',
-      uri: `${base}/IncomingPhoneNumbers/${number.sid}.json`,
-    };
-  };
-
   const server = createServer((request, response) => {
     void (async () => {
       if (request.headers.authorization !== expectedAuth) {
@@ -177,51 +262,11 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
         messages.push(message);
         if (fake.messageDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, fake.messageDelayMs));
         await held;
-        return json(response, 201, {
-          account_sid: accountSid,
-          api_version: '2010-04-01',
-          body: message.body,
-          date_created: rfc2822(now),
-          date_sent: null,
-          date_updated: rfc2822(now),
-          direction: 'outbound-api',
-          error_code: null,
-          error_message: null,
-          from: message.from,
-          messaging_service_sid: null,
-          num_media: '0',
-          num_segments: '1',
-          price: null,
-          price_unit: 'USD',
-          sid,
-          status: 'queued',
-          subresource_uris: { media: `${base}/Messages/${sid}/Media.json` },
-          to,
-          uri: `${base}/Messages/${sid}.json`,
-        });
+        return json(response, 201, messageResource(accountSid, base, message, now));
       }
       if (request.method === 'GET' && url.pathname === `${base}/AvailablePhoneNumbers/US/Local.json`) {
         const phoneNumber = `+1512555${String(nextNumber++).padStart(4, '0')}`;
-        return json(response, 200, {
-          available_phone_numbers: [
-            {
-              friendly_name: phoneNumber,
-              phone_number: phoneNumber,
-              lata: '834',
-              locality: 'Austin',
-              rate_center: 'AUSTIN',
-              latitude: '30.2672',
-              longitude: '-97.7431',
-              region: 'TX',
-              postal_code: '78701',
-              iso_country: 'US',
-              address_requirements: 'none',
-              beta: false,
-              capabilities: { voice: true, SMS: true, MMS: true, fax: false },
-            },
-          ],
-          uri: `${base}/AvailablePhoneNumbers/US/Local.json${url.search}`,
-        });
+        return json(response, 200, availableNumbers(base, url, phoneNumber));
       }
       if (request.method === 'POST' && url.pathname === `${base}/IncomingPhoneNumbers.json`) {
         const form = await readForm(request);
@@ -232,34 +277,10 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
           smsFallbackMethod: form.get('SmsFallbackMethod') ?? undefined,
           friendlyName: form.get('FriendlyName') ?? undefined,
         });
-        return json(response, 201, numberResource(number));
+        return json(response, 201, numberResource(accountSid, base, number));
       }
       if (request.method === 'GET' && url.pathname === `${base}/IncomingPhoneNumbers.json`) {
-        // Twilio filters on an exact E.164 PhoneNumber, and pages its 2010 API lists: `Page` (from 0)
-        // of `PageSize`, with the next page's URI while there is one.
-        const wanted = url.searchParams.get('PhoneNumber');
-        const pageSize = Number(url.searchParams.get('PageSize') ?? 50);
-        const pageNumber = Number(url.searchParams.get('Page') ?? 0);
-        const found = numbers.filter((number) => wanted === null || number.phoneNumber === wanted);
-        const start = pageNumber * pageSize;
-        const page = found.slice(start, start + pageSize);
-        const pageUri = (n: number) => {
-          const query = new URLSearchParams(url.searchParams);
-          query.set('Page', String(n));
-          query.set('PageSize', String(pageSize));
-          return `${base}/IncomingPhoneNumbers.json?${query}`;
-        };
-        return json(response, 200, {
-          end: start + Math.max(page.length - 1, 0),
-          first_page_uri: pageUri(0),
-          incoming_phone_numbers: page.map((number) => numberResource(number)),
-          next_page_uri: start + pageSize < found.length ? pageUri(pageNumber + 1) : null,
-          page: pageNumber,
-          page_size: pageSize,
-          previous_page_uri: pageNumber > 0 ? pageUri(pageNumber - 1) : null,
-          start,
-          uri: pageUri(pageNumber),
-        });
+        return json(response, 200, incomingNumbersPage(accountSid, base, url, numbers));
       }
       const numberPath = url.pathname.match(
         new RegExp(`^${base}/IncomingPhoneNumbers/(PN[0-9a-f]+)\\.json$`),
