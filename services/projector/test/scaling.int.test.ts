@@ -127,6 +127,8 @@ describe('scaling the projector under a write loop', () => {
       await loop.acknowledgedMore(40);
       // Back to one: the second leaves gracefully (its batch in flight finished, its group left)...
       await second.projector.stop();
+      inProcess.splice(inProcess.indexOf(second), 1);
+      await second.db.destroy();
       assignments.push(await groupSettledAt(2));
       await loop.acknowledgedMore(40);
       // ...the third dies mid-work without leaving: its partitions wait for its session to time out.
