@@ -253,6 +253,7 @@ describe('scaling the projector under a write loop', () => {
     expect(await readModelSnapshot(system.services.db)).toEqual(live);
 
     const { gapMs, slowestMs } = longestUnavailability(outcomes);
+    const slowestRefusal = Math.round(Math.max(0, ...refused.map((o) => o.answeredAt - o.sentAt)));
     console.warn(
       [
         'projector scaling 1 -> 2 -> 3 -> 2 (one stopped) -> 1 (one killed) under 16 writers:',
@@ -260,7 +261,7 @@ describe('scaling the projector under a write loop', () => {
         `  acknowledged writes' events found on the log ${onTheLog} (each exactly once), in the read models ${inReadModels}`,
         `  events on the account topic ${events.length}, applied ${appliedAccountEvents.length}, duplicates ${twice.length}, in log order per account`,
         `  read-your-writes: ${imports.length} acknowledged imports read back, ${unread.length} not found`,
-        `  longest unavailability of writes ${gapMs} ms (no acknowledgement in that stretch); slowest answer ${slowestMs} ms`,
+        `  longest unavailability of writes ${gapMs} ms (no acknowledgement in that stretch); slowest answer ${slowestMs} ms, slowest refusal ${slowestRefusal} ms`,
         `  account partitions per instance: ${assignments.map((members) => members.map((p) => p.length).join('+')).join(' -> ')}`,
       ].join('\n'),
     );
