@@ -41,6 +41,44 @@ describe('pacing each number', () => {
     expect(sentFrom('+15125553101').map((message) => message.body)).toEqual(burst.map((r) => r.data.body));
   });
 
+  it("spaces an account's number by its own sending rate, while an account at the default stays a second apart", async () => {
+    const start = harness.clock.now();
+    await account('acc-fast', '+15125553105', { sending_rate: { messages_per_second: 2, daily_cap: null } });
+    await account('acc-default', '+15125553106');
+    const running = await gateway({ pacing: oneASecond });
+    const fast = Array.from({ length: 4 }, (_, i) => request(`+1512555450${i}`, `Fast ${i}`));
+    const slow = Array.from({ length: 3 }, (_, i) => request(`+1512555460${i}`, `Default ${i}`));
+    await append('acc-fast', fast);
+    await append('acc-default', slow);
+    await eventually(async () =>
+      (await outboxRow(fast[0]!.data.message_id))?.state === 'sent' ? true : undefined,
+    );
+    await eventually(async () =>
+      (await outboxRow(slow[0]!.data.message_id))?.state === 'sent' ? true : undefined,
+    );
+    await running.dispatch();
+    expect(sentFrom('+15125553105')).toHaveLength(1);
+    expect(sentFrom('+15125553106')).toHaveLength(1);
+
+    // Half a second: the account at 2 a second sends its next, the other waits for its full second.
+    for (const [elapsed, fastSent, defaultSent] of [
+      [499, 1, 1],
+      [500, 2, 1],
+      [999, 2, 1],
+      [1000, 3, 2],
+      [1500, 4, 2],
+    ] as const) {
+      harness.clock.set(new Date(start.getTime() + elapsed));
+      await running.dispatch();
+      expect([elapsed, sentFrom('+15125553105').length, sentFrom('+15125553106').length]).toEqual([
+        elapsed,
+        fastSent,
+        defaultSent,
+      ]);
+    }
+    expect(sentFrom('+15125553105').map((message) => message.body)).toEqual(fast.map((r) => r.data.body));
+  });
+
   it("holds what exceeds the brand's daily cap until the carriers' next day, and says so; a STOP confirmation still goes", async () => {
     await account('acc-capped', '+15125553103');
     const running = await gateway({ pacing: { messagesPerSecond: 10, brandDailyCap: 2 } });
