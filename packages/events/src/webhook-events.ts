@@ -8,7 +8,8 @@ import { messageHoldReasons } from './catalog/messaging';
  * `message.held`, `lead.erased` and `account.erased`, ours) and their `data` shapes.
  * These are a public contract separate from the domain events on the log (the relay maps one to the
  * other), so the log can evolve without breaking receivers. The four shapes the spec shows are exact;
- * the other five carry `phone` and `lead_name` on each, plus what the event is about (our design).
+ * the other spec events and `message.held` carry `phone` and `lead_name`, plus what the event is about
+ * (our design); the erasures carry nothing personal.
  */
 export const webhookEventTypes = [
   'conversation.started',

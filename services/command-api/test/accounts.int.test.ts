@@ -80,6 +80,21 @@ describe('accounts', () => {
     ['a bad phone number', { name: 'X', phone_number: '12345' }, 'body.phone_number'],
     ['a bad forwarding number', { name: 'X', forwarding_number: 'call me' }, 'body.forwarding_number'],
     ['a non-URL logo', { name: 'X', branding: { logo_url: 'logo.png' } }, 'body.branding.logo_url'],
+    [
+      'a sending rate of 0',
+      { name: 'X', sending_rate: { messages_per_second: 0 } },
+      'body.sending_rate.messages_per_second',
+    ],
+    [
+      'a sending rate above 100 a second',
+      { name: 'X', sending_rate: { messages_per_second: 101 } },
+      'body.sending_rate.messages_per_second',
+    ],
+    [
+      'a fractional daily cap',
+      { name: 'X', sending_rate: { daily_cap: 1.5 } },
+      'body.sending_rate.daily_cap',
+    ],
   ])('answers %s with a 400 problem and writes nothing', async (_case, body, field) => {
     const before = await logSize();
     const response = await acme.post('/accounts', body);
@@ -129,6 +144,45 @@ describe('accounts', () => {
 
     const reactivated = await acme.patch(`/accounts/${account.id}`, { status: 'active' });
     expect(reactivated.body).toMatchObject({ status: 'active', deactivated_at: null });
+  });
+
+  it("sets the account's sending rate, changes only the given fields, and resets one to the default with null", async () => {
+    const { body: account } = await acme.post('/accounts', {
+      name: 'Fast Lender',
+      sending_rate: { messages_per_second: 2 },
+    });
+    expect(account.sending_rate).toEqual({ messages_per_second: 2, daily_cap: null });
+    const unset = await acme.post('/accounts', { name: 'Default Lender' });
+    expect(unset.body.sending_rate).toEqual({ messages_per_second: null, daily_cap: null });
+
+    const capped = await acme.patch(`/accounts/${account.id}`, { sending_rate: { daily_cap: 2000 } });
+    expect(capped.status).toBe(200);
+    expect(capped.body.sending_rate).toEqual({ messages_per_second: 2, daily_cap: 2000 });
+    const reset = await acme.patch(`/accounts/${account.id}`, {
+      sending_rate: { messages_per_second: null, daily_cap: 500 },
+    });
+    expect(reset.body.sending_rate).toEqual({ messages_per_second: null, daily_cap: 500 });
+    expect((await acme.get(`/accounts/${account.id}`)).body.sending_rate).toEqual({
+      messages_per_second: null,
+      daily_cap: 500,
+    });
+
+    const before = await logSize();
+    const refused = await acme.patch(`/accounts/${account.id}`, {
+      sending_rate: { messages_per_second: 0.5, daily_cap: 0 },
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.headers['content-type']).toContain('application/problem+json');
+    expect(refused.body.errors.map((error: { field: string }) => error.field)).toEqual([
+      'body.sending_rate.daily_cap',
+    ]);
+    const unknown = await acme.patch(`/accounts/${account.id}`, { sending_rate: { per_minute: 60 } });
+    expect(unknown.status).toBe(400);
+    expect(await logSize()).toBe(before);
+    expect((await acme.get(`/accounts/${account.id}`)).body.sending_rate).toEqual({
+      messages_per_second: null,
+      daily_cap: 500,
+    });
   });
 
   it('refuses fields that cannot change', async () => {

@@ -18,7 +18,7 @@ import type { Kafka } from 'kafkajs';
 import type { Kysely } from 'kysely';
 import { ERASED, EXPIRED, forgetErasedLead, forgetExpiredBodies } from './erasure';
 import { enqueue, pendingPerNumber, releaseRegistrationHolds } from './outbox';
-import { drainSeconds, type PaceSettings } from './pacing';
+import { accountPaceSettings, drainSeconds, type PaceSettings } from './pacing';
 import { outboxQueue } from './outbox-queue';
 import { accountPass } from './pass';
 import { reconciler } from './reconcile';
@@ -53,8 +53,9 @@ export interface GatewayDeps {
   /** How often a row held for registration is decided again, besides the approval releasing it (10 min). */
   registrationRecheckMs?: number;
   /**
-   * Each number's throughput and its brand's daily cap. The service always paces (SMS_MESSAGES_PER_SECOND,
-   * 1 by default); without it (tests of other rules) messages go as fast as the provider takes them.
+   * Each number's throughput and its brand's daily cap, where the account sets neither (its
+   * `sending_rate`). The service always paces (SMS_MESSAGES_PER_SECOND, 1 by default); without it (tests
+   * of other rules) messages go as fast as the provider takes them, unless their account sets a rate.
    */
   pacing?: PaceSettings;
   /** How long a send may take before its row counts as interrupted (well above the client's timeout). */
@@ -208,7 +209,7 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
     const now = clock.now();
     return (await pendingPerNumber(db, now)).map((queue) => ({
       depth: queue.depth,
-      drainSeconds: drainSeconds(queue, deps.pacing, now),
+      drainSeconds: drainSeconds(queue, accountPaceSettings(deps.pacing, queue.rate), now),
     }));
   });
   const poll = setInterval(() => void reconcile().catch(onError), deps.pollIntervalMs ?? 1000);

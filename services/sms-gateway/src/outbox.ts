@@ -451,15 +451,26 @@ export async function nextPendingAt(db: Kysely<Database>, now: Date): Promise<Da
 }
 
 /**
- * Each sending account's queue: its pending rows in play (not held) and when its number's next slot
- * is, for the per-number metrics (see numberQueues in pacing.ts).
+ * Each sending account's queue: its pending rows in play (not held), when its number's next slot is,
+ * and the account's own sending rate, for the per-number metrics (see drainSeconds in pacing.ts).
  */
 export async function pendingPerNumber(db: Kysely<Database>, now: Date) {
-  const { rows } = await sql<{ depth: number; next_send_at: Date | null }>`
-    select count(*)::int as depth, max(p.next_send_at) as next_send_at
+  const { rows } = await sql<{
+    depth: number;
+    next_send_at: Date | null;
+    messages_per_second: number | null;
+    daily_cap: number | null;
+  }>`
+    select count(*)::int as depth, max(p.next_send_at) as next_send_at,
+      max(a.messages_per_second) as messages_per_second, max(a.daily_cap) as daily_cap
     from sms_outbox o
     left join sms_number_pace p on p.account_id = o.account_id
+    left join accounts a on a.id = o.account_id
     where o.state = 'pending' and (o.held_until is null or o.held_until <= ${now})
     group by o.account_id`.execute(db);
-  return rows.map((row) => ({ depth: row.depth, nextSendAt: row.next_send_at }));
+  return rows.map((row) => ({
+    depth: row.depth,
+    nextSendAt: row.next_send_at,
+    rate: { messages_per_second: row.messages_per_second, daily_cap: row.daily_cap },
+  }));
 }

@@ -15,6 +15,29 @@ export interface PaceSettings {
   brandDailyCap: number | null;
 }
 
+/** The account's own settings (its `sending_rate`), each null for the deployment's default. */
+export interface AccountSendingRate {
+  messages_per_second: number | null;
+  daily_cap: number | null;
+}
+
+/**
+ * What the account's number may carry: each of the account's settings that is set, else the
+ * deployment's. A deployment that does not pace (undefined) paces only an account that set a rate or a
+ * cap (an unset rate is then unlimited).
+ */
+export function accountPaceSettings(
+  deployment: PaceSettings | undefined,
+  account: AccountSendingRate,
+): PaceSettings | undefined {
+  if (!deployment && account.messages_per_second === null && account.daily_cap === null) return undefined;
+  return {
+    messagesPerSecond:
+      account.messages_per_second ?? deployment?.messagesPerSecond ?? Number.POSITIVE_INFINITY,
+    brandDailyCap: account.daily_cap ?? deployment?.brandDailyCap ?? null,
+  };
+}
+
 /** A number's pace as stored: when its next message may leave, and what its brand sent on the carriers' day. */
 export interface PaceState {
   nextSendAt: Date;

@@ -1,6 +1,7 @@
 import { DEFAULT_SENDING_WINDOW } from '@leadline/domain';
 import { describe, expect, it } from 'vitest';
 import {
+  accountPaceSettings,
   carrierDay,
   drainSeconds,
   nextCarrierDay,
@@ -132,5 +133,46 @@ describe('how long a number’s queue takes to drain', () => {
     expect(drainSeconds({ depth: 3000, nextSendAt: at(500) }, oneASecond, now)).toBe(2999.5);
     expect(drainSeconds({ depth: 1, nextSendAt: at(-5000) }, oneASecond, now)).toBe(0);
     expect(drainSeconds({ depth: 10, nextSendAt: null }, undefined, now)).toBe(0);
+  });
+});
+
+describe("an account's pace settings", () => {
+  const deployment: PaceSettings = { messagesPerSecond: 1, brandDailyCap: 5000 };
+  const unset = { messages_per_second: null, daily_cap: null };
+
+  it("takes each of the account's settings that is set, else the deployment's", () => {
+    expect(accountPaceSettings(deployment, unset)).toEqual(deployment);
+    expect(accountPaceSettings(deployment, { messages_per_second: 2, daily_cap: null })).toEqual({
+      messagesPerSecond: 2,
+      brandDailyCap: 5000,
+    });
+    expect(accountPaceSettings(deployment, { messages_per_second: null, daily_cap: 200 })).toEqual({
+      messagesPerSecond: 1,
+      brandDailyCap: 200,
+    });
+  });
+
+  it("spaces an account's number by its own rate", () => {
+    const settings = accountPaceSettings(deployment, { messages_per_second: 2, daily_cap: null })!;
+    const first = paceDecision({
+      now,
+      settings,
+      pace: undefined,
+      message: manual,
+      window: DEFAULT_SENDING_WINDOW,
+    });
+    expect(first).toMatchObject({ kind: 'send', pace: { nextSendAt: at(500) } });
+  });
+
+  it('paces only the accounts that set a rate or a cap where the deployment does not pace', () => {
+    expect(accountPaceSettings(undefined, unset)).toBeUndefined();
+    expect(accountPaceSettings(undefined, { messages_per_second: null, daily_cap: 10 })).toEqual({
+      messagesPerSecond: Number.POSITIVE_INFINITY,
+      brandDailyCap: 10,
+    });
+    expect(accountPaceSettings(undefined, { messages_per_second: 4, daily_cap: null })).toEqual({
+      messagesPerSecond: 4,
+      brandDailyCap: null,
+    });
   });
 });

@@ -23,7 +23,7 @@ import {
   type RowHold,
 } from './outbox';
 import { numberPace } from './number-pace';
-import type { PaceSettings } from './pacing';
+import { accountPaceSettings, type PaceSettings } from './pacing';
 import {
   heldEvent,
   inRequestOrder,
@@ -46,7 +46,10 @@ export interface PassDeps {
   registrationEnforced: boolean;
   /** How long a row held for registration waits before it is decided again (an approval releases it at once). */
   registrationRecheckMs: number;
-  /** Each number's throughput and the brand's daily cap; undefined sends as fast as the provider takes. */
+  /**
+   * The deployment's throughput for each number and daily cap for each brand, where the account sets
+   * neither (its `sending_rate`); undefined sends as fast as the provider takes.
+   */
   pacing: PaceSettings | undefined;
   onError: (error: unknown) => void;
 }
@@ -108,7 +111,7 @@ async function decide(
       const now = clock.now();
       const account = await trx
         .selectFrom('accounts')
-        .select(['status', 'phone_number', 'sending_window'])
+        .select(['status', 'phone_number', 'sending_window', 'messages_per_second', 'daily_cap'])
         .where('id', '=', accountId)
         .executeTakeFirst();
       const from = account?.phone_number ?? '';
@@ -152,6 +155,10 @@ async function decide(
         result: {
           from,
           window: (account?.sending_window ?? DEFAULT_SENDING_WINDOW) as SendingWindow,
+          settings: accountPaceSettings(deps.pacing, {
+            messages_per_second: account?.messages_per_second ?? null,
+            daily_cap: account?.daily_cap ?? null,
+          }),
           allowed,
           refused: refused.filter(({ row }) => settled.has(row.message_id)),
         },
@@ -286,12 +293,7 @@ export function accountPass(deps: PassDeps) {
         // worker hands the claim back and the rows are tried again, in order; this account stops here.
         const decided = await decide(deps, chunk[0]!.account_id, chunk, token);
         outcomes.push(...decided.refused);
-        const pace = numberPace({
-          ...deps,
-          settings: deps.pacing,
-          accountId: chunk[0]!.account_id,
-          ...decided,
-        });
+        const pace = numberPace({ ...deps, accountId: chunk[0]!.account_id, ...decided });
         for (const row of decided.allowed) {
           if (signal.aborted) break;
           const verdict = await pace.verdict(row);

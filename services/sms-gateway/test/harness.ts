@@ -98,7 +98,11 @@ export function gatewayHarness(start: Date = new Date('2026-03-02T15:00:00Z')) {
       running.push(started);
       return started;
     },
-    async account(accountId: string, phoneNumber: string) {
+    async account(
+      accountId: string,
+      phoneNumber: string,
+      fields: { sending_rate?: { messages_per_second: number | null; daily_cap: number | null } } = {},
+    ) {
       await append(accountId, [
         {
           type: 'account.created',
@@ -111,6 +115,7 @@ export function gatewayHarness(start: Date = new Date('2026-03-02T15:00:00Z')) {
             forwarding_number: null,
             branding: { logo_url: null, accent_color: null },
             metadata: {},
+            ...fields,
           },
         },
       ]);

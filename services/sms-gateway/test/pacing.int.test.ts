@@ -1,3 +1,4 @@
+import { scrapeMetrics } from '@leadline/runtime';
 import { accountEvents, eventually } from '@leadline/test-kit';
 import { describe, expect, it } from 'vitest';
 import { gatewayHarness } from './harness';
@@ -8,6 +9,8 @@ const { harness, append, gateway, account, request, outboxRow } = gatewayHarness
 
 const sentFrom = (from: string) => harness.twilio.messages.filter((message) => message.from === from);
 const oneASecond = { messagesPerSecond: 1, brandDailyCap: null };
+const drainMax = async () =>
+  Number(/^leadline_sms_number_drain_seconds_max (\S+)$/m.exec(await scrapeMetrics())?.[1]);
 
 describe('pacing each number', () => {
   it("spaces one number's burst a second apart, while another account's message goes at once", async () => {
@@ -39,6 +42,69 @@ describe('pacing each number', () => {
       expect(sentFrom('+15125553101')).toHaveLength(second + 1);
     }
     expect(sentFrom('+15125553101').map((message) => message.body)).toEqual(burst.map((r) => r.data.body));
+  });
+
+  it("spaces an account's number by its own sending rate, while an account at the default stays a second apart", async () => {
+    const start = harness.clock.now();
+    await account('acc-fast', '+15125553105', { sending_rate: { messages_per_second: 2, daily_cap: null } });
+    await account('acc-default', '+15125553106');
+    const running = await gateway({ pacing: oneASecond });
+    const fast = Array.from({ length: 6 }, (_, i) => request(`+1512555450${i}`, `Fast ${i}`));
+    const slow = Array.from({ length: 3 }, (_, i) => request(`+1512555460${i}`, `Default ${i}`));
+    await append('acc-fast', fast);
+    await append('acc-default', slow);
+    await eventually(async () =>
+      (await outboxRow(fast[0]!.data.message_id))?.state === 'sent' ? true : undefined,
+    );
+    await eventually(async () =>
+      (await outboxRow(slow[0]!.data.message_id))?.state === 'sent' ? true : undefined,
+    );
+    await running.dispatch();
+    expect(sentFrom('+15125553105')).toHaveLength(1);
+    expect(sentFrom('+15125553106')).toHaveLength(1);
+    // The longest expected drain: the fast number's five left, half a second apart after its next slot
+    // (0.5 + 4 x 0.5 s), is longer than the default's two (1 + 1 s); at the default pace it would be 5 s.
+    expect(await drainMax()).toBe(2.5);
+
+    // Half a second: the account at 2 a second sends its next, the other waits for its full second.
+    for (const [elapsed, fastSent, defaultSent] of [
+      [499, 1, 1],
+      [500, 2, 1],
+      [999, 2, 1],
+      [1000, 3, 2],
+      [1500, 4, 2],
+      [2000, 5, 3],
+      [2500, 6, 3],
+    ] as const) {
+      harness.clock.set(new Date(start.getTime() + elapsed));
+      await running.dispatch();
+      expect([elapsed, sentFrom('+15125553105').length, sentFrom('+15125553106').length]).toEqual([
+        elapsed,
+        fastSent,
+        defaultSent,
+      ]);
+    }
+    expect(sentFrom('+15125553105').map((message) => message.body)).toEqual(fast.map((r) => r.data.body));
+  });
+
+  it("holds past the account's own daily cap where the deployment sets none", async () => {
+    await account('acc-own-cap', '+15125553107', {
+      sending_rate: { messages_per_second: null, daily_cap: 1 },
+    });
+    const running = await gateway({ pacing: oneASecond });
+    const messages = Array.from({ length: 2 }, (_, i) => request(`+1512555470${i}`, `Capped ${i}`));
+    await append('acc-own-cap', messages);
+    await eventually(async () =>
+      (await outboxRow(messages[0]!.data.message_id))?.state === 'sent' ? true : undefined,
+    );
+    harness.clock.advance(1000);
+    await running.dispatch();
+    await eventually(
+      async () =>
+        (await outboxRow(messages[1]!.data.message_id))?.hold_reason === 'brand_daily_cap' ? true : undefined,
+      { timeoutMs: 60_000 },
+    );
+    expect(sentFrom('+15125553107').map((message) => message.body)).toEqual(['Capped 0']);
   });
 
   it("holds what exceeds the brand's daily cap until the carriers' next day, and says so; a STOP confirmation still goes", async () => {

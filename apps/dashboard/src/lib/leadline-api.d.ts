@@ -1153,6 +1153,7 @@ export interface components {
              * @description How many days the conversation's content is kept, or null (the default): kept for good. Expiry runs on UTC days, at least hourly: once a UTC day is more than `retention_days` days before today (UTC), what it held expires: message bodies and media links (the message reads `body: ""`, `media: []`, `content_expired: true`), conversation previews and AI summaries, collected checklist values and documents (their files and extracted text). What stays: that each message existed, its times, direction and status; which checklist items were collected, and when; the lead itself. Expired content cannot be recovered: its encryption keys are destroyed, in every copy of the event log too. An `account.content_expired` event records each expiry.
              */
             retention_days: number | null;
+            sending_rate: components["schemas"]["SendingRate"];
             /**
              * Format: date-time
              * @example 2026-01-15T14:30:00.000Z
@@ -1949,6 +1950,7 @@ export interface components {
              * @description How many days the conversation's content is kept, or null (the default): kept for good. Expiry runs on UTC days, at least hourly: once a UTC day is more than `retention_days` days before today (UTC), what it held expires: message bodies and media links (the message reads `body: ""`, `media: []`, `content_expired: true`), conversation previews and AI summaries, collected checklist values and documents (their files and extracted text). What stays: that each message existed, its times, direction and status; which checklist items were collected, and when; the lead itself. Expired content cannot be recovered: its encryption keys are destroyed, in every copy of the event log too. An `account.content_expired` event records each expiry.
              */
             retention_days?: number | null;
+            sending_rate?: components["schemas"]["SendingRateUpdate"];
         };
         CreateRequirementRequest: {
             name: string;
@@ -2748,6 +2750,36 @@ export interface components {
             /** @description Display name of the person sending, for internal tracking. */
             sender_name?: string;
         };
+        /** @description The account's own sending rate: each field is the account's setting, null meaning the deployment's default applies (not the default itself). */
+        SendingRate: {
+            /**
+             * Format: double
+             * @description Messages a second the account's number may send (above 0, at most 100; fractions allowed, 0.5 is one every two seconds), or null for the deployment default (1 a second unless the operator set another). A US long code that is not on an approved 10DLC campaign is safe at 1 a second; once the account's campaign is approved, set what the carriers granted it. Messages beyond it wait in the queue, in order, rather than in the carrier's.
+             * @example 1
+             */
+            messages_per_second: number | null;
+            /**
+             * Format: int32
+             * @description Messages a day the account's brand may send (1 to 10000000; the carriers' day, from midnight Pacific time), or null for the deployment default (no cap unless the operator set one). Past it, messages are held until the next day (`hold_reason: brand_daily_cap`); opt-out confirmations and HELP answers still go.
+             * @example 2000
+             */
+            daily_cap: number | null;
+        };
+        /** @description Only the given fields change; null resets one to the deployment's default. */
+        SendingRateUpdate: {
+            /**
+             * Format: double
+             * @description Messages a second the account's number may send (above 0, at most 100; fractions allowed, 0.5 is one every two seconds), or null for the deployment default (1 a second unless the operator set another). A US long code that is not on an approved 10DLC campaign is safe at 1 a second; once the account's campaign is approved, set what the carriers granted it. Messages beyond it wait in the queue, in order, rather than in the carrier's.
+             * @example 1
+             */
+            messages_per_second?: number | null;
+            /**
+             * Format: int32
+             * @description Messages a day the account's brand may send (1 to 10000000; the carriers' day, from midnight Pacific time), or null for the deployment default (no cap unless the operator set one). Past it, messages are held until the next day (`hold_reason: brand_daily_cap`); opt-out confirmations and HELP answers still go.
+             * @example 2000
+             */
+            daily_cap?: number | null;
+        };
         SendingWindow: {
             /** @description False turns quiet hours off for the account (see the README: legal risk). */
             enabled: boolean;
@@ -2933,7 +2965,7 @@ export interface components {
              */
             action: "unenrolled" | "not_enrolled";
         };
-        /** @description Mutable fields: name, company_name, forwarding_number, branding, metadata, ai_pause_minutes, sending_window, consent_required, retention_days and status. The phone number and slug cannot change. */
+        /** @description Mutable fields: name, company_name, forwarding_number, branding, metadata, ai_pause_minutes, sending_window, consent_required, retention_days, sending_rate and status. The phone number and slug cannot change. */
         UpdateAccountRequest: {
             name?: string;
             company_name?: string;
@@ -2957,6 +2989,7 @@ export interface components {
              * @description null keeps content for good from now on (what already expired stays expired).
              */
             retention_days?: number | null;
+            sending_rate?: components["schemas"]["SendingRateUpdate"];
             /**
              * @description `active` reactivates an account.
              * @enum {string}

@@ -5,6 +5,8 @@ import { DEFAULT_SENDING_WINDOW, type SendingWindow } from '../sequence/sending-
 
 type Branding = EventData<'account.created'>['branding'];
 type Metadata = Record<string, unknown>;
+/** Each null: the deployment's default. */
+export type SendingRate = NonNullable<EventData<'account.created'>['sending_rate']>;
 
 export interface Account {
   id: string;
@@ -23,6 +25,8 @@ export interface Account {
   consent_required: boolean;
   /** Days message bodies and documents are kept; null: kept for good. */
   retention_days: number | null;
+  /** What the account's number may carry; each null is the deployment's default. */
+  sending_rate: SendingRate;
 }
 
 export interface AccountState {
@@ -53,6 +57,7 @@ export interface CreateAccount {
   /** Default true: accounts created since consent was recorded require it. */
   consent_required?: boolean | undefined;
   retention_days?: number | null | undefined;
+  sending_rate?: Partial<SendingRate> | undefined;
 }
 
 export type AccountCommand =
@@ -70,6 +75,8 @@ export type AccountCommand =
       consent_required?: boolean | undefined;
       /** Null: kept for good. */
       retention_days?: number | null | undefined;
+      /** The given fields replace the account's; null resets one to the deployment's default. */
+      sending_rate?: Partial<SendingRate> | undefined;
       status?: 'active' | 'deactivated' | undefined;
     }
   | { type: 'DeactivateAccount' }
@@ -115,6 +122,10 @@ export function decideAccountCreation(command: CreateAccount, registry: AccountR
         sending_window: { ...DEFAULT_SENDING_WINDOW, ...command.sending_window },
         consent_required: command.consent_required ?? true,
         retention_days: command.retention_days ?? null,
+        sending_rate: {
+          messages_per_second: command.sending_rate?.messages_per_second ?? null,
+          daily_cap: command.sending_rate?.daily_cap ?? null,
+        },
       },
     },
   ];
@@ -138,6 +149,12 @@ function changedFields(
     ),
   );
   if (Object.keys(branding).length > 0) changes.branding = branding;
+  const sendingRate = Object.fromEntries(
+    Object.entries(command.sending_rate ?? {}).filter(
+      ([key, value]) => value !== undefined && value !== account.sending_rate[key as keyof SendingRate],
+    ),
+  );
+  if (Object.keys(sendingRate).length > 0) changes.sending_rate = sendingRate;
   const metadata = metadataChanges(account.metadata, command.metadata);
   if (Object.keys(metadata).length > 0) changes.metadata = metadata;
   if (command.ai_pause_minutes !== undefined && command.ai_pause_minutes !== account.ai_pause_minutes) {

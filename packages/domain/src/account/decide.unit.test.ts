@@ -23,6 +23,7 @@ const account: Account = {
   sending_window: DEFAULT_SENDING_WINDOW,
   consent_required: false,
   retention_days: null,
+  sending_rate: { messages_per_second: null, daily_cap: null },
 };
 const given = (overrides: Partial<Account> = {}, teamEmails: string[] = []): AccountState => ({
   account: { ...account, ...overrides },
@@ -57,6 +58,7 @@ describe('account creation', () => {
         sending_window: DEFAULT_SENDING_WINDOW,
         consent_required: true,
         retention_days: null,
+        sending_rate: { messages_per_second: null, daily_cap: null },
       },
     });
   });
@@ -119,6 +121,22 @@ describe('the account decider', () => {
     ]);
     expect(
       decideAccount({ type: 'UpdateAccount', consent_required: true }, given({ consent_required: true })),
+    ).toEqual([]);
+  });
+
+  it('changes only the given sending_rate fields, resets one with null, and changes nothing when it is already so', () => {
+    const limited = given({ sending_rate: { messages_per_second: 2, daily_cap: 5000 } });
+    expect(decideAccount({ type: 'UpdateAccount', sending_rate: { daily_cap: null } }, limited)).toEqual([
+      { type: 'account.updated', data: { sending_rate: { daily_cap: null } } },
+    ]);
+    expect(
+      decideAccount(
+        { type: 'UpdateAccount', sending_rate: { messages_per_second: 2, daily_cap: 100 } },
+        limited,
+      ),
+    ).toEqual([{ type: 'account.updated', data: { sending_rate: { daily_cap: 100 } } }]);
+    expect(
+      decideAccount({ type: 'UpdateAccount', sending_rate: { messages_per_second: 2 } }, limited),
     ).toEqual([]);
   });
 

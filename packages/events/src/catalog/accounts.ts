@@ -14,6 +14,16 @@ export const sendingWindowSchema = z.object({
   time_zone: z.string(),
 });
 
+/**
+ * What the account's number may carry, each null for the deployment's default (the gateway's
+ * SMS_MESSAGES_PER_SECOND and SMS_BRAND_DAILY_CAP): messages a second from the number, and messages a
+ * carriers' day from the brand. No personal data.
+ */
+export const sendingRateSchema = z.object({
+  messages_per_second: z.number().positive().max(100).nullable(),
+  daily_cap: z.number().int().min(1).nullable(),
+});
+
 export const accountCreated = defineEvent('account.created', {
   topic: 'account',
   data: z.object({
@@ -39,6 +49,8 @@ export const accountCreated = defineEvent('account.created', {
      * accounts created before retention existed: null.
      */
     retention_days: z.number().int().min(1).max(3650).nullable().optional(),
+    /** Absent (or null) on accounts created before it existed: the deployment's defaults. */
+    sending_rate: sendingRateSchema.nullable().optional(),
   }),
 });
 
@@ -58,6 +70,8 @@ export const accountUpdated = defineEvent('account.updated', {
     sending_window: sendingWindowSchema.optional(),
     consent_required: z.boolean().optional(),
     retention_days: z.number().int().min(1).max(3650).nullable().optional(),
+    /** The fields that changed; a null one is back to the deployment's default. */
+    sending_rate: sendingRateSchema.partial().nullable().optional(),
   }),
 });
 

@@ -112,7 +112,7 @@ export {
   webhooks,
 };
 export { sequenceStepRefSchema, sequenceStepSchema, sequenceStepTypes } from './sequences';
-export { sendingWindowSchema, teamMemberRoles } from './accounts';
+export { sendingRateSchema, sendingWindowSchema, teamMemberRoles } from './accounts';
 export { leadOrigins, leadStatuses, leadStatusSchema } from './leads';
 export { consentMethods, consentRecordedVia } from './consent';
 export {

@@ -53,6 +53,10 @@ export interface ReadModelTables {
     consent_required: Generated<boolean>;
     /** Days message bodies and documents are kept; null: kept for good. */
     retention_days: ColumnType<number | null, number | null | undefined, number | null>;
+    /** Messages a second the account's number may send; null: the deployment's default. */
+    messages_per_second: ColumnType<number | null, number | null | undefined, number | null>;
+    /** Messages a carriers' day the account's brand may send; null: the deployment's default. */
+    daily_cap: ColumnType<number | null, number | null | undefined, number | null>;
     /** When the partner first erased the account (a privacy request); null if never. */
     erased_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
     /** The people the account's erasures erased so far. */

@@ -33,6 +33,7 @@ export function toAccountResponse(row: AccountRow): z.infer<typeof accountRespon
     sending_window: row.sending_window ?? DEFAULT_SENDING_WINDOW,
     consent_required: row.consent_required,
     retention_days: row.retention_days,
+    sending_rate: { messages_per_second: row.messages_per_second, daily_cap: row.daily_cap },
     created_at: row.created_at.toISOString(),
     deactivated_at: row.deactivated_at?.toISOString() ?? null,
     stats: {
@@ -57,6 +58,7 @@ export function createdAccountResponse(event: EventOf<'account.created'>): z.inf
     sending_window,
     consent_required,
     retention_days,
+    sending_rate,
   } = event.data;
   return {
     id: event.account_id,
@@ -72,6 +74,7 @@ export function createdAccountResponse(event: EventOf<'account.created'>): z.inf
     sending_window: sending_window ?? DEFAULT_SENDING_WINDOW,
     consent_required: consent_required ?? false,
     retention_days: retention_days ?? null,
+    sending_rate: sending_rate ?? { messages_per_second: null, daily_cap: null },
     created_at: event.occurred_at,
     deactivated_at: null,
     stats: { total_leads: 0, total_conversations: 0, active_sequences: 0 },
@@ -120,6 +123,7 @@ export function toAccount(row: AccountRow): Account {
     sending_window: row.sending_window ?? DEFAULT_SENDING_WINDOW,
     consent_required: row.consent_required,
     retention_days: row.retention_days,
+    sending_rate: { messages_per_second: row.messages_per_second, daily_cap: row.daily_cap },
   };
 }
 

@@ -124,6 +124,55 @@ const retentionDays = z
       '`account.content_expired` event records each expiry.',
   );
 
+/**
+ * A little above the most any 10DLC campaign is granted (AT&T's top message class: 4,500 a minute, 75 a
+ * second), so a partner can set what its campaign got, and a typo cannot turn pacing off.
+ */
+const SENDING_RATE_MAX = 100;
+const messagesPerSecond = z
+  .number()
+  .positive()
+  .max(SENDING_RATE_MAX)
+  .nullable()
+  .meta({ format: 'double', example: 1 })
+  .describe(
+    `Messages a second the account's number may send (above 0, at most ${SENDING_RATE_MAX}; fractions allowed, ` +
+      '0.5 is one every two seconds), or null for the deployment default (1 a second unless the operator ' +
+      'set another). A US long code that is not on an approved 10DLC campaign is safe at 1 a second; once the ' +
+      "account's campaign is approved, set what the carriers granted it. Messages beyond it wait in the " +
+      "queue, in order, rather than in the carrier's.",
+  );
+/** Far above any carrier's daily cap for a brand (T-Mobile's highest tiers are in the hundreds of thousands). */
+const DAILY_CAP_MAX = 10_000_000;
+const dailyCap = z
+  .number()
+  .int()
+  .min(1)
+  .max(DAILY_CAP_MAX)
+  .nullable()
+  .meta({ format: 'int32', example: 2000 })
+  .describe(
+    `Messages a day the account's brand may send (1 to ${DAILY_CAP_MAX}; the carriers' day, from midnight ` +
+      'Pacific time), or null for the deployment default (no cap unless the operator set one). Past it, messages are held until the ' +
+      'next day (`hold_reason: brand_daily_cap`); opt-out confirmations and HELP answers still go.',
+  );
+
+export const sendingRateResponse = z
+  .object({ messages_per_second: messagesPerSecond, daily_cap: dailyCap })
+  .meta({
+    id: 'SendingRate',
+    description:
+      "The account's own sending rate: each field is the account's setting, null meaning the deployment's " +
+      'default applies (not the default itself).',
+  });
+
+export const sendingRateInput = z
+  .strictObject({ messages_per_second: messagesPerSecond.optional(), daily_cap: dailyCap.optional() })
+  .meta({
+    id: 'SendingRateUpdate',
+    description: "Only the given fields change; null resets one to the deployment's default.",
+  });
+
 export const sendingWindowResponse = z.object(sendingWindowFields).meta({ id: 'SendingWindow' });
 
 export const createAccountBody = z
@@ -141,6 +190,7 @@ export const createAccountBody = z
     sending_window: sendingWindowInput.optional(),
     consent_required: consentRequired.default(true),
     retention_days: retentionDays.optional(),
+    sending_rate: sendingRateInput.optional(),
   })
   .meta({ id: 'CreateAccountRequest' });
 
@@ -164,13 +214,14 @@ export const updateAccountBody = z
     retention_days: retentionDays
       .optional()
       .describe('null keeps content for good from now on (what already expired stays expired).'),
+    sending_rate: sendingRateInput.optional(),
     status: z.enum(['active', 'deactivated']).optional().describe('`active` reactivates an account.'),
   })
   .strict()
   .meta({
     id: 'UpdateAccountRequest',
     description:
-      'Mutable fields: name, company_name, forwarding_number, branding, metadata, ai_pause_minutes, sending_window, consent_required, retention_days and status. ' +
+      'Mutable fields: name, company_name, forwarding_number, branding, metadata, ai_pause_minutes, sending_window, consent_required, retention_days, sending_rate and status. ' +
       'The phone number and slug cannot change.',
   });
 
@@ -210,6 +261,7 @@ export const accountResponse = z
     sending_window: sendingWindowResponse,
     consent_required: consentRequired,
     retention_days: retentionDays,
+    sending_rate: sendingRateResponse,
     created_at: timestamp(),
     deactivated_at: timestamp().nullable(),
     stats,

@@ -39,6 +39,8 @@ async function applyOne(trx: Transaction<Database>, event: AccountEvent): Promis
           sending_window: data.sending_window ? JSON.stringify(data.sending_window) : null,
           consent_required: data.consent_required ?? false,
           retention_days: data.retention_days ?? null,
+          messages_per_second: data.sending_rate?.messages_per_second ?? null,
+          daily_cap: data.sending_rate?.daily_cap ?? null,
           created_at: event.occurred_at,
           updated_at: event.occurred_at,
           deactivated_at: null,
@@ -48,7 +50,7 @@ async function applyOne(trx: Transaction<Database>, event: AccountEvent): Promis
       return;
     }
     case 'account.updated': {
-      const { branding, metadata, sending_window, ...fields } = event.data;
+      const { branding, metadata, sending_window, sending_rate, ...fields } = event.data;
       await trx
         .updateTable('accounts')
         .set({
@@ -57,6 +59,10 @@ async function applyOne(trx: Transaction<Database>, event: AccountEvent): Promis
           ...(branding?.accent_color !== undefined && { accent_color: branding.accent_color }),
           ...(metadata && { metadata: mergedMetadata(metadata) }),
           ...(sending_window && { sending_window: JSON.stringify(sending_window) }),
+          ...(sending_rate?.messages_per_second !== undefined && {
+            messages_per_second: sending_rate.messages_per_second,
+          }),
+          ...(sending_rate?.daily_cap !== undefined && { daily_cap: sending_rate.daily_cap }),
           updated_at: event.occurred_at,
         })
         .where('id', '=', event.account_id)

@@ -356,4 +356,13 @@ export const readModelMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0020_account_sending_rate': {
+    async up(db: Kysely<unknown>) {
+      // The account's own throughput and brand cap; null: the gateway's deployment default.
+      await sql`
+        alter table accounts add column messages_per_second double precision;
+        alter table accounts add column daily_cap integer;
+      `.execute(db);
+    },
+  },
 };
