@@ -34,18 +34,31 @@ export async function readModelSnapshot(db: Kysely<Database>): Promise<Record<st
 
 /** Creates the table `appliedEvents` writes to. */
 export async function recordAppliedEvents(db: Kysely<Database>): Promise<void> {
-  await sql`create table public.test_applied_events (event_id text not null)`.execute(db);
+  await sql`create table public.test_applied_events (applied bigserial, event_id text not null)`.execute(db);
 }
 
-/** Every event the live projector applies, as it applies it: one row per application. */
+/**
+ * Every event the live projector applies, as it applies it: one row per application, numbered in the
+ * order of application. A partition's batches are applied one after another under its checkpoint's
+ * lock, so the numbers of one account's events follow the order they were applied in, whichever
+ * instance applied them.
+ */
 export const appliedEvents: Projection = {
   name: 'applied events (test)',
   handles: new Set(eventDefinitionsByType.keys() as Iterable<EventType>),
   async apply(trx, events) {
     await sql`insert into public.test_applied_events (event_id)
-      select unnest(${events.map((event) => event.id)}::text[])`.execute(trx);
+      select id from unnest(${events.map((event) => event.id)}::text[]) with ordinality as applied (id, n)
+      order by n`.execute(trx);
   },
 };
+
+/** Ids of the events `appliedEvents` saw applied, in the order they were applied. */
+export async function eventsInApplicationOrder(db: Kysely<Database>): Promise<string[]> {
+  const { rows } = await sql<{ event_id: string }>`
+    select event_id from public.test_applied_events order by applied`.execute(db);
+  return rows.map((row) => row.event_id);
+}
 
 /** Ids of the events `appliedEvents` saw applied more than once. */
 export async function eventsAppliedTwice(db: Kysely<Database>): Promise<string[]> {
