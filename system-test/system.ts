@@ -1,4 +1,10 @@
-import { projections, startProjector, type RunningProjector } from '@leadline/projector';
+import {
+  projections,
+  rebuild,
+  startProjector,
+  type Projection,
+  type RunningProjector,
+} from '@leadline/projector';
 import { startSmsGateway, type RunningGateway } from '@leadline/sms-gateway';
 import {
   createDb,
@@ -50,6 +56,11 @@ export interface TestSystem {
   appWith(overrides: Partial<AppDeps>): Promise<App>;
   /** Registers a partner and returns its API key. */
   createPartner(name?: string): Promise<string>;
+  /**
+   * `npm run rebuild` on this system: every read model projected afresh from offset 0 (of the active
+   * generation of the log under `groupPrefix`, the test's topic prefix by default) and swapped in.
+   */
+  rebuildReadModels(options?: { projections?: readonly Projection[]; groupPrefix?: string }): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -223,6 +234,14 @@ export async function startSystem(
       checkResponsesAgainstDocument(other);
       otherApps.push(other);
       return other;
+    },
+    async rebuildReadModels(options = {}) {
+      await rebuild({
+        ...services,
+        databaseUrl: env.config.DATABASE_URL,
+        groupPrefix: options.groupPrefix ?? env.config.TOPIC_PREFIX,
+        projections: options.projections ?? projections,
+      });
     },
     async createPartner(name = 'Test partner') {
       const key = generateApiKey();

@@ -1,4 +1,3 @@
-import { projections, rebuild } from '@leadline/projector';
 import { createPostgresDocumentStore } from '@leadline/runtime';
 import { accountEvents, eventually, fakeClock, rawLogText } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -189,12 +188,7 @@ describe("an account's retention", () => {
 
     // A rebuild from the log ends where the live read models are.
     const live = await readModelSnapshot(system.services.db);
-    await rebuild({
-      ...system.services,
-      databaseUrl: system.env.config.DATABASE_URL,
-      groupPrefix: system.env.config.TOPIC_PREFIX,
-      projections,
-    });
+    await system.rebuildReadModels();
     expect(await readModelSnapshot(system.services.db)).toEqual(live);
 
     // The model is no longer shown what expired, not even as empty messages.

@@ -1,4 +1,3 @@
-import { projections, rebuild } from '@leadline/projector';
 import { createSecretBox, DEVELOPMENT_WEBHOOK_KEY, newUuid, systemClock } from '@leadline/runtime';
 import { accountEvents, eventually, rawLogText } from '@leadline/test-kit';
 import {
@@ -214,12 +213,7 @@ describe('erasing a person (a privacy request)', () => {
       .execute();
     expect(leadsLeft).toEqual([{ phone: otherPhone }]);
     const before = await readModelSnapshot(system.services.db);
-    await rebuild({
-      ...system.services,
-      databaseUrl: system.env.config.DATABASE_URL,
-      groupPrefix: system.env.config.TOPIC_PREFIX,
-      projections,
-    });
+    await system.rebuildReadModels();
     expect(await readModelSnapshot(system.services.db)).toEqual(before);
     const { rows: leftovers } = await sql<{ row: string }>`
       select row_to_json(t)::text as row from (
@@ -416,12 +410,7 @@ describe('erasing an account (a privacy request for everyone it holds)', () => {
 
       // A rebuild from offset 0 reproduces the read models, none of the values back.
       const before = await readModelSnapshot(system.services.db);
-      await rebuild({
-        ...system.services,
-        databaseUrl: system.env.config.DATABASE_URL,
-        groupPrefix: system.env.config.TOPIC_PREFIX,
-        projections,
-      });
+      await system.rebuildReadModels();
       expect(await readModelSnapshot(system.services.db)).toEqual(before);
       expect(await rowsWithPersonalValues([...harborValues, late.name, late.phone])).toEqual([]);
     } finally {

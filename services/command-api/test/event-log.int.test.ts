@@ -1,5 +1,4 @@
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import { projections, rebuild } from '@leadline/projector';
 import { createKafka } from '@leadline/runtime';
 import { eventually } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -49,12 +48,7 @@ describe('the event log', () => {
     expect(Object.keys(merged.metadata)).toHaveLength(20);
 
     const live = await readModel();
-    await rebuild({
-      ...system.services,
-      databaseUrl: system.env.config.DATABASE_URL,
-      groupPrefix: system.env.config.TOPIC_PREFIX,
-      projections,
-    });
+    await system.rebuildReadModels();
     expect(await readModel()).toEqual(live);
     // The API keeps working on the swapped-in schema, and the live projector keeps projecting into it.
     const after = await partner.post('/accounts', { name: 'After rebuild' });

@@ -1,5 +1,5 @@
 import { createEventCodec, createSchemaRegistry, topicNames } from '@leadline/events';
-import { projections, rebuild, startProjector, type RunningProjector } from '@leadline/projector';
+import { projections, startProjector, type RunningProjector } from '@leadline/projector';
 import {
   createDb,
   migrateLog,
@@ -189,12 +189,7 @@ describe('sealing a log written before personal data was sealed', () => {
       system.services.topics.account === topicNames(prefix, 2).account ? true : undefined,
     );
     const live = await readModelSnapshot(system.services.db);
-    await rebuild({
-      ...system.services,
-      databaseUrl: system.env.config.DATABASE_URL,
-      groupPrefix: prefix,
-      projections,
-    });
+    await system.rebuildReadModels({ groupPrefix: prefix });
     expect(await readModelSnapshot(system.services.db)).toEqual(live);
     const { body } = await partner.get(`/accounts/${account.id}/leads/${encodeURIComponent(legacyPhone(7))}`);
     expect(body).toMatchObject({ name: legacyName(7), email: legacyEmail(7) });

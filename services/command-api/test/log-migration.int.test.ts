@@ -1,11 +1,5 @@
 import { startInboundDecider, type RunningInboundDecider } from '@leadline/inbound-decider';
-import {
-  defineProjection,
-  projections,
-  rebuild,
-  startProjector,
-  type RunningProjector,
-} from '@leadline/projector';
+import { defineProjection, projections, startProjector, type RunningProjector } from '@leadline/projector';
 import { topicNames, type DomainEvent } from '@leadline/events';
 import {
   createDb,
@@ -491,12 +485,7 @@ describe('migrating the log to a new generation', () => {
     );
     // Every read model equals a rebuild from the new generation's offset 0 (the skip included).
     const liveModels = await readModels();
-    await rebuild({
-      ...system.services,
-      databaseUrl: system.env.config.DATABASE_URL,
-      groupPrefix: prefix,
-      projections,
-    });
+    await system.rebuildReadModels({ groupPrefix: prefix });
     expect(await readModels()).toEqual(liveModels);
 
     // With nothing left on it, the old generation is retired: its topics are gone.
@@ -581,12 +570,7 @@ describe('migrating the log to a new generation', () => {
     expect((await partner.get(sampleLead)).body.name).toBe(sampleName.replace('LEAD', 'Lead'));
     // A rebuild reads the rewritten history.
     await eventually(async () => (system.services.topics.account === next.account ? true : undefined));
-    await rebuild({
-      ...system.services,
-      databaseUrl: system.env.config.DATABASE_URL,
-      groupPrefix: prefix,
-      projections,
-    });
+    await system.rebuildReadModels({ groupPrefix: prefix });
     expect((await partner.get(sampleLead)).body.name).toBe(sampleName);
     expect((await partner.get(`/accounts/${account.id}/leads/%2B15125550931`)).body.name).toBe('Zoe');
   }, 300_000);

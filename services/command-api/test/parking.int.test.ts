@@ -171,12 +171,7 @@ describe('a record the projector cannot apply', () => {
     // The fault is still there: only the operator's skip keeps the rebuild from parking that record.
     fault.on = true;
     const skipOnly = faultOnlyInSkipped();
-    await rebuild({
-      ...system.services,
-      databaseUrl: system.env.config.DATABASE_URL,
-      groupPrefix: system.env.config.TOPIC_PREFIX,
-      projections: skipOnly,
-    });
+    await system.rebuildReadModels({ projections: skipOnly });
     fault.on = false;
     expect(await readModel()).toEqual(live);
     expect(await listParked(system.services.db)).toEqual([]);

@@ -1,5 +1,5 @@
 import type { DomainEvent } from '@leadline/events';
-import { projections, rebuild } from '@leadline/projector';
+import { projections } from '@leadline/projector';
 import {
   accountEvents,
   eventually,
@@ -174,12 +174,7 @@ describe('the projections', () => {
     expect(await readModels()).toEqual(once);
 
     // `npm run rebuild`: every read model projected afresh from offset 0 is the same.
-    await rebuild({
-      ...system.services,
-      databaseUrl: system.env.config.DATABASE_URL,
-      groupPrefix: system.env.config.TOPIC_PREFIX,
-      projections,
-    });
+    await system.rebuildReadModels();
     expect(await readModels()).toEqual(once);
   });
 });

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { DomainEvent } from '@leadline/events';
-import { projections, rebuild, startProjector, type RunningProjector } from '@leadline/projector';
+import { projections, startProjector, type RunningProjector } from '@leadline/projector';
 import { createDb, type Database } from '@leadline/runtime';
 import { accountEvents, eventually } from '@leadline/test-kit';
 import kafkajs from 'kafkajs';
@@ -244,12 +244,7 @@ describe('scaling the projector under a write loop', () => {
 
     // The read models equal a rebuild from offset 0.
     const live = await readModelSnapshot(system.services.db);
-    await rebuild({
-      ...system.services,
-      databaseUrl: system.env.config.DATABASE_URL,
-      groupPrefix: system.env.config.TOPIC_PREFIX,
-      projections,
-    });
+    await system.rebuildReadModels();
     expect(await readModelSnapshot(system.services.db)).toEqual(live);
 
     const { gapMs, slowestMs } = longestUnavailability(outcomes);
