@@ -1,51 +1,12 @@
-import type { DomainEvent, EventData, EventType } from '@leadline/events';
-import {
-  connectInfrastructure,
-  createEventProducer,
-  newUuid,
-  partitionForKey,
-  type Infrastructure,
-} from '@leadline/runtime';
-import { createTestEnvironment, type TestEnvironment } from '@leadline/test-kit';
-import type { Producer } from 'kafkajs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newUuid } from '@leadline/runtime';
+import { describe, expect, it } from 'vitest';
 import { applyBatch } from '../src/apply-batch';
 import { projections } from '../src/projections';
-import { rebuild } from '../src/rebuild';
+import { accountEventMaker, projectorLog } from './account-log';
 
-let env: TestEnvironment;
-let infrastructure: Infrastructure;
-let producer: Producer;
-
-beforeAll(async () => {
-  env = await createTestEnvironment();
-  infrastructure = await connectInfrastructure(env.config, 'leadline-log-order-test');
-  producer = createEventProducer(infrastructure.kafka);
-  await producer.connect();
-});
-afterAll(async () => {
-  await producer?.disconnect();
-  await infrastructure?.close();
-  await env?.dispose();
-});
-
+const log = projectorLog('leadline-log-order-test');
 const accountId = newUuid();
-let second = 0;
-
-function event<T extends EventType>(type: T, data: EventData<T>): DomainEvent {
-  return {
-    id: newUuid(),
-    type,
-    version: 1,
-    account_id: accountId,
-    partner_id: 'partner-under-test',
-    occurred_at: new Date(Date.UTC(2026, 0, 1, 0, 0, second++)).toISOString(),
-    actor: { kind: 'system', service: 'test' },
-    correlation_id: 'test',
-    causation_id: null,
-    data,
-  } as DomainEvent;
-}
+const event = accountEventMaker(accountId);
 
 const lead = (index: number) => ({ lead_id: `lead-${index}`, phone: `+1512555010${index}` });
 
@@ -84,7 +45,7 @@ const updated = (index: number) => event('lead.updated', { ...lead(index), chang
 const deleted = (index: number) => event('lead.deleted', lead(index));
 
 async function readModels() {
-  const { db } = infrastructure;
+  const { db } = log.infrastructure;
   return {
     leads: await db
       .selectFrom('leads')
@@ -128,24 +89,10 @@ describe('a batch with a lead deleted and the same lead changed', () => {
       collected(3),
       updated(3),
     ];
-    const topic = infrastructure.topics.account;
-    const partitions = (await infrastructure.admin.fetchTopicOffsets(topic)).length;
-    const partition = partitionForKey(topic, accountId, partitions);
-    const messages = await Promise.all(
-      events.map(async (entry) => ({ key: accountId, value: await infrastructure.codec.encode(entry) })),
-    );
-    const [sent] = await producer.send({ topic, acks: -1, messages });
-    expect(sent!.partition).toBe(partition);
-    const base = BigInt(sent!.baseOffset!);
+    const { topic, partition, records } = await log.append(accountId, events);
 
     // The live projector's view: the whole append as one batch.
-    await applyBatch(
-      infrastructure.db,
-      projections,
-      topic,
-      partition,
-      events.map((entry, index) => ({ offset: String(base + BigInt(index)), event: entry })),
-    );
+    await applyBatch(log.infrastructure.db, projections, topic, partition, records(events));
     const live = await readModels();
     expect(live.leads.map((row) => [row.id, row.company])).toEqual([['lead-3', 'Renamed']]);
     expect(live.checklist).toEqual([
@@ -153,12 +100,7 @@ describe('a batch with a lead deleted and the same lead changed', () => {
     ]);
 
     // The rebuild reads the same records from the log, in whatever batches Kafka hands over.
-    await rebuild({
-      ...infrastructure,
-      databaseUrl: env.config.DATABASE_URL,
-      groupPrefix: env.config.TOPIC_PREFIX,
-      projections,
-    });
+    await log.rebuild();
     expect(await readModels()).toEqual(live);
   });
 });

@@ -1,53 +1,15 @@
-import type { DomainEvent, EventData, EventType } from '@leadline/events';
-import {
-  connectInfrastructure,
-  createEventProducer,
-  newUuid,
-  partitionForKey,
-  type Infrastructure,
-} from '@leadline/runtime';
-import { createTestEnvironment, type TestEnvironment } from '@leadline/test-kit';
-import type { Producer } from 'kafkajs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EventData } from '@leadline/events';
+import { newUuid } from '@leadline/runtime';
+import { describe, expect, it } from 'vitest';
 import { applyBatch } from '../src/apply-batch';
 import { messagingProjection } from '../src/messaging/projection';
 import { projections } from '../src/projections';
-import { rebuild } from '../src/rebuild';
+import { accountEventMaker, projectorLog } from './account-log';
 
-let env: TestEnvironment;
-let infrastructure: Infrastructure;
-let producer: Producer;
-
-beforeAll(async () => {
-  env = await createTestEnvironment();
-  infrastructure = await connectInfrastructure(env.config, 'leadline-message-holds-test');
-  producer = createEventProducer(infrastructure.kafka);
-  await producer.connect();
-});
-afterAll(async () => {
-  await producer?.disconnect();
-  await infrastructure?.close();
-  await env?.dispose();
-});
-
+const log = projectorLog('leadline-message-holds-test');
 const accountId = newUuid();
 const phone = '+15125550142';
-let second = 0;
-
-function event<T extends EventType>(type: T, data: EventData<T>): DomainEvent {
-  return {
-    id: newUuid(),
-    type,
-    version: 1,
-    account_id: accountId,
-    partner_id: 'partner-under-test',
-    occurred_at: new Date(Date.UTC(2026, 0, 1, 0, 0, second++)).toISOString(),
-    actor: { kind: 'system', service: 'test' },
-    correlation_id: 'test',
-    causation_id: null,
-    data,
-  } as DomainEvent;
-}
+const event = accountEventMaker(accountId);
 
 const requested = (id: string) =>
   event('message.outbound_requested', {
@@ -64,7 +26,7 @@ const tonight = '2026-01-01T14:00:00.000Z';
 const tomorrow = '2026-01-02T06:00:00.000Z';
 
 async function holds() {
-  const rows = await infrastructure.db
+  const rows = await log.infrastructure.db
     .selectFrom('messages')
     .select(['id', 'status', 'held_reason', 'held_until'])
     .where('account_id', '=', accountId)
@@ -105,29 +67,16 @@ describe('a held message on the messages read model', () => {
         error_message: null,
       }),
     ];
-    const topic = infrastructure.topics.account;
-    const partitions = (await infrastructure.admin.fetchTopicOffsets(topic)).length;
-    const partition = partitionForKey(topic, accountId, partitions);
-    const messages = await Promise.all(
-      [...waiting, ...settled].map(async (entry) => ({
-        key: accountId,
-        value: await infrastructure.codec.encode(entry),
-      })),
-    );
-    const [appended] = await producer.send({ topic, acks: -1, messages });
-    expect(appended!.partition).toBe(partition);
-    const base = BigInt(appended!.baseOffset!);
-    const records = (events: DomainEvent[], from: number) =>
-      events.map((entry, index) => ({ offset: String(base + BigInt(from + index)), event: entry }));
+    const { topic, partition, records } = await log.append(accountId, [...waiting, ...settled]);
 
-    await applyBatch(infrastructure.db, projections, topic, partition, records(waiting, 0));
+    await applyBatch(log.infrastructure.db, projections, topic, partition, records(waiting, 0));
     expect(await holds()).toEqual([
       { id: 'm1', status: 'queued', held_reason: 'quiet_hours', held_until: tonight },
       { id: 'm2', status: 'queued', held_reason: 'brand_daily_cap', held_until: tomorrow },
       { id: 'm3', status: 'queued', held_reason: 'registration_pending', held_until: null },
     ]);
 
-    await applyBatch(infrastructure.db, projections, topic, partition, records(settled, waiting.length));
+    await applyBatch(log.infrastructure.db, projections, topic, partition, records(settled, waiting.length));
     const live = await holds();
     expect(live).toEqual([
       { id: 'm1', status: 'sent', held_reason: null, held_until: null },
@@ -136,7 +85,7 @@ describe('a held message on the messages read model', () => {
     ]);
 
     // Holds replayed after the messages settled (a redelivery) change nothing.
-    await infrastructure.db.transaction().execute((trx) =>
+    await log.infrastructure.db.transaction().execute((trx) =>
       messagingProjection.apply(
         trx,
         waiting.filter((entry) => entry.type === 'message.held'),
@@ -145,12 +94,7 @@ describe('a held message on the messages read model', () => {
     expect(await holds()).toEqual(live);
 
     // The rebuild reads the same records from the log, in whatever batches Kafka hands over.
-    await rebuild({
-      ...infrastructure,
-      databaseUrl: env.config.DATABASE_URL,
-      groupPrefix: env.config.TOPIC_PREFIX,
-      projections,
-    });
+    await log.rebuild();
     expect(await holds()).toEqual(live);
   });
 });

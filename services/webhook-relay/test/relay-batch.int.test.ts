@@ -72,6 +72,27 @@ const deps = () => ({
   personalDataKeys: infrastructure.personalDataKeys,
 });
 
+/** The delivery went out once and the receiver answered 200 with `answer` (which may echo the payload). */
+async function markDelivered(deliveryId: string, answer: string) {
+  await infrastructure.db
+    .updateTable('webhook_deliveries')
+    .set({ status: 'succeeded', attempts: 1, completed_at: clock.now(), last_status_code: 200 })
+    .where('id', '=', deliveryId)
+    .execute();
+  await infrastructure.db
+    .insertInto('webhook_delivery_attempts')
+    .values({
+      delivery_id: deliveryId,
+      attempt: 1,
+      attempted_at: clock.now(),
+      status_code: 200,
+      error: null,
+      duration_ms: 12,
+      response_excerpt: answer,
+    })
+    .execute();
+}
+
 describe('relaying a batch', () => {
   it('queues each event once, even when the batch is delivered again', async () => {
     const batch = [
@@ -206,23 +227,7 @@ describe('erasing a lead in the webhook relay', () => {
 
     // The first webhook was delivered, and the receiver's answer echoed the lead.
     const delivered = await delivery(created.event!.id);
-    await infrastructure.db
-      .updateTable('webhook_deliveries')
-      .set({ status: 'succeeded', attempts: 1, completed_at: clock.now(), last_status_code: 200 })
-      .where('id', '=', delivered.id)
-      .execute();
-    await infrastructure.db
-      .insertInto('webhook_delivery_attempts')
-      .values({
-        delivery_id: delivered.id,
-        attempt: 1,
-        attempted_at: clock.now(),
-        status_code: 200,
-        error: null,
-        duration_ms: 12,
-        response_excerpt: '{"received":"Zelda Quillfeather"}',
-      })
-      .execute();
+    await markDelivered(delivered.id, '{"received":"Zelda Quillfeather"}');
 
     // The erasure as the relay reads it once the key is destroyed (the phone reads as the erased
     // marker), and then a new lead on the same number.
@@ -315,23 +320,7 @@ describe("expiring an account's content in the webhook relay", () => {
       await relayBatch(deps(), 'retention-topic', 0, [old, oldDelivered, status, recent]),
     ).toBeGreaterThan(3);
     const delivered = await delivery(oldDelivered.event!.id);
-    await infrastructure.db
-      .updateTable('webhook_deliveries')
-      .set({ status: 'succeeded', attempts: 1, completed_at: clock.now(), last_status_code: 200 })
-      .where('id', '=', delivered.id)
-      .execute();
-    await infrastructure.db
-      .insertInto('webhook_delivery_attempts')
-      .values({
-        delivery_id: delivered.id,
-        attempt: 1,
-        attempted_at: clock.now(),
-        status_code: 200,
-        error: null,
-        duration_ms: 12,
-        response_excerpt: '{"echo":"The W-2 is attached"}',
-      })
-      .execute();
+    await markDelivered(delivered.id, '{"echo":"The W-2 is attached"}');
 
     const expired = record(
       { type: 'account.content_expired', data: { expired_before: '2026-02-10T00:00:00.000Z' } },
