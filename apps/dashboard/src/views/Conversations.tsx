@@ -61,6 +61,20 @@ export function ConversationList({
   );
 }
 
+/** Who sent an outbound message, as the thread names it beside its time. */
+function senderOf(message: Message): string {
+  switch (message.source) {
+    case 'manual':
+      return message.sender_name ?? 'Team';
+    case 'ai':
+      return 'AI';
+    case 'system':
+      return 'Automatic reply';
+    default:
+      return 'Sequence';
+  }
+}
+
 /** Oldest first, so the newest message sits at the bottom, next to the composer. */
 export function MessageThread({ messages }: { messages: Message[] }) {
   const ordered = [...messages].sort((a, b) => a.sent_at.localeCompare(b.sent_at));
@@ -77,13 +91,7 @@ export function MessageThread({ messages }: { messages: Message[] }) {
             <div className="bubble">{message.body}</div>
           )}
           <div className="meta">
-            {message.direction === 'outbound' &&
-              (message.source === 'manual'
-                ? (message.sender_name ?? 'Team')
-                : message.source === 'ai'
-                  ? 'AI'
-                  : '')}
-            {message.direction === 'outbound' && ' · '}
+            {message.direction === 'outbound' && `${senderOf(message)} · `}
             {formatTime(message.sent_at)}
             {message.direction === 'outbound' &&
               // A held message is still queued: saying why it waits tells more than "Sending".

@@ -130,6 +130,9 @@ describe('held messages', () => {
     );
     expect(html.match(/Held:/g)).toHaveLength(2);
     expect(html.match(/Sending/g)).toHaveLength(1);
+    // Each line names who sent it, never starting with a bare separator.
+    expect(html.match(/Sequence · /g)).toHaveLength(3);
+    expect(html).not.toMatch(/class="meta"> · /);
   });
 });
 
