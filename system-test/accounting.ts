@@ -142,13 +142,15 @@ export async function accountForWrites(
 export function accountingLines(outcomes: readonly WriteOutcome[], accounting: WriteAccounting): string[] {
   const { acknowledged, refused, onTheLog, inReadModels, unread, imports } = accounting;
   const { gapMs, slowestMs } = longestUnavailability(outcomes);
-  const slowestRefusal = Math.round(Math.max(0, ...refused.map((o) => o.answeredAt - o.sentAt)));
+  const refusalMs = refused.map((o) => o.answeredAt - o.sentAt).sort((a, b) => a - b);
+  const slowestRefusal = Math.round(refusalMs.at(-1) ?? 0);
+  const medianRefusal = Math.round(refusalMs[Math.floor(refusalMs.length / 2)] ?? 0);
   const codes = [...new Set(refused.map((outcome) => `503 ${outcome.code}`))].join(', ') || 'none';
   return [
     `  writes attempted ${outcomes.length}, acknowledged ${acknowledged.length}, refused ${refused.length} (${codes}), refused but on the log ${accounting.refusedLanded}`,
     `  acknowledged writes' events found on the log ${onTheLog} (each exactly once), in the read models ${inReadModels}`,
     `  events on the account topic ${accounting.eventsOnTheLog}, applied ${accounting.eventsApplied}, duplicates ${accounting.appliedTwice.length}, in log order per account`,
     `  read-your-writes: ${imports} acknowledged imports read back, ${unread.length} not found`,
-    `  longest unavailability of writes ${gapMs} ms (no acknowledgement in that stretch); slowest answer ${slowestMs} ms, slowest refusal ${slowestRefusal} ms`,
+    `  longest unavailability of writes ${gapMs} ms (no acknowledgement in that stretch); slowest answer ${slowestMs} ms, refusals ${medianRefusal} ms at the median and ${slowestRefusal} ms at most`,
   ];
 }
