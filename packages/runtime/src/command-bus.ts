@@ -137,15 +137,25 @@ export function encodedSize(
  * waiting for the read models (their own bound, `PROJECTION_WAIT_MS`).
  */
 interface EventLogBudget {
+  readonly startedAt: number;
   remainingMs(): number;
   excluding<T>(wait: () => Promise<T>): Promise<T>;
+  /** Starts the bound again from now. */
+  restart(): void;
 }
 
 function eventLogBudget(boundMs: number): EventLogBudget {
-  const startedAt = Date.now();
+  let startedAt = Date.now();
   let excludedMs = 0;
   return {
+    get startedAt() {
+      return startedAt;
+    },
     remainingMs: () => boundMs - (Date.now() - startedAt - excludedMs),
+    restart() {
+      startedAt = Date.now();
+      excludedMs = 0;
+    },
     async excluding(wait) {
       const waitStarted = Date.now();
       try {
@@ -268,8 +278,18 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
   const layout = parseTopicName(topics.account);
   const topicsOf = (generation: LogGeneration): TopicNames =>
     layout ? topicNames(layout.prefix, generation.generation) : topics;
-  const fromEventLog = <T>(what: string, call: () => Promise<T>, extraMs = 0, budget?: EventLogBudget) =>
-    boundedLogCall(eventLogTimeoutMs, what, call, extraMs, budget);
+  // When the log last answered a call of this bus (see the lock stage of `execute`).
+  let logAnsweredAt = 0;
+  const fromEventLog = async <T>(
+    what: string,
+    call: () => Promise<T>,
+    extraMs = 0,
+    budget?: EventLogBudget,
+  ) => {
+    const answer = await boundedLogCall(eventLogTimeoutMs, what, call, extraMs, budget);
+    logAnsweredAt = Date.now();
+    return answer;
+  };
   const stamp = (event: EventToAppend, stream: EventStream, context: CommandContext) =>
     stampEvent({ newId, clock }, event, stream, context);
 
@@ -355,8 +375,8 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
     async execute(command) {
       const { stream, context } = command;
       const key = keyOf(stream, context);
-      // From here, the wait for a connection and for the stream's locks included: a write refused for
-      // the log's sake is refused within EVENT_LOG_TIMEOUT_MS of its start, however many were queued.
+      // From here, the wait for a connection and for the stream's locks included: while the log does not
+      // answer, a write is refused within EVENT_LOG_TIMEOUT_MS of its start, however many were queued.
       const budget = eventLogBudget(eventLogTimeoutMs);
 
       const { events, result, position } = await inTransaction(db, async (trx) => {
@@ -369,6 +389,11 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
           // those queued behind one account's lock; those are refused at once when their turn comes.
           return topicsOf(await enterWriteFence(trx, { waitMs: 0 }))[stream.topic];
         });
+        // A write whose locks were held by a command stuck on the log is refused at once when its turn
+        // comes, its bound spent in the queue. But if the log answered meanwhile, the holder waited on
+        // something else (the projector, a long decision): the log's bound starts now, and a refusal
+        // names what is really behind (`projection_lagging`) rather than a log that is up.
+        if (logAnsweredAt >= budget.startedAt) budget.restart();
         if (command.consistency === 'partition') await waitForHighWatermark(topic, key, budget);
         await refuseHeldStream(trx, key);
         const decision = await timeStage('decide', () => command.decide(trx));
