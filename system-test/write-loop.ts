@@ -17,11 +17,16 @@ export interface WriteOutcome {
   phones: string[];
   /** The message's id, for an acknowledged manual message. */
   messageId?: string;
+  /** A message's recipient and text: together unique in a loop, so what reached Twilio can be counted. */
+  to?: string;
+  body?: string;
   /**
    * For an acknowledged import: whether a GET sent right after the answer found the lead (the
    * command waits for the projector, so it must).
    */
   readBack?: boolean;
+  /** That GET's status (a 503 while the database restarts, say). */
+  readStatus?: number;
 }
 
 export interface WriteLoop {
@@ -88,11 +93,11 @@ export function startWriteLoop(options: {
         });
       } else {
         const to = imported[n % imported.length]!;
+        outcome.to = to;
+        outcome.body = `Message ${n}`;
         response = await partner.post(
           `/accounts/${account}/conversations/${encodeURIComponent(to)}/messages`,
-          {
-            body: `Message ${n}`,
-          },
+          { body: outcome.body },
         );
         if (response.status < 300) outcome.messageId = response.body.message_id;
       }
@@ -106,6 +111,7 @@ export function startWriteLoop(options: {
           `/accounts/${account}/leads/${encodeURIComponent(outcome.phones[0]!)}`,
         );
         outcome.readBack = read.status === 200;
+        outcome.readStatus = read.status;
       }
       outcomes.push(outcome);
       if (response.status >= 300 && pauseAfterRefusalMs > 0)

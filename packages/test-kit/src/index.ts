@@ -7,6 +7,7 @@ export * from './openapi-responses';
 export * from './fake-openai';
 export * from './documents';
 export * from './private-kafka';
+export * from './private-postgres';
 export * from './kafka-proxy';
 export * from './startup-watch';
 export { deleteSubjectsUnder } from './registry-subjects';

@@ -8,9 +8,9 @@ import {
 } from '@leadline/test-kit';
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accountForWrites, accountingLines } from '../../../system-test/accounting';
+import { accountWrites, accountingReport } from '../../../system-test/accounting';
 import { partnerClient } from '../../../system-test/client';
-import { appliedEvents, recordAppliedEvents } from '../../../system-test/log';
+import { appliedEvents, applicationOf, recordAppliedEvents } from '../../../system-test/log';
 import { startSystem, type TestSystem } from '../../../system-test/system';
 import { longestUnavailability, startWriteLoop } from '../../../system-test/write-loop';
 
@@ -173,9 +173,22 @@ describe('kill -9 of the broker leading the busiest partition, under a write loo
     }
 
     const { outcomes } = loop;
-    // A write whose send the dead leader took is refused past its bound, and may land all the same.
-    const accounting = await accountForWrites(sys, accounts, outcomes, { refusedMayLand: true });
-    expect(accounting.unread.map((outcome) => `${outcome.account} ${outcome.phones[0]}`)).toEqual([]);
+    // Every refusal a 503 with Retry-After; every acknowledged write's events on the log once and in
+    // the read models. A write whose send the dead leader took is refused past its bound, and may land
+    // all the same.
+    const accounting = await accountWrites(sys.services, outcomes, accounts, { refusedMayLand: true });
+    expect(accounting.wrongRefusals).toEqual([]);
+    expect(accounting.misplaced).toEqual([]);
+    expect(accounting.duplicateIds).toEqual([]);
+    expect(accounting.inReadModels).toBe(accounting.onTheLog);
+    // Every event applied once, each account's in log order, through the leader's death.
+    const { appliedTwice, applied, outOfOrder } = await applicationOf(db, accounting.events);
+    expect(appliedTwice).toEqual([]);
+    expect(applied).toBe(accounting.events.length);
+    expect(outOfOrder).toEqual([]);
+    const imports = accounting.acknowledged.filter((outcome) => outcome.op !== 'message');
+    const unread = imports.filter((outcome) => outcome.readBack !== true);
+    expect(unread.map((outcome) => `${outcome.account} ${outcome.phones[0]}`)).toEqual([]);
 
     // The outage as the writers to the killed leader's partitions saw it.
     const onAffected = outcomes.filter((outcome) => affected.has(outcome.account));
@@ -183,13 +196,17 @@ describe('kill -9 of the broker leading the busiest partition, under a write loo
     const firstAck = Math.min(
       ...onAffected.filter((o) => o.status < 300 && o.sentAt > at.killed).map((o) => o.answeredAt),
     );
+    const partitions = new Set([...affected].map(partitionOf)).size;
     console.warn(
-      [
-        `kill -9 of node ${node}, leader of the busiest account partition (${busiest}) and of ${[...new Set([...affected].map(partitionOf))].length} of ${accountTopic!.partitions.length}, under 16 writers:`,
-        ...accountingLines(outcomes, accounting),
-        `  on the killed leader's partitions (${affected.size} accounts): ${onAffected.length} writes, ${onAffected.filter((o) => o.status >= 300).length} refused; longest unavailability ${outage.gapMs} ms; first acknowledgement of a write sent after the kill ${Math.round(firstAck - at.killed)} ms after it`,
-        `  node dead ${Math.round(at.restarted - at.killed)} ms; restarted, every partition's replicas in sync and its leadership back ${Math.round(at.rejoined - at.restarted)} ms later`,
-      ].join('\n'),
+      accountingReport(
+        `kill -9 of node ${node}, leader of the busiest account partition (${busiest}) and of ${partitions} of ${accountTopic!.partitions.length}, under 16 writers:`,
+        accounting,
+        [
+          `  events applied ${applied}, applied twice ${appliedTwice.length}, out of log order ${outOfOrder.length} accounts; read-your-writes: ${imports.length} acknowledged imports read back, ${unread.length} not found`,
+          `  on the killed leader's partitions (${affected.size} accounts): ${onAffected.length} writes, ${onAffected.filter((o) => o.status >= 300).length} refused; longest unavailability ${outage.gapMs} ms; first acknowledgement of a write sent after the kill ${Math.round(firstAck - at.killed)} ms after it`,
+          `  node dead ${Math.round(at.restarted - at.killed)} ms; restarted, every partition's replicas in sync and its leadership back ${Math.round(at.rejoined - at.restarted)} ms later`,
+        ],
+      ),
     );
     expect(outage.gapMs).toBeLessThanOrEqual(OUTAGE_BOUND_MS);
   }, 300_000);

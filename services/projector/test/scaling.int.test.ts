@@ -1,16 +1,23 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type { DomainEvent } from '@leadline/events';
 import { projections, startProjector, type RunningProjector } from '@leadline/projector';
 import { createDb, type Database } from '@leadline/runtime';
 import { eventually } from '@leadline/test-kit';
 import kafkajs from 'kafkajs';
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accountForWrites, accountingLines } from '../../../system-test/accounting';
 import { partnerClient } from '../../../system-test/client';
-import { appliedEvents, readModelSnapshot, recordAppliedEvents } from '../../../system-test/log';
+import {
+  appliedEvents,
+  eventsAppliedTwice,
+  eventsInApplicationOrder,
+  readModelSnapshot,
+  recordAppliedEvents,
+} from '../../../system-test/log';
 import { startSystem, type TestSystem } from '../../../system-test/system';
 import { startWriteLoop } from '../../../system-test/write-loop';
+import { accountWrites, accountingReport } from '../../../system-test/accounting';
 
 const { AssignerProtocol } = kafkajs;
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
@@ -147,14 +154,41 @@ describe('scaling the projector under a write loop', () => {
       expect(caughtUp).not.toContain(false);
     }
 
-    // Every answer an acknowledgement or a 503 with Retry-After, every acknowledged write's events on
-    // the log once and in the read models, no refused write's; nothing applied twice or skipped, each
-    // account's events applied in log order, whichever instance held its partition when.
-    const { outcomes } = loop;
-    const accounting = await accountForWrites(system, accounts, outcomes);
+    // Every answer was an acknowledgement or a 503 with Retry-After, never a 500; every acknowledged
+    // write's events are on the log exactly once, and no refused write's; and in the read models.
+    const accounting = await accountWrites(system.services, loop.outcomes, accounts);
+    const { acknowledged, events, onTheLog, inReadModels } = accounting;
+    expect(accounting.wrongRefusals).toEqual([]);
+    expect(accounting.misplaced).toEqual([]);
+    expect(accounting.duplicateIds).toEqual([]);
+    const importedPhones = acknowledged.flatMap((outcome) => outcome.phones);
+    const messageIds = acknowledged.flatMap((outcome) => (outcome.messageId ? [outcome.messageId] : []));
+    expect(onTheLog).toBe(importedPhones.length + messageIds.length);
+    expect(inReadModels).toBe(onTheLog);
+
+    // Nothing applied twice, nothing skipped, and each account's events applied in log order,
+    // whichever instance held its partition when.
+    const twice = await eventsAppliedTwice(system.services.db);
+    expect(twice).toEqual([]);
+    const applied = await eventsInApplicationOrder(system.services.db);
+    const byAccount = (list: readonly DomainEvent[]) => {
+      const grouped = new Map<string, string[]>();
+      for (const event of list) {
+        const key = event.account_id ?? '';
+        grouped.set(key, grouped.get(key) ?? []);
+        grouped.get(key)!.push(event.id);
+      }
+      return grouped;
+    };
+    const eventById = new Map(events.map((event) => [event.id, event]));
+    const appliedAccountEvents = applied.flatMap((id) => (eventById.has(id) ? [eventById.get(id)!] : []));
+    expect(appliedAccountEvents.length).toBe(events.length);
+    expect(byAccount(appliedAccountEvents)).toEqual(byAccount(events));
 
     // Read-your-writes held: every acknowledged import was readable by the GET sent right after it.
-    expect(accounting.unread.map((outcome) => `${outcome.account} ${outcome.phones[0]}`)).toEqual([]);
+    const imports = acknowledged.filter((outcome) => outcome.op !== 'message');
+    const unread = imports.filter((outcome) => outcome.readBack !== true);
+    expect(unread.map((outcome) => `${outcome.account} ${outcome.phones[0]}`)).toEqual([]);
 
     // The read models equal a rebuild from offset 0.
     const live = await readModelSnapshot(system.services.db);
@@ -162,11 +196,15 @@ describe('scaling the projector under a write loop', () => {
     expect(await readModelSnapshot(system.services.db)).toEqual(live);
 
     console.warn(
-      [
+      accountingReport(
         'projector scaling 1 -> 2 -> 3 -> 2 (one stopped) -> 1 (one killed) under 16 writers:',
-        ...accountingLines(outcomes, accounting),
-        `  account partitions per instance: ${assignments.map((members) => members.map((p) => p.length).join('+')).join(' -> ')}`,
-      ].join('\n'),
+        accounting,
+        [
+          `  events applied ${appliedAccountEvents.length}, applied twice ${twice.length}, in log order per account`,
+          `  read-your-writes: ${imports.length} acknowledged imports read back, ${unread.length} not found`,
+          `  account partitions per instance: ${assignments.map((members) => members.map((p) => p.length).join('+')).join(' -> ')}`,
+        ],
+      ),
     );
   }, 300_000);
 });
