@@ -49,8 +49,14 @@ export function startWriteLoop(options: {
   partner: PartnerClient;
   accounts: readonly string[];
   clients: number;
+  /**
+   * How long a client waits after a refusal before its next write, as a client honouring Retry-After
+   * would (not the whole second it says: the loop measures how soon writes succeed again). None by
+   * default: each client writes again at once.
+   */
+  pauseAfterRefusalMs?: number;
 }): WriteLoop {
-  const { partner, accounts, clients } = options;
+  const { partner, accounts, clients, pauseAfterRefusalMs = 0 } = options;
   const outcomes: WriteOutcome[] = [];
   let stopping = false;
   const acknowledged = () => outcomes.filter((outcome) => outcome.status < 300).length;
@@ -108,6 +114,8 @@ export function startWriteLoop(options: {
         outcome.readStatus = read.status;
       }
       outcomes.push(outcome);
+      if (response.status >= 300 && pauseAfterRefusalMs > 0)
+        await new Promise((resolve) => setTimeout(resolve, pauseAfterRefusalMs));
     }
   };
   const running = Array.from({ length: clients }, (_, index) => client(index));

@@ -14,3 +14,4 @@ export { deleteSubjectsUnder } from './registry-subjects';
 export * from './account-log';
 export * from './registration-profile';
 export * from './webhook-receiver';
+export * from './kafka-cluster';
