@@ -1,5 +1,6 @@
 import { benchAccounts } from './accounts.bench';
 import { benchAccountCreation } from './account-creation.bench';
+import { benchCapacity } from './capacity.bench';
 import { benchEmbed } from './embed.bench';
 import { benchAi } from './ai.bench';
 import { benchLeads } from './leads.bench';
@@ -18,6 +19,7 @@ import { benchWebhooks } from './webhooks.bench';
 const scenarios: Record<string, (rows: string[]) => Promise<string>> = {
   accounts: benchAccounts,
   'account-creation': benchAccountCreation,
+  capacity: benchCapacity,
   embed: benchEmbed,
   ai: benchAi,
   leads: benchLeads,

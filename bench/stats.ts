@@ -95,6 +95,11 @@ export function unshownCpuTable(): string | undefined {
   return lines.join('\n');
 }
 
+/** For a scenario that prints a measurement's CPU in a table of its own. */
+export function markShown(measurement: Measurement) {
+  inCpuTable.add(measurement);
+}
+
 /** CPU seconds per 1,000 operations of a measurement: each group, and in total. */
 export function cpuPerThousand(measurement: Measurement): CpuSeconds & { total: number } {
   const cpu = measurement.cpu ?? { node: 0, postgres: 0, kafka: 0, registry: 0 };
