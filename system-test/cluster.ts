@@ -36,6 +36,8 @@ export interface Cluster {
   ): Promise<{ status: number; text: string; sid: string }>;
   /** What every process wrote on stderr, by process name (`command-api#1`…): for failure messages. */
   output(): string;
+  /** The processes that have exited (or died of a signal) since they started, by name, with how. */
+  exited(): string[];
   close(): Promise<void>;
 }
 
@@ -214,7 +216,13 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     });
     return { status: response.status, text: await response.text(), sid };
   }
-  return { apiUrls, publicUrl, partnerKey, services, inboundSms, output, close };
+  const exited = () =>
+    processes.flatMap(({ name, child }) =>
+      child.exitCode !== null || child.signalCode !== null
+        ? [`${name} exited (${child.exitCode ?? child.signalCode})`]
+        : [],
+    );
+  return { apiUrls, publicUrl, partnerKey, services, inboundSms, output, exited, close };
 }
 
 async function waitFor(probe: () => Promise<boolean>, timeoutMs: number, message: string) {

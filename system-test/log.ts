@@ -1,4 +1,4 @@
-import { eventDefinitionsByType, type EventType } from '@leadline/events';
+import { eventDefinitionsByType, type DomainEvent, type EventType } from '@leadline/events';
 import type { Projection } from '@leadline/projector';
 import type { Database } from '@leadline/runtime';
 import { Kafka, logLevel } from 'kafkajs';
@@ -65,4 +65,33 @@ export async function eventsAppliedTwice(db: Kysely<Database>): Promise<string[]
   const { rows } = await sql<{ event_id: string }>`
     select event_id from public.test_applied_events group by event_id having count(*) > 1`.execute(db);
   return rows.map((row) => row.event_id);
+}
+
+/**
+ * How the live projector applied the account topic's `events` (as `appliedEvents` recorded them):
+ * the ids it applied more than once, how many of the events it applied, and the accounts whose events
+ * it applied in another order than the log's. Nothing twice, all of them, none out of order: no event
+ * was skipped or repeated whichever instance or leader served a partition when.
+ */
+export async function applicationOf(
+  db: Kysely<Database>,
+  events: readonly DomainEvent[],
+): Promise<{ appliedTwice: string[]; applied: number; outOfOrder: string[] }> {
+  const appliedTwice = await eventsAppliedTwice(db);
+  const onLog = new Map(events.map((event) => [event.id, event]));
+  const applied = (await eventsInApplicationOrder(db)).filter((id) => onLog.has(id));
+  const byAccount = (ids: readonly string[]) => {
+    const grouped = new Map<string, string[]>();
+    for (const id of ids) {
+      const account = onLog.get(id)!.account_id ?? '';
+      grouped.set(account, [...(grouped.get(account) ?? []), id]);
+    }
+    return grouped;
+  };
+  const logOrder = byAccount(events.map((event) => event.id));
+  const appliedOrder = byAccount(applied);
+  const outOfOrder = [...logOrder].flatMap(([account, ids]) =>
+    (appliedOrder.get(account) ?? []).join() === ids.join() ? [] : [account],
+  );
+  return { appliedTwice, applied: applied.length, outOfOrder };
 }

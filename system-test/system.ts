@@ -77,6 +77,8 @@ export interface SystemOptions {
   registrationEnforced?: boolean;
   /** Another broker than the shared one (a test-owned broker the test may stop). */
   brokers?: string[];
+  /** KAFKA_REPLICATION_FACTOR: on a test-owned cluster of three, 3 (and min.insync.replicas 2). */
+  replicationFactor?: number;
   eventLogTimeoutMs?: number;
   /** Lowers the most one command may append, to reach the limit with a small request. */
   appendMaxBytes?: number;
@@ -101,6 +103,7 @@ export async function startSystem(options: SystemOptions = {}): Promise<TestSyst
   const env = await createTestEnvironment();
   const clock = options.clock ?? systemClock;
   if (options.brokers) env.config.KAFKA_BROKERS = options.brokers;
+  if (options.replicationFactor) env.config.KAFKA_REPLICATION_FACTOR = options.replicationFactor;
   startup.at('connecting the command services (database, topics, schemas)');
   const services = await connectCommandServices(
     {

@@ -17,11 +17,16 @@ export interface WriteOutcome {
   phones: string[];
   /** The message's id, for an acknowledged manual message. */
   messageId?: string;
+  /** A message's recipient and text: together unique in a loop, so what reached Twilio can be counted. */
+  to?: string;
+  body?: string;
   /**
    * For an acknowledged import: whether a GET sent right after the answer found the lead (the
    * command waits for the projector, so it must).
    */
   readBack?: boolean;
+  /** That GET's status (a 503 while the database restarts, say). */
+  readStatus?: number;
 }
 
 export interface WriteLoop {
@@ -44,8 +49,14 @@ export function startWriteLoop(options: {
   partner: PartnerClient;
   accounts: readonly string[];
   clients: number;
+  /**
+   * How long a client waits after a refusal before its next write, as a client honouring Retry-After
+   * would (not the whole second it says: the loop measures how soon writes succeed again). None by
+   * default: each client writes again at once.
+   */
+  pauseAfterRefusalMs?: number;
 }): WriteLoop {
-  const { partner, accounts, clients } = options;
+  const { partner, accounts, clients, pauseAfterRefusalMs = 0 } = options;
   const outcomes: WriteOutcome[] = [];
   let stopping = false;
   const acknowledged = () => outcomes.filter((outcome) => outcome.status < 300).length;
@@ -82,11 +93,11 @@ export function startWriteLoop(options: {
         });
       } else {
         const to = imported[n % imported.length]!;
+        outcome.to = to;
+        outcome.body = `Message ${n}`;
         response = await partner.post(
           `/accounts/${account}/conversations/${encodeURIComponent(to)}/messages`,
-          {
-            body: `Message ${n}`,
-          },
+          { body: outcome.body },
         );
         if (response.status < 300) outcome.messageId = response.body.message_id;
       }
@@ -100,8 +111,11 @@ export function startWriteLoop(options: {
           `/accounts/${account}/leads/${encodeURIComponent(outcome.phones[0]!)}`,
         );
         outcome.readBack = read.status === 200;
+        outcome.readStatus = read.status;
       }
       outcomes.push(outcome);
+      if (response.status >= 300 && pauseAfterRefusalMs > 0)
+        await new Promise((resolve) => setTimeout(resolve, pauseAfterRefusalMs));
     }
   };
   const running = Array.from({ length: clients }, (_, index) => client(index));

@@ -199,6 +199,13 @@ stop_by_pidfile() {
   ok "$component: stopped"
 }
 
+# Keep the previous run's log next to the new one ($1.prev): when a restart fails, the reason is
+# often in the log of the run before. Used by up.sh and kafka-cluster.sh.
+rotate_log() {
+  [[ -f $1 ]] && mv -f "$1" "$1.prev"
+  : >"$1"
+}
+
 # ---------------------------------------------------------------- probes
 # TCP connect check using bash's /dev/tcp (no nc/node needed).
 port_open() {

@@ -225,13 +225,6 @@ format_kafka_storage() {
   fi
 }
 
-# Keep the previous run's log next to the new one: when a restart fails, the
-# reason is often in the log of the run before.
-rotate_log() {
-  [[ -f $1 ]] && mv -f "$1" "$1.prev"
-  : >"$1"
-}
-
 start_kafka() {
   local pid
   clear_stale_pid "$KAFKA_PID_FILE" kafka

@@ -13,7 +13,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Admin, Kafka } from 'kafkajs';
 import { DomainError, unavailable } from '@leadline/domain';
 import type { Clock, NewId } from './clock';
-import { isDatabaseBusy } from './db/database';
+import { isConnectionLost, isDatabaseBusy } from './db/database';
 import type { Database } from './db/schema';
 import { APPEND_MAX_BYTES, createEventProducer, partitionForKey } from './kafka';
 import { enterWriteFence, type LogGeneration } from './log-generations';
@@ -137,15 +137,25 @@ export function encodedSize(
  * waiting for the read models (their own bound, `PROJECTION_WAIT_MS`).
  */
 interface EventLogBudget {
+  readonly startedAt: number;
   remainingMs(): number;
   excluding<T>(wait: () => Promise<T>): Promise<T>;
+  /** Starts the bound again from now. */
+  restart(): void;
 }
 
 function eventLogBudget(boundMs: number): EventLogBudget {
-  const startedAt = Date.now();
+  let startedAt = Date.now();
   let excludedMs = 0;
   return {
+    get startedAt() {
+      return startedAt;
+    },
     remainingMs: () => boundMs - (Date.now() - startedAt - excludedMs),
+    restart() {
+      startedAt = Date.now();
+      excludedMs = 0;
+    },
     async excluding(wait) {
       const waitStarted = Date.now();
       try {
@@ -229,23 +239,50 @@ async function encodeForLog(codec: EventCodec, event: DomainEvent) {
 /**
  * The command's transaction. A lock or statement timeout (a setting of the database or of the
  * command), a connection refused ("too many clients") or not given in time is the database being
- * busy, not a bug: 503 `database_busy`, nothing written, retry.
+ * busy, not a bug: 503 `database_busy`, nothing written, retry. So is a connection lost before the
+ * work finished (a restart, a failover): the session's locks went with it and nothing was appended.
+ *
+ * A connection lost once the work has finished fails only the COMMIT or ROLLBACK, and the work's own
+ * outcome stands: its result (its events are on the log, the only source of truth, so the write
+ * happened, and a lost session releases its locks), or its error (a conflict stays a conflict rather
+ * than becoming whatever the failed ROLLBACK said). A decision's own rows (the unique reservations of
+ * a new account) may then be lost with the COMMIT, as they were when this answered 500.
  */
 async function inTransaction<T>(
   db: Kysely<Database>,
   work: (trx: Transaction<Database>) => Promise<T>,
 ): Promise<T> {
+  let finished: { value: T } | { error: unknown } | undefined;
   try {
-    return await db.transaction().execute(work);
+    return await db.transaction().execute(async (trx) => {
+      try {
+        const value = await work(trx);
+        finished = { value };
+        return value;
+      } catch (error) {
+        finished = { error };
+        throw error;
+      }
+    });
   } catch (error) {
-    if (isDatabaseBusy(error)) {
-      throw unavailable(
-        'database_busy',
-        'The database did not answer in time; nothing was written, retry shortly.',
-      );
+    const ending = finished !== undefined && !('error' in finished && finished.error === error);
+    if (ending && isConnectionLost(error)) {
+      if ('value' in finished!) return finished.value;
+      return refusedIfBusy((finished as { error: unknown }).error);
     }
-    throw error;
+    return refusedIfBusy(error);
   }
+}
+
+/** Rethrows `error`, as 503 `database_busy` if the database was busy or the connection lost. */
+function refusedIfBusy(error: unknown): never {
+  if (isDatabaseBusy(error) || isConnectionLost(error)) {
+    throw unavailable(
+      'database_busy',
+      'The database did not answer in time; nothing was written, retry shortly.',
+    );
+  }
+  throw error;
 }
 
 const lockId = (key: string) => sql`pg_advisory_xact_lock(hashtextextended(${key}, 0))`;
@@ -268,8 +305,18 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
   const layout = parseTopicName(topics.account);
   const topicsOf = (generation: LogGeneration): TopicNames =>
     layout ? topicNames(layout.prefix, generation.generation) : topics;
-  const fromEventLog = <T>(what: string, call: () => Promise<T>, extraMs = 0, budget?: EventLogBudget) =>
-    boundedLogCall(eventLogTimeoutMs, what, call, extraMs, budget);
+  // When the log last answered a call of this bus (see the lock stage of `execute`).
+  let logAnsweredAt = 0;
+  const fromEventLog = async <T>(
+    what: string,
+    call: () => Promise<T>,
+    extraMs = 0,
+    budget?: EventLogBudget,
+  ) => {
+    const answer = await boundedLogCall(eventLogTimeoutMs, what, call, extraMs, budget);
+    logAnsweredAt = Date.now();
+    return answer;
+  };
   const stamp = (event: EventToAppend, stream: EventStream, context: CommandContext) =>
     stampEvent({ newId, clock }, event, stream, context);
 
@@ -355,8 +402,8 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
     async execute(command) {
       const { stream, context } = command;
       const key = keyOf(stream, context);
-      // From here, the wait for a connection and for the stream's locks included: a write refused for
-      // the log's sake is refused within EVENT_LOG_TIMEOUT_MS of its start, however many were queued.
+      // From here, the wait for a connection and for the stream's locks included: while the log does not
+      // answer, a write is refused within EVENT_LOG_TIMEOUT_MS of its start, however many were queued.
       const budget = eventLogBudget(eventLogTimeoutMs);
 
       const { events, result, position } = await inTransaction(db, async (trx) => {
@@ -369,6 +416,11 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
           // those queued behind one account's lock; those are refused at once when their turn comes.
           return topicsOf(await enterWriteFence(trx, { waitMs: 0 }))[stream.topic];
         });
+        // A write whose locks were held by a command stuck on the log is refused at once when its turn
+        // comes, its bound spent in the queue. But if the log answered meanwhile, the holder waited on
+        // something else (the projector, a long decision): the log's bound starts now, and a refusal
+        // names what is really behind (`projection_lagging`) rather than a log that is up.
+        if (logAnsweredAt >= budget.startedAt) budget.restart();
         if (command.consistency === 'partition') await waitForHighWatermark(topic, key, budget);
         await refuseHeldStream(trx, key);
         const decision = await timeStage('decide', () => command.decide(trx));

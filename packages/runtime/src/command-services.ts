@@ -1,6 +1,6 @@
 import { newUuid, systemClock, type Clock } from './clock';
 import { createCommandBus, type CommandBus } from './command-bus';
-import { databaseTimeouts, type InfrastructureConfig } from './config';
+import { databaseTimeouts, DEFAULT_PROJECTION_WAIT_MS, type InfrastructureConfig } from './config';
 import { splitConnectionBudget } from './db/connection-budget';
 import { createDb, createPool } from './db/database';
 import { connectInfrastructure, type Infrastructure } from './infrastructure';
@@ -49,7 +49,7 @@ export async function connectCommandServices(
     progress,
     clock: options.clock ?? systemClock,
     newId: newUuid,
-    projectionWaitMs: config.PROJECTION_WAIT_MS ?? 5000,
+    projectionWaitMs: config.PROJECTION_WAIT_MS ?? DEFAULT_PROJECTION_WAIT_MS,
     eventLogTimeoutMs: config.EVENT_LOG_TIMEOUT_MS ?? 3000,
     ...(options.appendMaxBytes !== undefined && { appendMaxBytes: options.appendMaxBytes }),
   });

@@ -11,6 +11,21 @@ export function loadConfig<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEn
   throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
 }
 
+/**
+ * How long a consumer instance that stopped answering keeps its partitions: its group notices after
+ * this (kafkajs' default is 30 s), then hands them to a live instance.
+ */
+export const CONSUMER_SESSION_TIMEOUT_MS = 10_000;
+
+/**
+ * The bound on a write's waits for the read models, before deciding and after appending
+ * (read-your-writes). It outlasts the consumers' session timeout plus a rebalance: when a projector
+ * instance dies, its partitions are applied by nobody until then, and a shorter wait would answer a
+ * write that the next read cannot see yet.
+ */
+export const DEFAULT_PROJECTION_WAIT_MS = CONSUMER_SESSION_TIMEOUT_MS + 5_000;
+export const projectionWaitSetting = z.coerce.number().int().positive().default(DEFAULT_PROJECTION_WAIT_MS);
+
 /** Settings every process that touches the log and the read models needs. */
 export const infrastructureConfig = z.object({
   DATABASE_URL: z.url().default('postgres://postgres@127.0.0.1:5432/leadline'),

@@ -173,7 +173,8 @@ export async function ensureTopics(
   }
   if (missing.length > 0) {
     await admin.createTopics({
-      waitForLeaders: true,
+      // Waited for below: kafkajs's own wait fails on a cluster (see waitForLeaders).
+      waitForLeaders: false,
       topics: missing.map((kind) => ({
         topic: topics[kind],
         numPartitions: partitions[kind],
@@ -185,8 +186,66 @@ export async function ensureTopics(
       })),
     });
   }
+  if (missing.length > 0)
+    await waitForLeaders(
+      admin,
+      missing.map((kind) => topics[kind]),
+    );
   const present = kinds.filter((kind) => existing.has(topics[kind])).map((kind) => topics[kind]);
   if (present.length > 0) await raiseMessageLimit(admin, present);
+}
+
+/**
+ * Waits until every broker of the cluster knows the topics just created and a leader for each of their
+ * partitions. On a cluster of several nodes a broker learns of a new topic from the controller a moment
+ * after the creation is acknowledged, and until then answers UNKNOWN_TOPIC_OR_PARTITION to any
+ * metadata request naming it; kafkajs's own wait (`createTopics`' `waitForLeaders`) asks one broker
+ * and gives up at that answer, and the next call (the start-up's durability check, a producer's first
+ * send) may ask another that has not heard yet: the service that created the log on a fresh cluster
+ * failed to start. So each broker is asked through a client of its own, again until it knows, within
+ * `timeoutMs`.
+ */
+export async function waitForLeaders(admin: Admin, topics: string[], timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const { brokers } = await admin.describeCluster();
+  await Promise.all(
+    brokers.map(async ({ host, port }) => {
+      const broker = `${host}:${port}`;
+      // A client whose only connection is to this broker: its metadata requests go there.
+      const one = new Kafka({
+        clientId: 'leadline-topic-setup',
+        brokers: [broker],
+        logLevel: logLevel.NOTHING,
+        retry: { retries: 0 },
+      }).admin();
+      try {
+        await one.connect();
+        for (;;) {
+          let problem: string;
+          try {
+            const { topics: metadata } = await one.fetchTopicMetadata({ topics });
+            const leaderless = metadata.flatMap((topic) =>
+              topic.partitions
+                .filter((partition) => partition.leader < 0)
+                .map((partition) => `${topic.name}/${partition.partitionId}`),
+            );
+            if (metadata.length === topics.length && leaderless.length === 0) return;
+            problem = `partitions without a leader: ${leaderless.join(', ') || 'topics missing'}`;
+          } catch (error) {
+            // Not known there yet (kafkajs answers so with UNKNOWN_TOPIC_OR_PARTITION or no metadata).
+            problem = (error as Error).message;
+          }
+          if (Date.now() > deadline)
+            throw new Error(
+              `Broker ${broker} does not know the topics ${topics.join(', ')} with their leaders after ${timeoutMs} ms (${problem})`,
+            );
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      } finally {
+        await one.disconnect().catch(() => undefined);
+      }
+    }),
+  );
 }
 
 /** Every topic's `max.message.bytes`, as the broker has it. */

@@ -1,6 +1,7 @@
 import type { DomainEvent, EventCodec } from '@leadline/events';
 import type { Admin, Kafka } from 'kafkajs';
 import type { Kysely } from 'kysely';
+import { CONSUMER_SESSION_TIMEOUT_MS } from './config';
 import type { Database } from './db/schema';
 import {
   checkpointsOn,
@@ -281,9 +282,7 @@ async function consumeTopics(
     groupId,
     allowAutoTopicCreation: false,
     maxBytesPerPartition: 4 << 20,
-    // A consumer that died is noticed after 10 s rather than Kafka's 30 s default; its partitions
-    // move to a live instance that much sooner.
-    sessionTimeout: 10_000,
+    sessionTimeout: CONSUMER_SESSION_TIMEOUT_MS,
     heartbeatInterval: 2_000,
   });
   await consumer.connect();

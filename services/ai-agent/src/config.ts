@@ -3,6 +3,7 @@ import {
   infrastructureConfig,
   metricsConfig,
   outboundFetchConfig,
+  projectionWaitSetting,
 } from '@leadline/runtime';
 import { telephonyConfig } from '@leadline/telephony';
 import { z } from 'zod';
@@ -12,7 +13,7 @@ export const agentConfigSchema = infrastructureConfig.extend({
   ...telephonyConfig.shape,
   ...documentStoreConfig,
   ...outboundFetchConfig,
-  PROJECTION_WAIT_MS: z.coerce.number().int().positive().default(5000),
+  PROJECTION_WAIT_MS: projectionWaitSetting,
   /** Without a key the deterministic offline responder answers. */
   OPENAI_API_KEY: z.string().min(1).optional(),
   /** Any OpenAI-compatible server; the SDK's default (api.openai.com) otherwise. */

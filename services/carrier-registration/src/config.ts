@@ -1,6 +1,7 @@
 import {
   infrastructureConfig,
   metricsConfig,
+  projectionWaitSetting,
   webhookSecretConfig,
   withWebhookEncryptionKeys,
 } from '@leadline/runtime';
@@ -15,7 +16,7 @@ export const registrationConfigSchema = infrastructureConfig
     ...telephonyConfig.shape,
     // The keys that seal webhook secrets seal the tax ids too: the same list as the command API's.
     ...webhookSecretConfig,
-    PROJECTION_WAIT_MS: z.coerce.number().int().positive().default(5000),
+    PROJECTION_WAIT_MS: projectionWaitSetting,
     EVENT_LOG_TIMEOUT_MS: z.coerce.number().int().positive().default(3000),
     /** How often the worker looks for registrations due. */
     REGISTRATION_POLL_MS: z.coerce.number().int().positive().default(1000),

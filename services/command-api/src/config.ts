@@ -4,6 +4,7 @@ import {
   documentStoreConfig,
   infrastructureConfig,
   outboundFetchConfig,
+  projectionWaitSetting,
   sequenceConfig,
   webhookSecretConfig,
   withWebhookEncryptionKeys,
@@ -21,7 +22,7 @@ export const apiConfigSchema = infrastructureConfig
     /** The local development partner's key; created on start-up when set. */
     PARTNER_API_KEY: z.string().min(16).optional(),
     /** Bound on waiting for the projector before deciding and before answering a write. */
-    PROJECTION_WAIT_MS: z.coerce.number().int().positive().default(5000),
+    PROJECTION_WAIT_MS: projectionWaitSetting,
     /** Bound on each call to Kafka when writing: past it a write answers 503 event_log_unavailable. */
     EVENT_LOG_TIMEOUT_MS: z.coerce.number().int().positive().default(3000),
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),

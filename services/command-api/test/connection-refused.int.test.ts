@@ -1,8 +1,15 @@
-import { createCommandBus, createDb, newUuid, systemClock, type Database } from '@leadline/runtime';
+import {
+  createCommandBus,
+  createDb,
+  createKafka,
+  newUuid,
+  systemClock,
+  type Database,
+} from '@leadline/runtime';
 import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { logSize } from '@leadline/test-kit';
+import { accountEvents, eventually, logSize } from '@leadline/test-kit';
 import { partnerClient, type PartnerClient } from '../../../system-test/client';
 import { startSystem, type TestSystem } from '../../../system-test/system';
 
@@ -54,10 +61,11 @@ function pool(url: string, options: { maxConnections?: number; connectMs?: numbe
   return db;
 }
 
-function commandsOver(db: Kysely<Database>) {
+function commandsOver(db: Kysely<Database>, kafka = system.services.kafka) {
   return createCommandBus({
     ...system.services,
     db,
+    kafka,
     clock: systemClock,
     newId: newUuid,
     projectionWaitMs: 5_000,
@@ -127,6 +135,101 @@ describe('a pool with no connection free in time', () => {
     } finally {
       release();
       await holder;
+      await commands.close();
+    }
+  });
+});
+
+/**
+ * Ends, as a restart or a failover does, the sessions of this database that `which` selects from
+ * pg_stat_activity (`a`), waiting until each is gone.
+ */
+async function terminate(which: string) {
+  const admin = new pg.Client({ connectionString: system.env.config.DATABASE_URL });
+  await admin.connect();
+  try {
+    const { rows } = await admin.query<{ ended: boolean }>(
+      `select pg_terminate_backend(a.pid, 5000) as ended from pg_stat_activity a
+       where a.datname = current_database() and a.pid <> pg_backend_pid() and ${which}`,
+    );
+    return rows.length;
+  } finally {
+    await admin.end();
+  }
+}
+
+/** Runs `request` while the leads read model is locked, and ends the session it waits in. */
+async function lostWhileWaiting<T>(request: () => Promise<T>): Promise<T> {
+  const locker = new pg.Client({ connectionString: system.env.config.DATABASE_URL });
+  await locker.connect();
+  try {
+    await locker.query('begin');
+    await locker.query('lock table read_model.leads in access exclusive mode');
+    const answer = request();
+    await eventually(async () => ((await terminate(`a.wait_event_type = 'Lock'`)) > 0 ? true : undefined), {
+      message: 'the request never waited on the lock',
+    });
+    return await answer;
+  } finally {
+    await locker.query('rollback').catch(() => undefined);
+    await locker.end();
+  }
+}
+
+describe('a connection lost mid-request (a restart, a failover, a terminated backend)', () => {
+  it('answers a read 503 database_busy with Retry-After, not 500', async () => {
+    const app = await system.appWith({ db: pool(system.env.config.DATABASE_URL) });
+    const answer = await lostWhileWaiting(() => partnerClient(app, key).get(`/accounts/${account}/leads`));
+    expect(answer.status).toBe(503);
+    expect(answer.body.code).toBe('database_busy');
+    expect(answer.headers['retry-after']).toBe('1');
+  });
+
+  it('refuses a write lost before its append 503 database_busy with Retry-After, and writes nothing', async () => {
+    const commands = commandsOver(pool(system.env.config.DATABASE_URL));
+    try {
+      const app = await system.appWith({ commands });
+      const before = await logSize(system.services);
+      const answer = await lostWhileWaiting(() =>
+        partnerClient(app, key).post(`/accounts/${account}/leads`, { phone: phone(3), name: 'Never' }),
+      );
+      expect(answer.status).toBe(503);
+      expect(answer.body.code).toBe('database_busy');
+      expect(answer.headers['retry-after']).toBe('1');
+      expect(await logSize(system.services)).toBe(before);
+    } finally {
+      await commands.close();
+    }
+  });
+
+  it('acknowledges a write whose connection is lost during its append: its events are on the log once', async () => {
+    // Each append first ends the session of the command holding its stream's lock, so the append
+    // lands and the transaction's COMMIT meets a lost connection.
+    const kafka = createKafka(system.env.config.KAFKA_BROKERS, 'connection-lost');
+    const producer = kafka.producer.bind(kafka);
+    kafka.producer = (options) => {
+      const real = producer(options);
+      const sendBatch = real.sendBatch.bind(real);
+      real.sendBatch = async (batch) => {
+        await terminate(`a.pid in (select pid from pg_locks where locktype = 'advisory' and granted)`);
+        return sendBatch(batch);
+      };
+      return real;
+    };
+    const commands = commandsOver(pool(system.env.config.DATABASE_URL), kafka);
+    try {
+      const app = await system.appWith({ commands });
+      const answer = await partnerClient(app, key).post(`/accounts/${account}/leads`, {
+        phone: phone(4),
+        name: 'Landed',
+      });
+      expect(answer.status).toBe(201);
+      expect((await acme.get(`/accounts/${account}/leads/${encodeURIComponent(phone(4))}`)).status).toBe(200);
+      const created = (await accountEvents(system.services)).filter(
+        (event) => event.type === 'lead.created' && (event.data as { phone: string }).phone === phone(4),
+      );
+      expect(created).toHaveLength(1);
+    } finally {
       await commands.close();
     }
   });

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { logSize } from '@leadline/test-kit';
 import { describe, expect, it } from 'vitest';
+import { openEventStream as openStream } from '../../../system-test/event-stream';
 import { system, acme, clock, useEmbedSystem, newAccount, tokenFor, embedClient } from './embed-system';
 
 useEmbedSystem();
@@ -136,43 +137,6 @@ describe('the dashboard page', () => {
 });
 
 describe('live updates', () => {
-  /** Reads a server-sent-events response event by event. */
-  async function openStream(baseUrl: string, accountId: string, token: string, lastEventId?: string) {
-    const controller = new AbortController();
-    const response = await fetch(`${baseUrl}/embed/api/accounts/${accountId}/events`, {
-      headers: { authorization: `Bearer ${token}`, ...(lastEventId && { 'last-event-id': lastEventId }) },
-      signal: controller.signal,
-    });
-    expect(response.status).toBe(200);
-    expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
-    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = '';
-    return {
-      async next(): Promise<{ id: string; event: string; data: Record<string, unknown> }> {
-        for (;;) {
-          const blocks = buffer.split('\n\n');
-          while (blocks.length > 1) {
-            const block = blocks.shift()!;
-            buffer = blocks.join('\n\n');
-            const fields = Object.fromEntries(
-              block
-                .split('\n')
-                .filter((line) => !line.startsWith(':') && line.includes(': '))
-                .map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]),
-            );
-            if (fields.event) {
-              return { id: fields.id ?? '', event: fields.event, data: JSON.parse(fields.data ?? '{}') };
-            }
-          }
-          const { value, done } = await reader.read();
-          if (done) throw new Error('stream ended');
-          buffer += value;
-        }
-      },
-      close: () => controller.abort(),
-    };
-  }
-
   it("streams only the token's account's changes, and a stream resumed after a gap asks for a refetch", async () => {
     const baseUrl = await system.app.listen({ port: 0, host: '127.0.0.1' });
     const account = await newAccount();

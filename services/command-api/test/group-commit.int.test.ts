@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   createCommandBus,
   createGroupAppender,
@@ -306,6 +307,49 @@ describe('a busy database', () => {
       expect(failure).toMatchObject({ status: 503, code: 'database_busy' });
     } finally {
       await holder.end();
+    }
+  });
+});
+
+describe("a write queued behind its account's lock while the log is up", () => {
+  const accountCommand = (accountId: string, decide: () => Promise<void>): Command<null> => ({
+    stream: { topic: 'account' as const, accountId },
+    context: { partnerId: 'p', actor: { kind: 'system' as const, service: 'test' }, correlationId: 'c' },
+    lockKeys: [`account:${accountId}`],
+    consistency: 'partition' as const,
+    decide: async () => {
+      await decide();
+      return { events: [], result: null };
+    },
+  });
+
+  it('is not refused as event_log_unavailable for the time its lock holder spent on something else', async () => {
+    const db = createDb(system.env.config.DATABASE_URL, { maxConnections: 4 });
+    const commands = createCommandBus({
+      ...system.services,
+      db,
+      clock: systemClock,
+      newId: newUuid,
+      projectionWaitMs: 5000,
+      eventLogTimeoutMs: 1000,
+    });
+    try {
+      const account = newUuid();
+      // The holder decides for two and a half bounds of the log (as one waiting for a stalled
+      // projector would), while the log answers other accounts' writes.
+      const holder = commands.execute(accountCommand(account, () => sleep(2500)));
+      await sleep(200);
+      const queued = commands.execute(accountCommand(account, async () => undefined)).then(
+        () => 'decided',
+        (error: unknown) => error,
+      );
+      await sleep(1000);
+      await commands.execute(accountCommand(newUuid(), async () => undefined));
+      await holder;
+      expect(await queued).toBe('decided');
+    } finally {
+      await commands.close();
+      await db.destroy();
     }
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runsByType } from './runs';
+import { MAX_RUN_LENGTH, runsByType } from './runs';
 
 describe('runs by type', () => {
   it('groups consecutive events of one type and keeps the order', () => {
@@ -13,4 +13,11 @@ describe('runs by type', () => {
   });
 
   it('has no runs for no events', () => expect(runsByType([])).toEqual([]));
+
+  it('splits a long run of one type into runs of at most MAX_RUN_LENGTH, in order', () => {
+    const events = Array.from({ length: MAX_RUN_LENGTH * 2 + 1 }, (_, index) => ({ type: 'a', index }));
+    const runs = runsByType(events);
+    expect(runs.map((run) => run.length)).toEqual([MAX_RUN_LENGTH, MAX_RUN_LENGTH, 1]);
+    expect(runs.flat()).toEqual(events);
+  });
 });

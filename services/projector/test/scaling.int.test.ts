@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { DomainEvent } from '@leadline/events';
 import { projections, startProjector, type RunningProjector } from '@leadline/projector';
 import { createDb, type Database } from '@leadline/runtime';
-import { accountEvents, eventually } from '@leadline/test-kit';
+import { eventually } from '@leadline/test-kit';
 import kafkajs from 'kafkajs';
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,7 +16,8 @@ import {
   recordAppliedEvents,
 } from '../../../system-test/log';
 import { startSystem, type TestSystem } from '../../../system-test/system';
-import { longestUnavailability, startWriteLoop } from '../../../system-test/write-loop';
+import { startWriteLoop } from '../../../system-test/write-loop';
+import { accountWrites, accountingReport } from '../../../system-test/accounting';
 
 const { AssignerProtocol } = kafkajs;
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
@@ -153,69 +154,16 @@ describe('scaling the projector under a write loop', () => {
       expect(caughtUp).not.toContain(false);
     }
 
-    // Every answer was an acknowledgement or a 503 with Retry-After: never a 500.
-    const { outcomes } = loop;
-    const refused = outcomes.filter((outcome) => outcome.status >= 300);
-    for (const outcome of refused) {
-      expect(outcome.status, `${outcome.op} answered ${outcome.status} ${outcome.code}`).toBe(503);
-      expect(outcome.retryAfter).toBeDefined();
-    }
-    const acknowledged = outcomes.filter((outcome) => outcome.status < 300);
-
-    // Every acknowledged write's events are on the log exactly once, and no refused write's.
-    const events = await accountEvents(system.services);
-    const ids = events.map((event) => event.id);
-    expect(new Set(ids).size).toBe(ids.length);
-    const created = new Map<string, number>();
-    const requested = new Map<string, number>();
-    for (const event of events) {
-      if (event.type === 'lead.created') {
-        const key = `${event.account_id} ${(event.data as { phone: string }).phone}`;
-        created.set(key, (created.get(key) ?? 0) + 1);
-      }
-      if (event.type === 'message.outbound_requested') {
-        const id = (event.data as { message_id: string }).message_id;
-        requested.set(id, (requested.get(id) ?? 0) + 1);
-      }
-    }
-    let onTheLog = 0;
-    for (const outcome of outcomes) {
-      const expected = outcome.status < 300 ? 1 : 0;
-      for (const phone of outcome.phones) {
-        const found = created.get(`${outcome.account} ${phone}`) ?? 0;
-        expect(found, `${outcome.op} of ${phone} answered ${outcome.status}`).toBe(expected);
-        onTheLog += found;
-      }
-      if (outcome.messageId) {
-        expect(requested.get(outcome.messageId), `message ${outcome.messageId}`).toBe(1);
-        onTheLog += 1;
-      }
-    }
+    // Every answer was an acknowledgement or a 503 with Retry-After, never a 500; every acknowledged
+    // write's events are on the log exactly once, and no refused write's; and in the read models.
+    const accounting = await accountWrites(system.services, loop.outcomes, accounts);
+    const { acknowledged, events, onTheLog, inReadModels } = accounting;
+    expect(accounting.wrongRefusals).toEqual([]);
+    expect(accounting.misplaced).toEqual([]);
+    expect(accounting.duplicateIds).toEqual([]);
     const importedPhones = acknowledged.flatMap((outcome) => outcome.phones);
     const messageIds = acknowledged.flatMap((outcome) => (outcome.messageId ? [outcome.messageId] : []));
     expect(onTheLog).toBe(importedPhones.length + messageIds.length);
-
-    // ...and in the read models.
-    const leads = await system.services.db
-      .selectFrom('leads')
-      .select(['account_id', 'phone'])
-      .where('account_id', 'in', accounts)
-      .execute();
-    const leadKeys = new Set(leads.map((lead) => `${lead.account_id} ${lead.phone}`));
-    const messages = new Set(
-      (
-        await system.services.db
-          .selectFrom('messages')
-          .select('id')
-          .where('account_id', 'in', accounts)
-          .execute()
-      ).map((message) => message.id),
-    );
-    let inReadModels = 0;
-    for (const outcome of acknowledged) {
-      for (const phone of outcome.phones) if (leadKeys.has(`${outcome.account} ${phone}`)) inReadModels++;
-      if (outcome.messageId && messages.has(outcome.messageId)) inReadModels++;
-    }
     expect(inReadModels).toBe(onTheLog);
 
     // Nothing applied twice, nothing skipped, and each account's events applied in log order,
@@ -247,18 +195,16 @@ describe('scaling the projector under a write loop', () => {
     await system.rebuildReadModels();
     expect(await readModelSnapshot(system.services.db)).toEqual(live);
 
-    const { gapMs, slowestMs } = longestUnavailability(outcomes);
-    const slowestRefusal = Math.round(Math.max(0, ...refused.map((o) => o.answeredAt - o.sentAt)));
     console.warn(
-      [
+      accountingReport(
         'projector scaling 1 -> 2 -> 3 -> 2 (one stopped) -> 1 (one killed) under 16 writers:',
-        `  writes attempted ${outcomes.length}, acknowledged ${acknowledged.length}, refused ${refused.length} (${[...new Set(refused.map((outcome) => `503 ${outcome.code}`))].join(', ') || 'none'})`,
-        `  acknowledged writes' events found on the log ${onTheLog} (each exactly once), in the read models ${inReadModels}`,
-        `  events on the account topic ${events.length}, applied ${appliedAccountEvents.length}, duplicates ${twice.length}, in log order per account`,
-        `  read-your-writes: ${imports.length} acknowledged imports read back, ${unread.length} not found`,
-        `  longest unavailability of writes ${gapMs} ms (no acknowledgement in that stretch); slowest answer ${slowestMs} ms, slowest refusal ${slowestRefusal} ms`,
-        `  account partitions per instance: ${assignments.map((members) => members.map((p) => p.length).join('+')).join(' -> ')}`,
-      ].join('\n'),
+        accounting,
+        [
+          `  events applied ${appliedAccountEvents.length}, applied twice ${twice.length}, in log order per account`,
+          `  read-your-writes: ${imports.length} acknowledged imports read back, ${unread.length} not found`,
+          `  account partitions per instance: ${assignments.map((members) => members.map((p) => p.length).join('+')).join(' -> ')}`,
+        ],
+      ),
     );
   }, 300_000);
 });

@@ -1,4 +1,4 @@
-import { infrastructureConfig, metricsConfig } from '@leadline/runtime';
+import { infrastructureConfig, metricsConfig, projectionWaitSetting } from '@leadline/runtime';
 import { registrationEnforcementConfig, telephonyConfig } from '@leadline/telephony';
 import { z } from 'zod';
 
@@ -6,7 +6,7 @@ export const gatewayConfigSchema = infrastructureConfig.extend({
   ...metricsConfig,
   ...telephonyConfig.shape,
   ...registrationEnforcementConfig,
-  PROJECTION_WAIT_MS: z.coerce.number().int().positive().default(5000),
+  PROJECTION_WAIT_MS: projectionWaitSetting,
   /** Bound on each call to Kafka when writing: past it a write answers 503 event_log_unavailable. */
   EVENT_LOG_TIMEOUT_MS: z.coerce.number().int().positive().default(3000),
   /** Accounts sent to at once; each account's messages go out one at a time, in order. */

@@ -232,10 +232,16 @@ async function holdForPace(
     )
     .execute();
   const byId = new Map(rows.map((row) => [row.message_id, row]));
-  // A row gone meanwhile (its lead erased) is neither held nor said to be.
-  const changed = holds.filter(
-    (hold) => byId.has(hold.messageId) && byId.get(hold.messageId)!.hold_reason !== hold.reason,
-  );
+  // A row gone meanwhile (its lead erased) is neither held nor said to be. A row held again for the
+  // same reason is said to be again when its time moved (past the cap on the next day too), so the
+  // time its message shows is never one already gone by.
+  const changed = holds.filter((hold) => {
+    const row = byId.get(hold.messageId);
+    return (
+      row !== undefined &&
+      (row.hold_reason !== hold.reason || row.held_until?.getTime() !== hold.until.getTime())
+    );
+  });
   if (changed.length > 0) {
     const first = byId.get(changed[0]!.messageId)!;
     await commands.append({

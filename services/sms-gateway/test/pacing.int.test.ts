@@ -199,4 +199,49 @@ describe('pacing each number', () => {
       'Evening step 2',
     ]);
   });
+
+  it('says so again when a message held past the cap is held again for the same reason, with its new time', async () => {
+    harness.clock.set(new Date('2026-03-03T16:00:00.000Z'));
+    await account('acc-recapped', '+15125553108');
+    const running = await gateway({ pacing: { messagesPerSecond: 10, brandDailyCap: 1 } });
+    // Sequence steps: a manual message would fail rather than wait a day (its queue age).
+    const messages = Array.from({ length: 3 }, (_, i) =>
+      request(`+1512555480${i}`, `Recap ${i}`, { source: 'sequence' }),
+    );
+    await append('acc-recapped', messages);
+    const heldPastCap = (n: number, until: string) => async () => {
+      const row = await outboxRow(messages[n]!.data.message_id);
+      return row?.hold_reason === 'brand_daily_cap' && row.held_until?.toISOString() === until
+        ? true
+        : undefined;
+    };
+    await eventually(async () =>
+      (await outboxRow(messages[0]!.data.message_id))?.state === 'sent' ? true : undefined,
+    );
+    harness.clock.advance(100);
+    await running.dispatch();
+    await eventually(heldPastCap(2, '2026-03-04T08:00:00.000Z'), { timeoutMs: 60_000 });
+
+    // The carriers' next day: one more goes, and the last is held until the day after.
+    harness.clock.set(new Date('2026-03-04T16:00:00.000Z'));
+    await running.dispatch();
+    await eventually(async () =>
+      (await outboxRow(messages[1]!.data.message_id))?.state === 'sent' ? true : undefined,
+    );
+    harness.clock.advance(100);
+    await running.dispatch();
+    await eventually(heldPastCap(2, '2026-03-05T08:00:00.000Z'), { timeoutMs: 60_000 });
+
+    const held = (await accountEvents(harness.services)).filter(
+      (event) => event.type === 'message.held' && event.account_id === 'acc-recapped',
+    );
+    const heldUntil = (next_attempt_at: string) => ({
+      message_id: messages[2]!.data.message_id,
+      phone: '+15125554802',
+      reason: 'brand_daily_cap',
+      next_attempt_at,
+    });
+    expect(held.map((event) => event.data)).toContainEqual(heldUntil('2026-03-04T08:00:00.000Z'));
+    expect(held.map((event) => event.data)).toContainEqual(heldUntil('2026-03-05T08:00:00.000Z'));
+  });
 });

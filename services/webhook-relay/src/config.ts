@@ -4,6 +4,7 @@ import {
   infrastructureConfig,
   metricsConfig,
   outboundFetchConfig,
+  projectionWaitSetting,
   webhookSecretConfig,
   withWebhookEncryptionKeys,
 } from '@leadline/runtime';
@@ -51,7 +52,7 @@ export const relayConfigSchema = infrastructureConfig
     /** How long fanned-out events are kept for a webhook whose registration the read model shows late. */
     WEBHOOK_BACKFILL_WINDOW_HOURS: z.coerce.number().positive().default(24),
     /** Bound on waiting for the projector after appending webhook.disabled / delivery_failed. */
-    PROJECTION_WAIT_MS: z.coerce.number().int().positive().default(5000),
+    PROJECTION_WAIT_MS: projectionWaitSetting,
     /** Bound on each call to Kafka when writing: past it a write answers 503 event_log_unavailable. */
     EVENT_LOG_TIMEOUT_MS: z.coerce.number().int().positive().default(3000),
     ...webhookSecretConfig,

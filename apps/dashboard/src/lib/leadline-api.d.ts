@@ -1160,6 +1160,8 @@ export interface components {
              */
             created_at: string;
             deactivated_at: string | null;
+            /** @description When the account was erased (`POST /accounts/{id}/erase`), or null. An erased account stays deactivated and takes no more writes but a repeated erasure and the release of its number: each other write answers 409 `account_erased`, and SMS to its number are not accepted. */
+            erased_at: string | null;
             stats: components["schemas"]["AccountStats"];
         };
         AccountErased: {
@@ -2638,6 +2640,7 @@ export interface components {
              *     | `phone_number_in_use` | 409 | Another account already uses this phone number. |
              *     | `phone_number_not_owned` | 422 | With Twilio configured, a supplied number must be one of our Twilio account's numbers. |
              *     | `account_active` | 409 | The account is active; deactivate it before releasing its number. |
+             *     | `account_erased` | 409 | The account was erased; it takes no more writes but its erasure again and the release of its number. |
              *     | `phone_number_released` | 409 | The account released its number; it cannot be reactivated. |
              *     | `sequence_limit_reached` | 400 | The account has 100 sequences, the most it can have. |
              *     | `invalid_sending_window` | 400 | The sending window would end before it starts. |
@@ -2676,7 +2679,7 @@ export interface components {
              *     | `not_ready` | 503 | The service is not ready (readiness probe only). |
              * @enum {string}
              */
-            code: "validation_failed" | "invalid_phone" | "multipart_required" | "malformed_multipart" | "file_required" | "unsupported_file_type" | "invalid_idempotency_key" | "idempotency_key_in_progress" | "idempotency_key_reused" | "bad_request" | "malformed_request" | "request_timeout" | "headers_too_large" | "missing_api_key" | "invalid_api_key" | "invalid_signature" | "account_not_found" | "lead_not_found" | "requirement_not_found" | "sequence_not_found" | "context_file_not_found" | "context_url_not_found" | "document_not_found" | "webhook_not_found" | "delivery_not_found" | "message_not_found" | "phone_number_not_found" | "partner_not_found" | "api_key_not_found" | "ambiguous_api_key" | "too_many_active_keys" | "missing_embed_token" | "invalid_embed_token" | "embed_role_forbidden" | "asset_not_found" | "route_not_found" | "phone_number_in_use" | "phone_number_not_owned" | "account_active" | "phone_number_released" | "sequence_limit_reached" | "invalid_sending_window" | "sequence_inactive" | "context_file_limit_reached" | "context_url_exists" | "context_url_limit_reached" | "context_url_unreachable" | "team_member_exists" | "external_id_in_use" | "requirement_exists" | "requirement_limit_reached" | "account_deactivated" | "lead_opted_out" | "webhook_limit_reached" | "delivery_pending" | "webhook_inactive" | "registration_in_review" | "registration_approved" | "uri_too_long" | "file_too_large" | "payload_too_large" | "event_batch_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_failed_authentications" | "internal_error" | "projection_lagging" | "event_log_unavailable" | "log_migrating" | "database_busy" | "telephony_unavailable" | "account_held" | "live_updates_unavailable" | "dashboard_not_built" | "not_ready";
+            code: "validation_failed" | "invalid_phone" | "multipart_required" | "malformed_multipart" | "file_required" | "unsupported_file_type" | "invalid_idempotency_key" | "idempotency_key_in_progress" | "idempotency_key_reused" | "bad_request" | "malformed_request" | "request_timeout" | "headers_too_large" | "missing_api_key" | "invalid_api_key" | "invalid_signature" | "account_not_found" | "lead_not_found" | "requirement_not_found" | "sequence_not_found" | "context_file_not_found" | "context_url_not_found" | "document_not_found" | "webhook_not_found" | "delivery_not_found" | "message_not_found" | "phone_number_not_found" | "partner_not_found" | "api_key_not_found" | "ambiguous_api_key" | "too_many_active_keys" | "missing_embed_token" | "invalid_embed_token" | "embed_role_forbidden" | "asset_not_found" | "route_not_found" | "phone_number_in_use" | "phone_number_not_owned" | "account_active" | "account_erased" | "phone_number_released" | "sequence_limit_reached" | "invalid_sending_window" | "sequence_inactive" | "context_file_limit_reached" | "context_url_exists" | "context_url_limit_reached" | "context_url_unreachable" | "team_member_exists" | "external_id_in_use" | "requirement_exists" | "requirement_limit_reached" | "account_deactivated" | "lead_opted_out" | "webhook_limit_reached" | "delivery_pending" | "webhook_inactive" | "registration_in_review" | "registration_approved" | "uri_too_long" | "file_too_large" | "payload_too_large" | "event_batch_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_failed_authentications" | "internal_error" | "projection_lagging" | "event_log_unavailable" | "log_migrating" | "database_busy" | "telephony_unavailable" | "account_held" | "live_updates_unavailable" | "dashboard_not_built" | "not_ready";
             /** @description The path of the request that failed. */
             instance: string;
             /** @description For `validation_failed`: one entry per invalid field. */
@@ -3825,6 +3828,8 @@ export interface operations {
             /**
              * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
              *
+             *     `account_erased`: The account was erased; it takes no more writes but its erasure again and the release of its number.
+             *
              *     `phone_number_released`: The account released its number; it cannot be reactivated.
              */
             409: {
@@ -4397,6 +4402,8 @@ export interface operations {
             /**
              * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
              *
+             *     `account_erased`: The account was erased; it takes no more writes but its erasure again and the release of its number.
+             *
              *     `team_member_exists`: This e-mail address is already on the team.
              */
             409: {
@@ -4899,7 +4906,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `account_erased`: The account was erased; it takes no more writes but its erasure again and the release of its number.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5107,7 +5118,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `account_erased`: The account was erased; it takes no more writes but its erasure again and the release of its number.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5453,6 +5468,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `account_erased`: The account was erased; it takes no more writes but its erasure again and the release of its number. */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `uri_too_long`: A path parameter is too long. */
             414: {
                 headers: {
@@ -5621,6 +5648,8 @@ export interface operations {
             };
             /**
              * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `account_erased`: The account was erased; it takes no more writes but its erasure again and the release of its number.
              *
              *     `external_id_in_use`: Another lead of the account has this `external_id`.
              */
@@ -6322,7 +6351,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `account_erased`: The account was erased; it takes no more writes but its erasure again and the release of its number.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6813,6 +6846,8 @@ export interface operations {
             /**
              * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
              *
+             *     `account_erased`: The account was erased; it takes no more writes but its erasure again and the release of its number.
+             *
              *     `requirement_exists`: The account has a requirement with this name.
              *
              *     `requirement_limit_reached`: The account has 100 requirements, the most it can have.
@@ -7016,6 +7051,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `account_erased`: The account was erased; it takes no more writes but its erasure again and the release of its number. */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `uri_too_long`: A path parameter is too long. */
             414: {
                 headers: {
@@ -7184,6 +7231,8 @@ export interface operations {
             };
             /**
              * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `account_erased`: The account was erased; it takes no more writes but its erasure again and the release of its number.
              *
              *     `requirement_exists`: The account has a requirement with this name.
              */
@@ -7537,7 +7586,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `account_erased`: The account was erased; it takes no more writes but its erasure again and the release of its number.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7879,6 +7932,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `account_erased`: The account was erased; it takes no more writes but its erasure again and the release of its number. */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `uri_too_long`: A path parameter is too long. */
             414: {
                 headers: {
@@ -8045,7 +8110,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `account_erased`: The account was erased; it takes no more writes but its erasure again and the release of its number.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -8261,6 +8330,8 @@ export interface operations {
             };
             /**
              * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `account_erased`: The account was erased; it takes no more writes but its erasure again and the release of its number.
              *
              *     `sequence_inactive`: The sequence is inactive; activate it before enrolling leads.
              *
@@ -8623,7 +8694,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `account_erased`: The account was erased; it takes no more writes but its erasure again and the release of its number.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -9130,6 +9205,8 @@ export interface operations {
             /**
              * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
              *
+             *     `account_erased`: The account was erased; it takes no more writes but its erasure again and the release of its number.
+             *
              *     `account_deactivated`: The account is deactivated; reactivate it to send messages or embed its dashboard.
              *
              *     `lead_opted_out`: The number opted out (it texted STOP or asked not to be contacted); it can opt back in with START.
@@ -9347,7 +9424,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `account_erased`: The account was erased; it takes no more writes but its erasure again and the release of its number.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -11329,7 +11410,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered. */
+            /**
+             * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
+             *
+             *     `account_erased`: The account was erased; it takes no more writes but its erasure again and the release of its number.
+             */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -11684,6 +11769,8 @@ export interface operations {
             /**
              * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
              *
+             *     `account_erased`: The account was erased; it takes no more writes but its erasure again and the release of its number.
+             *
              *     `context_file_limit_reached`: The account has 20 context files, the most it can have.
              */
             409: {
@@ -11879,6 +11966,18 @@ export interface operations {
              *     `context_file_not_found`: The account has no context file with this id.
              */
             404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `account_erased`: The account was erased; it takes no more writes but its erasure again and the release of its number. */
+            409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -12188,6 +12287,8 @@ export interface operations {
             /**
              * @description `idempotency_key_in_progress`: A request with this `Idempotency-Key` is still running; retry once it has answered.
              *
+             *     `account_erased`: The account was erased; it takes no more writes but its erasure again and the release of its number.
+             *
              *     `context_url_exists`: The account already has this context URL.
              *
              *     `context_url_limit_reached`: The account has 20 context URLs, the most it can have.
@@ -12385,6 +12486,18 @@ export interface operations {
              *     `context_url_not_found`: The account has no context URL with this id.
              */
             404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `account_erased`: The account was erased; it takes no more writes but its erasure again and the release of its number. */
+            409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -12696,7 +12809,9 @@ export interface operations {
                 };
             };
             /**
-             * @description `registration_in_review`: The carriers are reviewing the account's registration; another profile is taken once a step has failed.
+             * @description `account_erased`: The account was erased; it takes no more writes but its erasure again and the release of its number.
+             *
+             *     `registration_in_review`: The carriers are reviewing the account's registration; another profile is taken once a step has failed.
              *
              *     `registration_approved`: The carriers approved the account's registration; its business profile can no longer change.
              */

@@ -96,3 +96,32 @@ export function isDatabaseBusy(error: unknown): boolean {
   if (typeof code === 'string' && (BUSY_SQLSTATES.has(code) || code === 'ECONNREFUSED')) return true;
   return typeof message === 'string' && NO_CONNECTION_IN_TIME.includes(message);
 }
+
+/**
+ * SQLSTATEs of a session the server ended: an administrator's command (a fast shutdown or restart,
+ * `pg_terminate_backend`), a crash shutdown, an idle session timed out.
+ */
+const ENDED_SQLSTATES = new Set(['57P01', '57P02', '57P05']);
+/** What pg and the socket say of a connection that broke, or of a client used after its connection broke. */
+const LOST_MESSAGES = [
+  'Connection terminated unexpectedly',
+  'Client has encountered a connection error and is not queryable',
+  'Client was closed and is not queryable',
+];
+const LOST_SOCKET_CODES = new Set(['ECONNRESET', 'EPIPE']);
+
+/**
+ * A connection lost while in use (a restart, a failover, a terminated backend): whatever its statement
+ * or transaction was, it did not commit, unless the loss came during the COMMIT itself, whose outcome
+ * is then unknown. A read that meets one answers 503 `database_busy`; the command bus decides for a
+ * write (its transaction only holds locks and reads, see `inTransaction`).
+ */
+export function isConnectionLost(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (
+    typeof code === 'string' &&
+    (ENDED_SQLSTATES.has(code) || code.startsWith('08') || LOST_SOCKET_CODES.has(code))
+  )
+    return true;
+  return typeof message === 'string' && LOST_MESSAGES.includes(message);
+}

@@ -123,13 +123,19 @@ async function liveOrNewKeys(
       wrapped: box.seal(key.toString('base64'), { accountId, personalDataKeyId: keyId }),
     };
   });
+  // A new key is durable before it is used: events sealed with it go to the log next, and a key lost
+  // with the last commits of a server running with synchronous_commit off (a crash, an immediate stop)
+  // would leave them unreadable for good. Set for this statement's own transaction, whatever the
+  // server's or role's default, in the same round trip.
   const { rows: answered } = await sql<KeyRow & { made: boolean }>`
-    with wanted as (
-      select * from unnest(
+    with durable as (
+      select set_config('synchronous_commit', 'on', true)
+    ), wanted as (
+      select w.* from durable, unnest(
         ${wanted.map((entry) => entry.keyId)}::text[],
         ${wanted.map((entry) => entry.subject)}::text[],
         ${wanted.map((entry) => entry.wrapped)}::text[]
-      ) as wanted (key_id, subject, wrapped_key)
+      ) as w (key_id, subject, wrapped_key)
     ), live as (
       select key_id, account_id, subject, wrapped_key from personal_data_keys
       where account_id = ${accountId} and erased_at is null

@@ -13,20 +13,27 @@ export function executeAccountCommand(
   accountId: string,
   command: AccountCommand,
 ) {
-  return executeOnAccount(commands, request, accountId, async (trx, account) => {
-    // Gone with the append: if the log refuses the event, the transaction rolls the release back.
-    if (command.type === 'ReleasePhoneNumber') await releasePhoneNumber(trx, accountId);
-    const team = await trx
-      .selectFrom('team_members')
-      .select('email')
-      .where('account_id', '=', accountId)
-      .execute();
-    const state = {
-      account: toAccount(account),
-      teamEmails: new Set(team.map((member) => member.email.toLowerCase())),
-    };
-    return { events: decideAccount(command, state), result: undefined };
-  }).then(async (outcome) => {
+  const letsGo = command.type === 'DeactivateAccount' || command.type === 'ReleasePhoneNumber';
+  return executeOnAccount(
+    commands,
+    request,
+    accountId,
+    async (trx, account) => {
+      // Gone with the append: if the log refuses the event, the transaction rolls the release back.
+      if (command.type === 'ReleasePhoneNumber') await releasePhoneNumber(trx, accountId);
+      const team = await trx
+        .selectFrom('team_members')
+        .select('email')
+        .where('account_id', '=', accountId)
+        .execute();
+      const state = {
+        account: toAccount(account),
+        teamEmails: new Set(team.map((member) => member.email.toLowerCase())),
+      };
+      return { events: decideAccount(command, state), result: undefined };
+    },
+    { onErased: letsGo ? 'proceed' : 'refuse' },
+  ).then(async (outcome) => {
     // A deactivated account's embedded dashboards stop at once. The tokens are revoked, not only
     // refused while the account is deactivated, so a reactivation does not bring them back.
     if (outcome.events.some((event) => event.type === 'account.deactivated')) {

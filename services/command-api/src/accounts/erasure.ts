@@ -128,6 +128,8 @@ export async function eraseAccount(
         if (decision.action === 'finish') await keys.eraseAccount(accountId, decision.erasedAt, trx);
         return { events: decision.events, result: decision };
       },
+      // Erasing again erases what reached it since, and answers as the first time.
+      { onErased: 'proceed' },
     );
     if (!deactivated && result.events.some((event) => event.type === 'account.deactivated')) {
       // As a deactivation does: the account's embedded dashboards stop at once.

@@ -36,6 +36,7 @@ export function toAccountResponse(row: AccountRow): z.infer<typeof accountRespon
     sending_rate: { messages_per_second: row.messages_per_second, daily_cap: row.daily_cap },
     created_at: row.created_at.toISOString(),
     deactivated_at: row.deactivated_at?.toISOString() ?? null,
+    erased_at: row.erased_at?.toISOString() ?? null,
     stats: {
       total_leads: row.total_leads,
       total_conversations: row.total_conversations,
@@ -77,6 +78,7 @@ export function createdAccountResponse(event: EventOf<'account.created'>): z.inf
     sending_rate: sending_rate ?? { messages_per_second: null, daily_cap: null },
     created_at: event.occurred_at,
     deactivated_at: null,
+    erased_at: null,
     stats: { total_leads: 0, total_conversations: 0, active_sequences: 0 },
   };
 }

@@ -264,6 +264,13 @@ export const accountResponse = z
     sending_rate: sendingRateResponse,
     created_at: timestamp(),
     deactivated_at: timestamp().nullable(),
+    erased_at: timestamp()
+      .nullable()
+      .describe(
+        'When the account was erased (`POST /accounts/{id}/erase`), or null. An erased account stays ' +
+          'deactivated and takes no more writes but a repeated erasure and the release of its number: ' +
+          'each other write answers 409 `account_erased`, and SMS to its number are not accepted.',
+      ),
     stats,
   })
   .meta({ id: 'Account' });

@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import { DomainError, isDatabaseBusy } from '@leadline/runtime';
+import { DomainError, isConnectionLost, isDatabaseBusy } from '@leadline/runtime';
 import { z } from 'zod';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
@@ -128,8 +128,10 @@ export function problemErrorHandler(error: FastifyError, request: FastifyRequest
     request.log.error({ err: error, issues: error.cause.issues }, 'response does not match its schema');
     return sendProblem(reply, request, 500, 'internal_error', 'Something went wrong on our side.');
   }
-  // A read's timeout or refused connection (a write's is the command bus's, as a DomainError).
-  if (isDatabaseBusy(error)) {
+  // A read's timeout, refused or lost connection (a write's is the command bus's, as a DomainError).
+  // A lost connection (a restart, a failover) committed nothing, unless it was lost during the COMMIT
+  // itself; the route's own writes are rows a retry replaces or adds to harmlessly (a token, a setting).
+  if (isDatabaseBusy(error) || isConnectionLost(error)) {
     request.log.warn({ err: error }, 'database busy');
     reply.header('retry-after', '1');
     return sendProblem(

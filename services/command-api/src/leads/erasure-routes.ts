@@ -34,10 +34,16 @@ export const leadErasureRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, dep
     },
     async (request) => {
       const { id: accountId, phone } = request.params;
-      const { events, result } = await executeOnAccount(commands, request, accountId, async (trx) => {
-        const { subject, decision } = await decideErasureOf(trx, deps.personalDataKeys, accountId, phone);
-        return { events: decision.events, result: { subject, decision } };
-      });
+      const { events, result } = await executeOnAccount(
+        commands,
+        request,
+        accountId,
+        async (trx) => {
+          const { subject, decision } = await decideErasureOf(trx, deps.personalDataKeys, accountId, phone);
+          return { events: decision.events, result: { subject, decision } };
+        },
+        { onErased: 'proceed' },
+      );
       const { subject, decision } = result;
       if (decision.action === 'already_erased') {
         return {

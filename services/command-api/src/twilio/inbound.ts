@@ -40,8 +40,10 @@ export async function acceptInboundSms(deps: InboundDeps, input: InboundSms): Pr
     .selectFrom('accounts')
     .select(['id', 'partner_id'])
     .where('phone_number', '=', input.to)
-    // A released number belongs to no account here, even while the old account still shows it.
+    // A released number belongs to no account here, even while the old account still shows it; nor
+    // does an erased account's: it keeps nothing a person sends it.
     .where('phone_number_released_at', 'is', null)
+    .where('erased_at', 'is', null)
     .executeTakeFirst();
   if (!owner) throw notFound('phone_number');
   const receipt = await db
