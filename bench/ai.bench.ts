@@ -9,7 +9,7 @@ import {
 import { startFakeOpenAi } from '@leadline/test-kit';
 import OpenAI from 'openai';
 import { comparisonTable, measure, measureAtRate, percentile, throughput, type Measurement } from './stats';
-import { expectStatus, startBenchSystem } from './system';
+import { expectStatus, startBenchSystem, type BenchSystem } from './system';
 
 const ACCOUNTS = 5;
 const CONVERSATIONS = 50;
@@ -45,9 +45,30 @@ async function stageTotals(): Promise<Map<string, { seconds: number; calls: numb
  */
 export async function benchAi(): Promise<string> {
   const system = await startBenchSystem();
-  const { env, services, headers } = system;
   const fake = await startFakeOpenAi();
   fake.respondWith(() => ({ text: 'Thanks! Could you send me your Email?' }));
+  const agent = await startBenchAgent(system, fake);
+  const replies = await watchReplies(system);
+  const accounts = await createAccounts(system);
+  const conversations = aiConversations(system, accounts, replies);
+  const agentRows = await measureAgent(conversations);
+  const directRows = await measureDirectCalls(fake, agentRows.steadyRate);
+  const report = aiReport(agentRows, directRows);
+  // Printed before the teardown, so a failure while stopping cannot lose the figures.
+  console.log(report);
+  await replies.watcher.disconnect();
+  await agent.stop();
+  await fake.close();
+  await system.close();
+
+  return '';
+}
+
+type FakeOpenAi = Awaited<ReturnType<typeof startFakeOpenAi>>;
+type BenchAccount = { id: string; phone_number: string };
+
+/** The AI agent on connections of its own, answered at once by the fake model, with no reply delay. */
+async function startBenchAgent({ env, services }: BenchSystem, fake: FakeOpenAi) {
   const agentDb = createDb(env.config.DATABASE_URL, { maxConnections: 34 });
   const responder = createModelResponder({
     apiKey: fake.apiKey,
@@ -70,8 +91,16 @@ export async function benchAi(): Promise<string> {
     unavailableAfterMs: 60_000,
     concurrency: 32,
   });
+  return {
+    async stop() {
+      await agent.stop();
+      await agentDb.destroy();
+    },
+  };
+}
 
-  // Watches the log: when each inbound message and each AI reply appeared, by phone.
+/** Watches the log: when each inbound message and each AI reply appeared, by phone. */
+async function watchReplies({ env, services }: BenchSystem) {
   const received = new Map<string, number>();
   const waiting = new Map<string, (at: number) => void>();
   const watcher = services.kafka.consumer({
@@ -94,21 +123,38 @@ export async function benchAi(): Promise<string> {
   });
 
   await joined;
+  return { received, waiting, watcher };
+}
 
-  const accounts: { id: string; phone_number: string }[] = [];
+/** The accounts the conversations text, each asking for an email. */
+async function createAccounts(system: BenchSystem): Promise<BenchAccount[]> {
+  const { headers } = system;
+  const accounts: BenchAccount[] = [];
   for (let i = 0; i < ACCOUNTS; i++) {
     const response = await fetch(`${system.baseUrl}/v1/accounts`, {
       method: 'POST',
       headers,
       body: JSON.stringify({ name: `AI bench ${i}` }),
     });
-    accounts.push((await expectStatus(response, 201)) as { id: string; phone_number: string });
+    accounts.push((await expectStatus(response, 201)) as BenchAccount);
     await fetch(`${system.baseUrl}/v1/accounts/${accounts[i]!.id}/requirements`, {
       method: 'POST',
       headers,
       body: JSON.stringify({ name: 'Email', type: 'email' }),
     });
   }
+  return accounts;
+}
+
+/**
+ * One exchange of a conversation: an inbound SMS posted, until the AI's reply is on the log; the
+ * agent's part of each (`message.received` to the reply) is kept in `agentPart`.
+ */
+function aiConversations(
+  system: BenchSystem,
+  accounts: BenchAccount[],
+  { received, waiting }: Awaited<ReturnType<typeof watchReplies>>,
+) {
   const phoneOf = (conversation: number) => `+1512557${String(conversation).padStart(4, '0')}`;
   const agentPart: number[] = [];
   const form = { 'content-type': 'application/x-www-form-urlencoded' };
@@ -132,6 +178,11 @@ export async function benchAi(): Promise<string> {
     waiting.delete(phone);
     agentPart.push(at - received.get(phone)!);
   }
+  return { exchange, agentPart };
+}
+
+/** The three loads through the agent, and each stage's totals between them. */
+async function measureAgent({ exchange, agentPart }: ReturnType<typeof aiConversations>) {
   const endToEndSamples: number[] = [];
   const beforeClosed = await stageTotals();
   const started = performance.now();
@@ -193,8 +244,16 @@ export async function benchAi(): Promise<string> {
     seconds: endToEnd.seconds,
     samples: agentPart,
   };
+  const phases = [
+    [beforeClosed, afterClosed],
+    [afterClosed, afterSteady],
+    [afterSteady, afterQuiet],
+  ] as const;
+  return { endToEnd, agentSpan, steadyRate, steadyEndToEnd, steadySpan, quietSpan, phases };
+}
 
-  // The same model call, made directly with the SDK, as many times with the same concurrency.
+/** The same model call, made directly with the SDK, as many times with the same concurrency. */
+async function measureDirectCalls(fake: FakeOpenAi, steadyRate: number) {
   const client = new OpenAI({ apiKey: fake.apiKey, baseURL: fake.baseUrl, maxRetries: 0 });
   const prompt = fake.requests.at(-1)!.messages as OpenAI.Chat.Completions.ChatCompletionMessageParam[];
   const direct = await measure(
@@ -218,14 +277,16 @@ export async function benchAi(): Promise<string> {
   const directOne = await measure('the same model call with the SDK, one at a time', 20, 1, async () => {
     await client.chat.completions.create({ model: 'bench', messages: prompt });
   });
+  return { direct, directSteady, directOne };
+}
 
+function aiReport(
+  agent: Awaited<ReturnType<typeof measureAgent>>,
+  { direct, directSteady, directOne }: Awaited<ReturnType<typeof measureDirectCalls>>,
+): string {
+  const { endToEnd, agentSpan, steadyRate, steadyEndToEnd, steadySpan, quietSpan, phases } = agent;
   // Where the time went in each load: calls and mean ms of each stage (the command's, and the agent's own steps).
-  const phases = [
-    [beforeClosed, afterClosed],
-    [afterClosed, afterSteady],
-    [afterSteady, afterQuiet],
-  ] as const;
-  const stageRows = [...afterQuiet.keys()].map((stage) => {
+  const stageRows = [...phases[2][1].keys()].map((stage) => {
     const cells = phases.map(([from, to]) => {
       const calls = (to.get(stage)?.calls ?? 0) - (from.get(stage)?.calls ?? 0);
       const seconds = (to.get(stage)?.seconds ?? 0) - (from.get(stage)?.seconds ?? 0);
@@ -236,7 +297,7 @@ export async function benchAi(): Promise<string> {
   const added = percentile(agentSpan.samples, 50) - percentile(direct.samples, 50);
   const steadyAdded = percentile(steadySpan.samples, 50) - percentile(directSteady.samples, 50);
   const quietAdded = percentile(quietSpan.samples, 50) - percentile(directOne.samples, 50);
-  const report = [
+  return [
     '## AI agent',
     comparisonTable([
       { subject: endToEnd, baseline: direct },
@@ -252,13 +313,4 @@ export async function benchAi(): Promise<string> {
     ].join('\n'),
     `Replies per second (closed loop, the capacity): ${throughput(endToEnd).toFixed(1)}. The agent adds at p50 over the model call, across ${CONVERSATIONS} conversations: ${added.toFixed(1)} ms in the closed loop, ${steadyAdded.toFixed(1)} ms at a steady ${steadyRate.toFixed(0)} messages/s; ${quietAdded.toFixed(1)} ms one conversation at a time (goal: at most 50 ms; the ops/s column of the one-at-a-time row is not meaningful).`,
   ].join('\n\n');
-  // Printed before the teardown, so a failure while stopping cannot lose the figures.
-  console.log(report);
-  await watcher.disconnect();
-  await agent.stop();
-  await agentDb.destroy();
-  await fake.close();
-  await system.close();
-
-  return '';
 }

@@ -4,7 +4,7 @@ import pg from 'pg';
 import { stageBreakdown } from './stages';
 import { cpuWindow } from './cpu';
 import { comparisonTable, cpuTable, measure, percentile, type Measurement } from './stats';
-import { expectStatus, startBenchSystem } from './system';
+import { expectStatus, startBenchSystem, type BenchSystem } from './system';
 
 const BULK_RUNS = 20;
 const BULK_SIZE = 1000;
@@ -22,24 +22,42 @@ export async function benchLeads(rows: string[] = []): Promise<string> {
   // `leads:single` skips the bulk rows (minutes on a shared machine); `leads` runs both.
   const bulkRuns = rows.length === 0 || rows.includes('bulk') ? BULK_RUNS : 0;
   const system = await startBenchSystem();
-  const { services, headers, baseUrl, env } = system;
-  const newAccount = async () =>
-    (
-      (await expectStatus(
-        await fetch(`${baseUrl}/v1/accounts`, {
-          method: 'POST',
-          headers,
-          body: JSON.stringify({ name: 'Bench' }),
-        }),
-        201,
-      )) as { id: string }
-    ).id;
+  const bulk = await measureBulkImports(system, bulkRuns);
+  const pool = new pg.Pool({ connectionString: system.env.config.DATABASE_URL, max: 20 });
+  await pool.query(
+    'create table bench_leads (id text primary key, phone text, name text, email text, source text)',
+  );
+  const floor = await measureBulkFloor(system, pool, bulkRuns);
+  const single = await measureSingleImports(system);
+  const rawInsert = await measureBareInsert(pool);
 
-  // Bulk: a fresh account per run, so every lead is created.
-  const bulk: number[] = [];
+  await pool.end();
+  await system.close();
+
+  return leadsReport(bulkRuns, bulk, floor, { ...single, rawInsert });
+}
+
+/** A new account of the bench's partner. */
+async function newAccount({ baseUrl, headers }: BenchSystem): Promise<string> {
+  return (
+    (await expectStatus(
+      await fetch(`${baseUrl}/v1/accounts`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ name: 'Bench' }),
+      }),
+      201,
+    )) as { id: string }
+  ).id;
+}
+
+/** Bulk: a fresh account per run, so every lead is created. */
+async function measureBulkImports(system: BenchSystem, bulkRuns: number) {
+  const { headers, baseUrl } = system;
+  const samples: number[] = [];
   const bulkCpu = cpuWindow();
   for (let run = 0; run < bulkRuns; run++) {
-    const account = await newAccount();
+    const account = await newAccount(system);
     const leads = Array.from({ length: BULK_SIZE }, (_, i) => ({
       phone: phoneOf(run, i),
       name: `Lead ${i}`,
@@ -61,13 +79,15 @@ export async function benchLeads(rows: string[] = []): Promise<string> {
     )) as {
       total: number;
     };
-    bulk.push(performance.now() - started);
+    samples.push(performance.now() - started);
     if (result.imported !== BULK_SIZE || listed.total !== BULK_SIZE)
       throw new Error('bulk import lost leads');
   }
-  const bulkUsed = bulkCpu.stop();
+  return { samples, cpu: bulkCpu.stop() };
+}
 
-  // The floor: the same events, already encoded, in one sendBatch; then 1,000 rows in one insert.
+/** The floor: the same events, already encoded, in one sendBatch; then 1,000 rows in one insert. */
+async function measureBulkFloor({ services, env }: BenchSystem, pool: pg.Pool, bulkRuns: number) {
   const producer = services.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   const rawTopic = `${env.config.TOPIC_PREFIX}bench-raw-leads`;
@@ -75,11 +95,7 @@ export async function benchLeads(rows: string[] = []): Promise<string> {
     waitForLeaders: true,
     topics: [{ topic: rawTopic, numPartitions: 8 }],
   });
-  const pool = new pg.Pool({ connectionString: env.config.DATABASE_URL, max: 20 });
-  await pool.query(
-    'create table bench_leads (id text primary key, phone text, name text, email text, source text)',
-  );
-  const floor: number[] = [];
+  const samples: number[] = [];
   const floorCpu = cpuWindow();
   for (let run = 0; run < bulkRuns; run++) {
     const accountId = newUuid();
@@ -134,23 +150,17 @@ export async function benchLeads(rows: string[] = []): Promise<string> {
        select id, phone, name, email, 'application' from unnest($1::text[], $2::text[], $3::text[], $4::text[]) as t(id, phone, name, email)`,
       [0, 1, 2, 3].map((column) => rows.map((row) => row[column])),
     );
-    floor.push(performance.now() - started);
+    samples.push(performance.now() - started);
   }
-  const floorUsed = floorCpu.stop();
-  // CPU per 1,000 bulk imports of 1,000 leads each; the floor's includes encoding its events.
-  const bulkRows = {
-    subject: { name: 'bulk import of 1,000', count: bulk.length, seconds: 0, samples: bulk, cpu: bulkUsed },
-    baseline: {
-      name: 'sendBatch + multi-row insert',
-      count: floor.length,
-      seconds: 0,
-      samples: floor,
-      cpu: floorUsed,
-    },
-  };
+  const cpu = floorCpu.stop();
+  await producer.disconnect();
+  return { samples, cpu };
+}
 
-  // Single imports at 16 concurrent clients: each client its own account, then all in one account.
-  const accounts = await Promise.all(Array.from({ length: CONCURRENCY }, newAccount));
+/** Single imports at 16 concurrent clients: each client its own account, then all in one account. */
+async function measureSingleImports(system: BenchSystem) {
+  const { headers, baseUrl } = system;
+  const accounts = await Promise.all(Array.from({ length: CONCURRENCY }, () => newAccount(system)));
   const importInto = (accountFor: (i: number) => string, offset: number) => async (i: number) => {
     await expectStatus(
       await fetch(`${baseUrl}/v1/accounts/${accountFor(i)}/leads`, {
@@ -176,7 +186,11 @@ export async function benchLeads(rows: string[] = []): Promise<string> {
     CONCURRENCY,
     importInto(() => accounts[0]!, 1),
   );
+  return { spread, oneAccount, stages };
+}
 
+/** The single import's floor: a bare fastify route doing one insert. */
+async function measureBareInsert(pool: pg.Pool): Promise<Measurement> {
   const bare = Fastify();
   bare.post('/raw', async (request) => {
     const body = request.body as { phone: string; name: string };
@@ -196,12 +210,29 @@ export async function benchLeads(rows: string[] = []): Promise<string> {
     });
     await response.arrayBuffer();
   });
-
   await bare.close();
-  await pool.end();
-  await producer.disconnect();
-  await system.close();
+  return rawInsert;
+}
 
+type Timed = { samples: number[]; cpu: ReturnType<ReturnType<typeof cpuWindow>['stop']> };
+
+function leadsReport(
+  bulkRuns: number,
+  { samples: bulk, cpu: bulkUsed }: Timed,
+  { samples: floor, cpu: floorUsed }: Timed,
+  single: Awaited<ReturnType<typeof measureSingleImports>> & { rawInsert: Measurement },
+): string {
+  // CPU per 1,000 bulk imports of 1,000 leads each; the floor's includes encoding its events.
+  const bulkRows = {
+    subject: { name: 'bulk import of 1,000', count: bulk.length, seconds: 0, samples: bulk, cpu: bulkUsed },
+    baseline: {
+      name: 'sendBatch + multi-row insert',
+      count: floor.length,
+      seconds: 0,
+      samples: floor,
+      cpu: floorUsed,
+    },
+  };
   const [b50, b99, f50, f99] = [
     percentile(bulk, 50),
     percentile(bulk, 99),
@@ -222,10 +253,10 @@ export async function benchLeads(rows: string[] = []): Promise<string> {
     `Leads: single-lead imports (${CONCURRENCY} concurrent clients, ${SINGLE_IMPORTS} imports each)`,
     '',
     comparisonTable([
-      { subject: spread, baseline: rawInsert },
-      { subject: oneAccount, baseline: rawInsert },
+      { subject: single.spread, baseline: single.rawInsert },
+      { subject: single.oneAccount, baseline: single.rawInsert },
     ]),
     '',
-    stages,
+    single.stages,
   ].join('\n');
 }

@@ -66,39 +66,39 @@ export interface TestSystem {
 
 const PUBLIC_URL = 'http://127.0.0.1:8080';
 
+export interface SystemOptions {
+  projector?: boolean;
+  rateLimitPerMinute?: number;
+  projectionWaitMs?: number;
+  clock?: Clock;
+  twilio?: FakeTwilio;
+  gateway?: boolean;
+  /** The gateway enforces the carriers' sending rule (holds messages before the campaign's approval). */
+  registrationEnforced?: boolean;
+  /** Another broker than the shared one (a test-owned broker the test may stop). */
+  brokers?: string[];
+  /** KAFKA_REPLICATION_FACTOR: on a test-owned cluster of three, 3 (and min.insync.replicas 2). */
+  replicationFactor?: number;
+  eventLogTimeoutMs?: number;
+  /** Lowers the most one command may append, to reach the limit with a small request. */
+  appendMaxBytes?: number;
+  /** False: no inbound decider (the test runs its own, or none). */
+  inboundDecider?: boolean;
+  /**
+   * False: a POST to /twilio/sms answers as Twilio sees it, before its decision. By default the
+   * test's `app.inject` waits for the decision too, as the tests written for the inline decision
+   * expect.
+   */
+  awaitInbound?: boolean;
+}
+
 /**
  * The command API and the projector, in process, on this test file's own database and topics of the
  * real Kafka, registry and PostgreSQL. `projector: false` leaves the projector to the test. With
  * `twilio` (a fake of Twilio's REST API) numbers are bought and messages sent through the real twilio
  * client, and webhooks must be signed; `gateway` runs the SMS gateway too.
  */
-export async function startSystem(
-  options: {
-    projector?: boolean;
-    rateLimitPerMinute?: number;
-    projectionWaitMs?: number;
-    clock?: Clock;
-    twilio?: FakeTwilio;
-    gateway?: boolean;
-    /** The gateway enforces the carriers' sending rule (holds messages before the campaign's approval). */
-    registrationEnforced?: boolean;
-    /** Another broker than the shared one (a test-owned broker the test may stop). */
-    brokers?: string[];
-    /** KAFKA_REPLICATION_FACTOR: on a test-owned cluster of three, 3 (and min.insync.replicas 2). */
-    replicationFactor?: number;
-    eventLogTimeoutMs?: number;
-    /** Lowers the most one command may append, to reach the limit with a small request. */
-    appendMaxBytes?: number;
-    /** False: no inbound decider (the test runs its own, or none). */
-    inboundDecider?: boolean;
-    /**
-     * False: a POST to /twilio/sms answers as Twilio sees it, before its decision. By default the
-     * test's `app.inject` waits for the decision too, as the tests written for the inline decision
-     * expect.
-     */
-    awaitInbound?: boolean;
-  } = {},
-): Promise<TestSystem> {
+export async function startSystem(options: SystemOptions = {}): Promise<TestSystem> {
   const startup = watchStartup('startSystem');
   const env = await createTestEnvironment();
   const clock = options.clock ?? systemClock;
@@ -133,71 +133,19 @@ export async function startSystem(
     });
   // The key caches' listening connections: one for each app built (destroyed when it closes).
   const keyListenerPool = createPool(env.config.DATABASE_URL, { maxConnections: 8 });
-  const appDeps: AppDeps = {
-    db: services.db,
-    commands: services.commands,
-    numbers: twilio ?? localNumbers,
+  const appDeps = commandApiDeps(services, {
     clock,
-    newId: newUuid,
-    publicUrl: PUBLIC_URL,
-    progress: services.progress,
-    twilioAuthToken: options.twilio?.authToken,
-    rateLimitPerMinute: options.rateLimitPerMinute ?? 100_000,
-    partnerKeyCache: { pool: keyListenerPool },
-    webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
-    documentLinks: createDocumentLinks({
-      publicUrl: PUBLIC_URL,
-      keys: [DEVELOPMENT_DOCUMENT_LINK_KEY],
-      clock,
-      ttlSeconds: 3600,
-    }),
-    documents: createPostgresDocumentStore(services.db, services.personalDataKeys),
-    personalDataKeys: services.personalDataKeys,
-    // Context pages in tests are served from this machine.
-    allowPrivateTargets: true,
-  };
+    numbers: twilio ?? localNumbers,
+    keyListenerPool,
+    options,
+  });
   startup.at('building the app');
   const app = await buildApp(appDeps);
   const otherApps: App[] = [];
   checkResponsesAgainstDocument(app);
-  const deciderDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
-  startup.at('starting the inbound decider');
-  const inboundDecider =
-    options.inboundDecider === false
-      ? undefined
-      : await startInboundDecider({
-          ...services,
-          db: deciderDb,
-          clock,
-          newId: newUuid,
-          groupId: `${env.config.TOPIC_PREFIX}leadline.inbound-decider`,
-          guardSweepMs: 200,
-        });
-  const inboundDecided = async (messageSid: string, waitOptions: { timeoutMs?: number } = {}) => {
-    await eventually(
-      async () => {
-        const receipt = await services.db
-          .selectFrom('inbound_receipts')
-          .select('decided_at')
-          .where('message_sid', '=', messageSid)
-          .executeTakeFirst();
-        return receipt?.decided_at ? true : undefined;
-      },
-      { timeoutMs: waitOptions.timeoutMs ?? 30_000, message: `inbound SMS ${messageSid} was never decided` },
-    );
-    // The decider does not wait for its decisions to be projected (a background service reads none of
-    // its own writes): the test does, up to the end of the log as it stands now.
-    const topic = services.topics.account;
-    const ends = await services.admin.fetchTopicOffsets(topic);
-    const projected = await Promise.all(
-      ends.map((end) =>
-        services.progress.waitFor(topic, end.partition, BigInt(end.high), waitOptions.timeoutMs ?? 30_000),
-      ),
-    );
-    if (projected.includes(false))
-      throw new Error(`inbound SMS ${messageSid} was decided but never projected`);
-  };
-  if (options.awaitInbound !== false && inboundDecider) {
+  const workers = await startWorkers(env, services, { clock, sender: twilio, options, startup });
+  const inboundDecided = waitForInboundDecision(services);
+  if (options.awaitInbound !== false && workers.inboundDecider) {
     awaitInboundDecisions(app, async (messageSid) => {
       // The receipt is written before the answer: a 200 without one kept nothing (a short code's SMS).
       const kept = await services.db
@@ -208,19 +156,6 @@ export async function startSystem(
       if (kept) await inboundDecided(messageSid);
     });
   }
-  const gatewayDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
-  startup.at('starting the SMS gateway');
-  const gateway = options.gateway
-    ? await startSmsGateway({
-        ...services,
-        db: gatewayDb,
-        sender: twilio ?? createLocalSmsSender(),
-        clock,
-        groupId: `${env.config.TOPIC_PREFIX}leadline.sms-gateway`,
-        onError: () => undefined,
-        registrationEnforced: options.registrationEnforced ?? false,
-      })
-    : undefined;
   startup.done();
   return {
     env,
@@ -228,8 +163,8 @@ export async function startSystem(
     app,
     projector,
     projectorGroupId,
-    gateway,
-    inboundDecider,
+    gateway: workers.gateway,
+    inboundDecider: workers.inboundDecider,
     publicUrl: PUBLIC_URL,
     inboundDecided,
     async appWith(overrides) {
@@ -255,16 +190,133 @@ export async function startSystem(
       for (const other of otherApps) await other.close();
       await app.close();
       await keyListenerPool.end();
-      await gateway?.stop();
-      await gatewayDb.destroy();
-      await inboundDecider?.stop();
-      await deciderDb.destroy();
+      await workers.stop();
       await projector?.stop();
       await projectorDb.destroy();
       await localNumbers.close();
       await services.close();
       await env.dispose();
     },
+  };
+}
+
+/** What the command API is built with in a test: the system's services, local defaults and the options. */
+function commandApiDeps(
+  services: CommandServices,
+  parts: {
+    clock: Clock;
+    numbers: AppDeps['numbers'];
+    keyListenerPool: ReturnType<typeof createPool>;
+    options: SystemOptions;
+  },
+): AppDeps {
+  const { clock, options } = parts;
+  return {
+    db: services.db,
+    commands: services.commands,
+    numbers: parts.numbers,
+    clock,
+    newId: newUuid,
+    publicUrl: PUBLIC_URL,
+    progress: services.progress,
+    twilioAuthToken: options.twilio?.authToken,
+    rateLimitPerMinute: options.rateLimitPerMinute ?? 100_000,
+    partnerKeyCache: { pool: parts.keyListenerPool },
+    webhookSecrets: createSecretBox(DEVELOPMENT_WEBHOOK_KEY),
+    documentLinks: createDocumentLinks({
+      publicUrl: PUBLIC_URL,
+      keys: [DEVELOPMENT_DOCUMENT_LINK_KEY],
+      clock,
+      ttlSeconds: 3600,
+    }),
+    documents: createPostgresDocumentStore(services.db, services.personalDataKeys),
+    personalDataKeys: services.personalDataKeys,
+    // Context pages in tests are served from this machine.
+    allowPrivateTargets: true,
+  };
+}
+
+/**
+ * The inbound decider (unless `inboundDecider: false`) and the SMS gateway (with `gateway`), each on
+ * connections of its own as in production; `stop` stops both and closes their connections.
+ */
+async function startWorkers(
+  env: TestEnvironment,
+  services: CommandServices,
+  parts: {
+    clock: Clock;
+    sender: ReturnType<typeof createTwilioProvider> | undefined;
+    options: SystemOptions;
+    startup: ReturnType<typeof watchStartup>;
+  },
+) {
+  const { clock, options, startup } = parts;
+  const deciderDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
+  startup.at('starting the inbound decider');
+  const inboundDecider =
+    options.inboundDecider === false
+      ? undefined
+      : await startInboundDecider({
+          ...services,
+          db: deciderDb,
+          clock,
+          newId: newUuid,
+          groupId: `${env.config.TOPIC_PREFIX}leadline.inbound-decider`,
+          guardSweepMs: 200,
+        });
+  const gatewayDb = createDb(env.config.DATABASE_URL, { maxConnections: 4 });
+  startup.at('starting the SMS gateway');
+  const gateway = options.gateway
+    ? await startSmsGateway({
+        ...services,
+        db: gatewayDb,
+        sender: parts.sender ?? createLocalSmsSender(),
+        clock,
+        groupId: `${env.config.TOPIC_PREFIX}leadline.sms-gateway`,
+        onError: () => undefined,
+        registrationEnforced: options.registrationEnforced ?? false,
+      })
+    : undefined;
+  return {
+    inboundDecider,
+    gateway,
+    async stop() {
+      await gateway?.stop();
+      await gatewayDb.destroy();
+      await inboundDecider?.stop();
+      await deciderDb.destroy();
+    },
+  };
+}
+
+/**
+ * Waits until an inbound SMS, already answered, has been decided and its decision is in the read
+ * models (TestSystem.inboundDecided).
+ */
+function waitForInboundDecision(services: CommandServices) {
+  return async (messageSid: string, waitOptions: { timeoutMs?: number } = {}) => {
+    await eventually(
+      async () => {
+        const receipt = await services.db
+          .selectFrom('inbound_receipts')
+          .select('decided_at')
+          .where('message_sid', '=', messageSid)
+          .executeTakeFirst();
+        return receipt?.decided_at ? true : undefined;
+      },
+      { timeoutMs: waitOptions.timeoutMs ?? 30_000, message: `inbound SMS ${messageSid} was never decided` },
+    );
+    // The decider does not wait for its decisions to be projected (a background service reads none of
+    // its own writes): the test does, up to the end of the log as it stands now.
+    const topic = services.topics.account;
+    const ends = await services.admin.fetchTopicOffsets(topic);
+    const projected = await Promise.all(
+      ends.map((end) =>
+        services.progress.waitFor(topic, end.partition, BigInt(end.high), waitOptions.timeoutMs ?? 30_000),
+      ),
+    );
+    if (projected.includes(false))
+      throw new Error(`inbound SMS ${messageSid} was decided but never projected`);
   };
 }
 

@@ -82,6 +82,10 @@ export function gatewayHarness(start: Date = new Date('2026-03-02T15:00:00Z')) {
 
   return {
     harness,
+    /** The events' context: partner-1, appended by a system test. */
+    context,
+    /** The gateways the running test started, stopped after it (a test that stops one takes it out). */
+    running,
     append,
     /** A gateway in its own consumer group, polling rarely: tests call `dispatch` or rely on its wake-ups. */
     async gateway(overrides: Partial<GatewayDeps> = {}) {

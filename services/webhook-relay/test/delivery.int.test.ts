@@ -1,80 +1,20 @@
-import { timingSafeEqual } from 'node:crypto';
-import type { DomainEvent } from '@leadline/events';
 import { eventually } from '@leadline/test-kit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  leadCreated,
-  startHarness,
-  statusChanged,
-  type Harness,
-  type Partner,
-  type RelayInstance,
-  TEST_LEASE_MS,
-} from '../../../system-test/relay';
+import { describe, expect, it } from 'vitest';
+import { leadCreated, statusChanged } from '../../../system-test/relay';
 import { opensslHmacHex } from '@leadline/test-kit';
+import {
+  harness,
+  relay,
+  useDeliveryHarness,
+  SECRET,
+  createWebhook,
+  queued,
+  deliveriesLog,
+  partnerLog,
+  constantTimeEqual,
+} from './delivery-system';
 
-let harness: Harness;
-let relay: RelayInstance;
-
-beforeAll(async () => {
-  harness = await startHarness();
-  relay = await harness.startRelayInstance();
-});
-afterAll(() => harness?.close());
-
-const SECRET = 'whsec_test_0123456789abcdef';
-
-async function createWebhook(partner: Partner, path: string, events: string[], secret = SECRET) {
-  const response = await partner.api.post('/webhooks', { url: harness.receiver.url(path), events, secret });
-  expect(response.status).toBe(201);
-  return response.body as { id: string; url: string; active: boolean };
-}
-
-/** Waits until the relay has queued `count` deliveries for the webhook. */
-async function queued(webhookId: string, count = 1) {
-  return eventually(
-    async () => {
-      const rows = await harness.system.services.db
-        .selectFrom('webhook_deliveries')
-        .selectAll()
-        .where('webhook_id', '=', webhookId)
-        .orderBy('created_at')
-        .execute();
-      return rows.length >= count ? rows : undefined;
-    },
-    { message: `${count} deliveries queued for ${webhookId}` },
-  );
-}
-
-async function deliveriesLog(partner: Partner, webhookId: string, query = '') {
-  const response = await partner.api.get(`/webhooks/${webhookId}/deliveries${query}`);
-  expect(response.status).toBe(200);
-  return response.body;
-}
-
-/** The partner topic as any consumer reads it, for the events the relay appends. */
-async function partnerLog(): Promise<DomainEvent[]> {
-  const { kafka, topics, codec } = harness.system.services;
-  const consumer = kafka.consumer({
-    groupId: `${harness.system.env.config.TOPIC_PREFIX}reader-${Date.now()}`,
-  });
-  const events: DomainEvent[] = [];
-  await consumer.connect();
-  await consumer.subscribe({ topic: topics.partner, fromBeginning: true });
-  const offsets = await harness.system.services.admin.fetchTopicOffsets(topics.partner);
-  const total = offsets.reduce((sum, entry) => sum + Number(entry.high), 0);
-  await consumer.run({
-    eachMessage: async ({ message }) => void events.push(await codec.decode(message.value!)),
-  });
-  try {
-    return await eventually(async () => (events.length >= total ? events : undefined));
-  } finally {
-    await consumer.disconnect();
-  }
-}
-
-const constantTimeEqual = (a: string, b: string) =>
-  a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+useDeliveryHarness();
 
 describe('delivering webhooks', () => {
   it('sends lead.created signed so that an independent HMAC implementation verifies it', async () => {
@@ -477,118 +417,5 @@ describe('delivering webhooks', () => {
       .where('id', '=', deliveryId)
       .executeTakeFirstOrThrow();
     expect(row.status).toBe('cancelled');
-  });
-});
-
-describe('relays that stop, restart and run side by side', () => {
-  it('resumes the schedule on time after the relay is stopped and a new one starts', async () => {
-    const partner = await harness.createPartner('Restart CRM');
-    harness.receiver.answer('/restart', { status: 500 });
-    const webhook = await createWebhook(partner, '/restart', ['lead.created']);
-    await harness.append(partner, [leadCreated('+15125550112')]);
-    await queued(webhook.id);
-    await relay.dispatcher.drain();
-    const firstAttempt = harness.clock.now().getTime();
-    await relay.stop();
-
-    relay = await harness.startRelayInstance();
-    harness.clock.advance(29_999);
-    await relay.dispatcher.drain();
-    expect(harness.receiver.requests('/restart')).toHaveLength(1);
-    harness.clock.advance(1);
-    harness.receiver.answer('/restart', { status: 200 });
-    await relay.dispatcher.drain();
-    expect(harness.receiver.requests('/restart')).toHaveLength(2);
-    const [logged] = (await deliveriesLog(partner, webhook.id)).deliveries;
-    expect(logged.status).toBe('succeeded');
-    expect(Date.parse(logged.attempts[1].attempted_at) - firstAttempt).toBe(30_000);
-
-    // The new relay's consumer resumed from the checkpoint: new events still arrive, old ones not again.
-    await harness.append(partner, [leadCreated('+15125550113')]);
-    await queued(webhook.id, 2);
-    await relay.dispatcher.drain();
-    expect(harness.receiver.requests('/restart')).toHaveLength(3);
-    expect((await deliveriesLog(partner, webhook.id)).total).toBe(2);
-  });
-
-  it('resends an attempt whose relay was killed mid-send, with the same delivery id, and records it once', async () => {
-    const doomed = await harness.startRelayInstance({ consume: false });
-    const partner = await harness.createPartner('Killed CRM');
-    harness.receiver.answer('/killed', { status: 200, hang: true });
-    const webhook = await createWebhook(partner, '/killed', ['lead.created']);
-    await harness.append(partner, [leadCreated('+15125550114')]);
-    const [delivery] = await queued(webhook.id);
-
-    const interrupted = doomed.dispatcher.drain().catch((error: unknown) => error);
-    await eventually(async () => (harness.receiver.requests('/killed').length === 1 ? true : undefined));
-    // The process dies: its leases stay, nothing it learns is recorded, its sockets close.
-    await doomed.db.destroy();
-    doomed.client.close();
-    expect(await interrupted).toBeInstanceOf(Error);
-    await doomed.stop().catch(() => undefined);
-
-    harness.receiver.answer('/killed', { status: 200 });
-    // Its lease holds the delivery until it runs out; then any relay sends it again.
-    expect(await relay.dispatcher.drain()).toBe(0);
-    harness.clock.advance(TEST_LEASE_MS);
-    await eventually(async () => ((await relay.dispatcher.drain()) > 0 ? true : undefined));
-    const sent = harness.receiver.requests('/killed');
-    expect(sent).toHaveLength(2);
-    expect(sent.map((request) => request.headers['x-service-delivery-id'])).toEqual([
-      delivery!.id,
-      delivery!.id,
-    ]);
-    const [logged] = (await deliveriesLog(partner, webhook.id)).deliveries;
-    expect(logged).toMatchObject({ status: 'succeeded', attempt_count: 1 });
-  });
-
-  it('stops without waiting for an endpoint that never answers, handing its delivery back for another relay at once', async () => {
-    // An attempt that may wait ten minutes for its answer: stopping must not wait for it.
-    const stopping = await harness.startRelayInstance({ consume: false, timeoutMs: 600_000 });
-    const partner = await harness.createPartner('Silent CRM');
-    harness.receiver.answer('/silent', { status: 200, hang: true });
-    const webhook = await createWebhook(partner, '/silent', ['lead.created']);
-    await harness.append(partner, [leadCreated('+15125550115')]);
-    const [delivery] = await queued(webhook.id);
-    stopping.dispatcher.start();
-    await eventually(async () => (harness.receiver.requests('/silent').length === 1 ? true : undefined));
-
-    await stopping.stop();
-    // Handed back, unanswered and unrecorded: due again now, not when the lease would have run out.
-    const row = await harness.system.services.db
-      .selectFrom('webhook_deliveries')
-      .select(['status', 'attempts', 'leased_until', 'claim_token'])
-      .where('id', '=', delivery!.id)
-      .executeTakeFirstOrThrow();
-    expect(row).toEqual({ status: 'pending', attempts: 0, leased_until: null, claim_token: null });
-    harness.receiver.answer('/silent', { status: 200 });
-    expect(await relay.dispatcher.drain()).toBe(1);
-    expect(harness.receiver.requests('/silent').map((r) => r.headers['x-service-delivery-id'])).toEqual([
-      delivery!.id,
-      delivery!.id,
-    ]);
-    await partner.api.delete(`/webhooks/${webhook.id}`);
-  });
-
-  it('never sends the same attempt from two relays draining together', async () => {
-    const second = await harness.startRelayInstance({ consume: false });
-    try {
-      const partner = await harness.createPartner('Contended CRM');
-      const webhook = await createWebhook(partner, '/contended', ['lead.created']);
-      await harness.append(
-        partner,
-        Array.from({ length: 200 }, (_, i) => leadCreated(`+1512556${String(1000 + i)}`)),
-      );
-      await queued(webhook.id, 200);
-      const [a, b] = await Promise.all([relay.dispatcher.drain(), second.dispatcher.drain()]);
-      const ids = harness.receiver
-        .requests('/contended')
-        .map((request) => request.headers['x-service-delivery-id']);
-      expect(ids).toHaveLength(200);
-      expect(new Set(ids).size).toBe(200);
-      expect(a + b).toBeGreaterThanOrEqual(200);
-    } finally {
-      await second.stop();
-    }
   });
 });

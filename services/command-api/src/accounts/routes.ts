@@ -3,11 +3,10 @@ import type { AppDeps } from '../app-deps';
 import { executeAccountCommand } from './account-command';
 import { accountTeamRoutes } from './team-routes';
 import { createAccount } from './create-account';
-import { eraseAccount } from './erasure';
+import { accountErasureRoutes } from './erasure-routes';
 import { requireAccount } from './account-stream';
 import { createdAccountResponse, listAccounts, toAccountResponse } from './queries';
 import {
-  accountErasedResponse,
   accountListResponse,
   accountParams,
   accountResponse,
@@ -132,41 +131,6 @@ export const accountRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps) =
     },
   );
 
-  app.post(
-    '/accounts/:id/erase',
-    {
-      schema: {
-        tags,
-        operationId: 'eraseAccount',
-        summary: 'Erase an account (privacy request)',
-        description:
-          'For a deletion request covering everyone the account holds (the business leaving, a privacy ' +
-          'law): deactivates the account, as DELETE does, and erases every person it holds as ' +
-          'POST /accounts/{id}/leads/{phone}/erase erases one: each lead, each number that texted it without ' +
-          'becoming one, each number its event log alone still knows, and the personal data of its invited ' +
-          'team members. Every key that sealed their personal data on the log is destroyed, and every read ' +
-          'model forgets them. A `lead.erased` webhook follows for each person, then `account.erased`. What ' +
-          "stays: the account itself (its name, number and settings are the business's, not personal), so " +
-          'GET /accounts/{id} still answers, with no leads; its usage counters keep their counts. Asking ' +
-          'again answers 200 with the same `erased_at`, and erases whatever the account gained since (a ' +
-          'deactivated account still takes imports and inbound messages). The people are erased a thousand ' +
-          'at a time, and those who arrive meanwhile with them: a request that fails midway (a 503) may have ' +
-          'erased some already, and asking again finishes the erasure.',
-        params: accountParams,
-        response: { 200: accountErasedResponse },
-      },
-    },
-    async (request) => {
-      const { id } = request.params;
-      const { erasedAt, leadsErased } = await eraseAccount(deps, request, id);
-      return {
-        id,
-        status: 'deactivated' as const,
-        erased_at: erasedAt.toISOString(),
-        leads_erased: leadsErased,
-      };
-    },
-  );
-
+  await app.register(accountErasureRoutes, deps);
   await app.register(accountTeamRoutes, deps);
 };
