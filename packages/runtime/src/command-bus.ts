@@ -202,6 +202,19 @@ async function boundedLogCall<T>(
   }
 }
 
+/** Bounded calls to the log, remembering when it last answered one (see the lock stage of `execute`). */
+function eventLogCalls(eventLogTimeoutMs: number) {
+  let answeredAt = 0;
+  return {
+    async fromEventLog<T>(what: string, call: () => Promise<T>, extraMs = 0, budget?: EventLogBudget) {
+      const answer = await boundedLogCall(eventLogTimeoutMs, what, call, extraMs, budget);
+      answeredAt = Date.now();
+      return answer;
+    },
+    answeredSince: (time: number) => answeredAt >= time,
+  };
+}
+
 /** The event as the log keeps it: its id, version, stream, time, actor and the request it traces to. */
 const stampEvent = (
   { newId, clock }: Pick<CommandBusDeps, 'newId' | 'clock'>,
@@ -305,18 +318,7 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
   const layout = parseTopicName(topics.account);
   const topicsOf = (generation: LogGeneration): TopicNames =>
     layout ? topicNames(layout.prefix, generation.generation) : topics;
-  // When the log last answered a call of this bus (see the lock stage of `execute`).
-  let logAnsweredAt = 0;
-  const fromEventLog = async <T>(
-    what: string,
-    call: () => Promise<T>,
-    extraMs = 0,
-    budget?: EventLogBudget,
-  ) => {
-    const answer = await boundedLogCall(eventLogTimeoutMs, what, call, extraMs, budget);
-    logAnsweredAt = Date.now();
-    return answer;
-  };
+  const { fromEventLog, answeredSince } = eventLogCalls(eventLogTimeoutMs);
   const stamp = (event: EventToAppend, stream: EventStream, context: CommandContext) =>
     stampEvent({ newId, clock }, event, stream, context);
 
@@ -420,7 +422,7 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
         // comes, its bound spent in the queue. But if the log answered meanwhile, the holder waited on
         // something else (the projector, a long decision): the log's bound starts now, and a refusal
         // names what is really behind (`projection_lagging`) rather than a log that is up.
-        if (logAnsweredAt >= budget.startedAt) budget.restart();
+        if (answeredSince(budget.startedAt)) budget.restart();
         if (command.consistency === 'partition') await waitForHighWatermark(topic, key, budget);
         await refuseHeldStream(trx, key);
         const decision = await timeStage('decide', () => command.decide(trx));
