@@ -1,7 +1,7 @@
-import { newUuid } from '@leadline/runtime';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { partnerClient, type PartnerClient } from '../../../system-test/client';
 import { startSystem, type TestSystem } from '../../../system-test/system';
+import { postInboundSms } from '../../../system-test/inbound-sms';
 
 /** What the consent tests share: the system, new numbers and accounts, a web form's consent, and inbound SMS. */
 export let system: TestSystem;
@@ -42,17 +42,5 @@ export const webForm = {
 };
 
 export async function inboundSms(to: string, from: string, body: string) {
-  const response = await system.app.inject({
-    method: 'POST',
-    url: '/twilio/sms',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    payload: new URLSearchParams({
-      MessageSid: `SM${newUuid().replaceAll('-', '')}`,
-      From: from,
-      To: to,
-      Body: body,
-      NumMedia: '0',
-    }).toString(),
-  });
-  expect(response.statusCode).toBe(200);
+  expect((await postInboundSms(system, { to, from, body })).statusCode).toBe(200);
 }

@@ -1,7 +1,7 @@
-import { newUuid } from '@leadline/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from '../../../system-test/client';
 import { startSystem, type TestSystem } from '../../../system-test/system';
+import { postInboundSms } from '../../../system-test/inbound-sms';
 
 let system: TestSystem;
 let acme: PartnerClient;
@@ -12,19 +12,7 @@ beforeAll(async () => {
 });
 afterAll(() => system?.close());
 
-const inboundSms = (to: string, from: string, body: string) =>
-  system.app.inject({
-    method: 'POST',
-    url: '/twilio/sms',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    payload: new URLSearchParams({
-      MessageSid: `SM${newUuid().replaceAll('-', '')}`,
-      From: from,
-      To: to,
-      Body: body,
-      NumMedia: '0',
-    }).toString(),
-  });
+const inboundSms = (to: string, from: string, body: string) => postInboundSms(system, { to, from, body });
 
 describe('an erased account', () => {
   it('shows when it was erased, takes no more writes but another erasure and its release, and keeps no SMS', async () => {

@@ -1,8 +1,8 @@
-import { newUuid } from '@leadline/runtime';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { partnerClient, type PartnerClient } from '../../../system-test/client';
 import { startSystem, type TestSystem } from '../../../system-test/system';
+import { postInboundSms } from '../../../system-test/inbound-sms';
 
 /** What the erasure tests share: the system, the person to erase and where their values could be kept. */
 export let system: TestSystem;
@@ -47,19 +47,7 @@ export const personalValues = [
 export const otherPhone = '+15125557320';
 
 export async function inboundSms(to: string, from: string, body: string) {
-  const response = await system.app.inject({
-    method: 'POST',
-    url: '/twilio/sms',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    payload: new URLSearchParams({
-      MessageSid: `SM${newUuid().replaceAll('-', '')}`,
-      From: from,
-      To: to,
-      Body: body,
-      NumMedia: '0',
-    }).toString(),
-  });
-  expect(response.statusCode).toBe(200);
+  expect((await postInboundSms(system, { to, from, body })).statusCode).toBe(200);
 }
 
 /** Every row of every table of every schema of the test database, as JSON text (the registry keeps its own). */

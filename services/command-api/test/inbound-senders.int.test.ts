@@ -1,8 +1,8 @@
-import { newUuid } from '@leadline/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { logSize } from '@leadline/test-kit';
 import { partnerClient, type PartnerClient } from '../../../system-test/client';
 import { startSystem, type TestSystem } from '../../../system-test/system';
+import { postInboundSms } from '../../../system-test/inbound-sms';
 
 let system: TestSystem;
 let partner: PartnerClient;
@@ -16,18 +16,7 @@ beforeAll(async () => {
 afterAll(async () => system?.close());
 
 const inboundSms = (from: string, body: string) =>
-  system.app.inject({
-    method: 'POST',
-    url: '/twilio/sms',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    payload: new URLSearchParams({
-      MessageSid: `SM${newUuid().replaceAll('-', '')}`,
-      From: from,
-      To: account.phone_number,
-      Body: body,
-      NumMedia: '0',
-    }).toString(),
-  });
+  postInboundSms(system, { to: account.phone_number, from, body });
 
 describe('inbound SMS from senders that are not phone numbers', () => {
   it('answers Twilio and stores nothing for a short code or an alphanumeric sender, even a STOP', async () => {

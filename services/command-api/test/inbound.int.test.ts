@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startInboundDecider } from '@leadline/inbound-decider';
 import { partnerClient, type PartnerClient } from '../../../system-test/client';
 import { startSystem, type TestSystem } from '../../../system-test/system';
+import { postInboundSms } from '../../../system-test/inbound-sms';
 
 let system: TestSystem;
 let twilio: FakeTwilio;
@@ -57,24 +58,8 @@ const nextSid = () => `SM${String(++sids).padStart(8, '0')}${newUuid().replaceAl
 
 /** Posts an inbound SMS signed exactly as Twilio signs it; returns the answer and how long it took. */
 async function inboundSms(to: string, from: string, body: string, sid = nextSid()) {
-  const params = {
-    MessageSid: sid,
-    AccountSid: twilio.accountSid,
-    From: from,
-    To: to,
-    Body: body,
-    NumMedia: '0',
-  };
   const started = performance.now();
-  const response = await system.app.inject({
-    method: 'POST',
-    url: '/twilio/sms',
-    headers: {
-      'content-type': 'application/x-www-form-urlencoded',
-      'x-twilio-signature': twilioSignature(twilio.authToken, `${system.publicUrl}/twilio/sms`, params),
-    },
-    payload: new URLSearchParams(params).toString(),
-  });
+  const response = await postInboundSms(system, { to, from, body, sid }, twilio);
   return { status: response.statusCode, ms: performance.now() - started, sid };
 }
 

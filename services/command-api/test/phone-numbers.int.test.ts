@@ -15,7 +15,6 @@ import {
   logSize,
   startFakeTwilio,
   testDocuments,
-  twilioSignature,
   type FakeTwilio,
 } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -26,6 +25,7 @@ import { buildApp } from '../src/app';
 import { partnerClient, type PartnerClient } from '../../../system-test/client';
 import { refusingKafka } from '../../../system-test/log';
 import { startSystem, type TestSystem } from '../../../system-test/system';
+import { postInboundSms } from '../../../system-test/inbound-sms';
 
 let system: TestSystem;
 let twilio: FakeTwilio;
@@ -47,25 +47,8 @@ let numbers = 0;
 /** A number our Twilio account holds (bought in the console, say) that no account has yet. */
 const ourNumber = () => twilio.addNumber(`+1737555${String(++numbers).padStart(4, '0')}`).phoneNumber;
 
-function inboundSms(to: string, from: string, body: string) {
-  const params = {
-    MessageSid: `SM${newUuid().replaceAll('-', '')}`,
-    AccountSid: twilio.accountSid,
-    From: from,
-    To: to,
-    Body: body,
-    NumMedia: '0',
-  };
-  return system.app.inject({
-    method: 'POST',
-    url: '/twilio/sms',
-    headers: {
-      'content-type': 'application/x-www-form-urlencoded',
-      'x-twilio-signature': twilioSignature(twilio.authToken, `${system.publicUrl}/twilio/sms`, params),
-    },
-    payload: new URLSearchParams(params).toString(),
-  });
-}
+const inboundSms = (to: string, from: string, body: string) =>
+  postInboundSms(system, { to, from, body }, twilio);
 
 describe('one number, one account', () => {
   it('gives a number contended by 20 concurrent creations across two partners to exactly one, and tells the others nothing about it', async () => {

@@ -1,16 +1,11 @@
 import type { DomainEvent } from '@leadline/events';
 import { projections } from '@leadline/projector';
-import {
-  accountEvents,
-  eventually,
-  startFakeTwilio,
-  twilioSignature,
-  type FakeTwilio,
-} from '@leadline/test-kit';
+import { accountEvents, eventually, startFakeTwilio, type FakeTwilio } from '@leadline/test-kit';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient } from '../../../system-test/client';
 import { startSystem, type TestSystem } from '../../../system-test/system';
+import { postInboundSms } from '../../../system-test/inbound-sms';
 
 let system: TestSystem;
 let twilio: FakeTwilio;
@@ -25,24 +20,7 @@ afterAll(async () => {
 });
 
 async function inboundSms(to: string, from: string, body: string, sid: string) {
-  const params = {
-    MessageSid: sid,
-    AccountSid: twilio.accountSid,
-    From: from,
-    To: to,
-    Body: body,
-    NumMedia: '0',
-  };
-  const response = await system.app.inject({
-    method: 'POST',
-    url: '/twilio/sms',
-    headers: {
-      'content-type': 'application/x-www-form-urlencoded',
-      'x-twilio-signature': twilioSignature(twilio.authToken, `${system.publicUrl}/twilio/sms`, params),
-    },
-    payload: new URLSearchParams(params).toString(),
-  });
-  expect(response.statusCode).toBe(200);
+  expect((await postInboundSms(system, { to, from, body, sid }, twilio)).statusCode).toBe(200);
 }
 
 /** Every row of every read model, in a stable order. */

@@ -2,11 +2,12 @@ import { offlineResponder, startAiAgent, type RunningAgent } from '@leadline/ai-
 import { startInboundDecider, type RunningInboundDecider } from '@leadline/inbound-decider';
 import { createDb, createPostgresDocumentStore, newUuid, type Database } from '@leadline/runtime';
 import { startSequencer, type RunningSequencer } from '@leadline/sequencer';
-import { eventually, fakeClock, startFakeTwilio, twilioSignature, type FakeTwilio } from '@leadline/test-kit';
+import { eventually, fakeClock, startFakeTwilio, type FakeTwilio } from '@leadline/test-kit';
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from '../../../system-test/client';
 import { startSystem, type TestSystem } from '../../../system-test/system';
+import { postInboundSms } from '../../../system-test/inbound-sms';
 
 /**
  * Revocation by any reasonable means, end to end: signed inbound SMS through the webhook, the inbound
@@ -106,25 +107,10 @@ const nextPhone = () => `+1512555${String(7000 + ++phones).padStart(4, '0')}`;
 
 /** Posts an inbound SMS signed exactly as Twilio signs it; returns once Twilio has its answer. */
 async function inboundSms(from: string, body: string) {
-  const params = {
-    MessageSid: `SM${String(++sids).padStart(8, '0')}${newUuid().replaceAll('-', '').slice(0, 24)}`,
-    AccountSid: twilio.accountSid,
-    From: from,
-    To: account.number,
-    Body: body,
-    NumMedia: '0',
-  };
-  const response = await system.app.inject({
-    method: 'POST',
-    url: '/twilio/sms',
-    headers: {
-      'content-type': 'application/x-www-form-urlencoded',
-      'x-twilio-signature': twilioSignature(twilio.authToken, `${system.publicUrl}/twilio/sms`, params),
-    },
-    payload: new URLSearchParams(params).toString(),
-  });
+  const sid = `SM${String(++sids).padStart(8, '0')}${newUuid().replaceAll('-', '').slice(0, 24)}`;
+  const response = await postInboundSms(system, { to: account.number, from, body, sid }, twilio);
   expect(response.statusCode).toBe(200);
-  return params.MessageSid;
+  return sid;
 }
 
 /** What reached the fake Twilio for a phone. */

@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { partnerClient, type PartnerClient } from '../../../system-test/client';
 import { startSystem, type TestSystem } from '../../../system-test/system';
 import { startSequencer, type RunningSequencer } from '../src';
+import { postInboundSms } from '../../../system-test/inbound-sms';
 
 /** What the sequencer's test files share: one system per file, an account with a sequence, leads enrolled in it. */
 export const HOUR = 3600_000;
@@ -106,20 +107,7 @@ export const bodiesOf = async (accountId: string, phone: string) =>
 export const leadOf = async (accountId: string, phone: string) =>
   (await acme.get(`/accounts/${accountId}/leads/${encodeURIComponent(phone)}`)).body;
 
-export function inbound(to: string, from: string, body: string) {
-  return system.app.inject({
-    method: 'POST',
-    url: '/twilio/sms',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    payload: new URLSearchParams({
-      MessageSid: `SM${newUuid().replaceAll('-', '')}`,
-      From: from,
-      To: to,
-      Body: body,
-      NumMedia: '0',
-    }).toString(),
-  });
-}
+export const inbound = (to: string, from: string, body: string) => postInboundSms(system, { to, from, body });
 
 /** Decides what is due now; the sequencer's appends are projected before it returns. */
 export const settled = (run: RunningSequencer) => run.tick();

@@ -13,7 +13,8 @@ export function executeAccountCommand(
   accountId: string,
   command: AccountCommand,
 ) {
-  const letsGo = command.type === 'DeactivateAccount' || command.type === 'ReleasePhoneNumber';
+  // What lets an account go is still taken once it is erased; anything else would bring it back into use.
+  const allowedWhenErased = command.type === 'DeactivateAccount' || command.type === 'ReleasePhoneNumber';
   return executeOnAccount(
     commands,
     request,
@@ -32,7 +33,7 @@ export function executeAccountCommand(
       };
       return { events: decideAccount(command, state), result: undefined };
     },
-    { onErased: letsGo ? 'proceed' : 'refuse' },
+    { onErased: allowedWhenErased ? 'proceed' : 'refuse' },
   ).then(async (outcome) => {
     // A deactivated account's embedded dashboards stop at once. The tokens are revoked, not only
     // refused while the account is deactivated, so a reactivation does not bring them back.
