@@ -4,6 +4,7 @@ import { createTestEnvironment, type TestEnvironment } from '@leadline/test-kit'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyBatch } from '../src/apply-batch';
 import { projections } from '../src/projections';
+import { newLeadData } from './account-log';
 
 let env: TestEnvironment;
 let infrastructure: Infrastructure;
@@ -33,23 +34,7 @@ function event<T extends EventType>(type: T, accountId: string, data: EventData<
 }
 
 const leadCreated = (accountId: string, leadId: string, phone: string) =>
-  event('lead.created', accountId, {
-    lead_id: leadId,
-    phone,
-    name: 'Someone',
-    first_name: null,
-    last_name: null,
-    email: null,
-    company: null,
-    notes: null,
-    source: null,
-    external_id: null,
-    property_address: null,
-    metadata: {},
-    status: 'new',
-    auto_sequence: false,
-    origin: 'api',
-  });
+  event('lead.created', accountId, newLeadData({ lead_id: leadId, phone, name: 'Someone' }));
 
 describe('the erasure projection', () => {
   it('finds rows kept in clear by the keyed hash when the event reads as erased, and destroys the key when live', async () => {

@@ -2,7 +2,7 @@ import { newUuid } from '@leadline/runtime';
 import { describe, expect, it } from 'vitest';
 import { applyBatch } from '../src/apply-batch';
 import { projections } from '../src/projections';
-import { accountEventMaker, projectorLog } from './account-log';
+import { accountEventMaker, newLeadData, projectorLog } from './account-log';
 
 const log = projectorLog('leadline-large-batch-test');
 const accountId = newUuid();
@@ -12,23 +12,14 @@ const event = accountEventMaker(accountId);
 const LEADS = 5_000;
 
 const created = (index: number) =>
-  event('lead.created', {
-    lead_id: `lead-${index}`,
-    phone: `+1512${String(7_000_000 + index)}`,
-    name: null,
-    first_name: `First ${index}`,
-    last_name: 'Last',
-    email: null,
-    company: null,
-    notes: null,
-    source: null,
-    external_id: null,
-    property_address: null,
-    metadata: {},
-    status: 'new',
-    auto_sequence: false,
-    origin: 'api',
-  });
+  event(
+    'lead.created',
+    newLeadData({
+      lead_id: `lead-${index}`,
+      phone: `+1512${String(7_000_000 + index)}`,
+      first_name: `First ${index}`,
+    }),
+  );
 
 describe('a batch of more creates than one statement binds', () => {
   it('is applied whole, as a projector catching up on bulk imports fetches it', async () => {

@@ -2,7 +2,7 @@ import { newUuid } from '@leadline/runtime';
 import { describe, expect, it } from 'vitest';
 import { applyBatch } from '../src/apply-batch';
 import { projections } from '../src/projections';
-import { accountEventMaker, projectorLog } from './account-log';
+import { accountEventMaker, newLeadData, projectorLog } from './account-log';
 
 const log = projectorLog('leadline-log-order-test');
 const accountId = newUuid();
@@ -11,22 +11,7 @@ const event = accountEventMaker(accountId);
 const lead = (index: number) => ({ lead_id: `lead-${index}`, phone: `+1512555010${index}` });
 
 const created = (index: number) =>
-  event('lead.created', {
-    ...lead(index),
-    name: null,
-    first_name: `First ${index}`,
-    last_name: 'Last',
-    email: null,
-    company: null,
-    notes: null,
-    source: null,
-    external_id: null,
-    property_address: null,
-    metadata: {},
-    status: 'new',
-    auto_sequence: false,
-    origin: 'api',
-  });
+  event('lead.created', newLeadData({ ...lead(index), first_name: `First ${index}`, last_name: 'Last' }));
 const collected = (index: number) =>
   event('checklist.item_collected', {
     ...lead(index),
