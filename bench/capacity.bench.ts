@@ -4,10 +4,10 @@ import { cpuPerThousand, markShown, measure, type Measurement } from './stats';
 import { expectStatus, startBenchSystem, type BenchSystem } from './system';
 
 /** Leads imported into one account before its partition is replayed (one `lead.imported` each). */
-const REPLAYED_LEADS = Number(process.env.CAPACITY_BENCH_LEADS ?? 30_000);
+const REPLAYED_LEADS = Number(process.env.CAPACITY_BENCH_LEADS ?? 12_000);
 const BULK = 1_000;
 /** Single imports measured over sixteen accounts, from sixteen clients. */
-const COMMANDS = Number(process.env.CAPACITY_BENCH_COMMANDS ?? 3_000);
+const COMMANDS = Number(process.env.CAPACITY_BENCH_COMMANDS ?? 1_500);
 const CLIENTS = 16;
 
 const fmt = (value: number, digits = 0) =>
