@@ -10,7 +10,7 @@ import {
   type Database,
   type SecretBox,
 } from '@leadline/runtime';
-import { fakeClock, type FakeClock } from '@leadline/test-kit';
+import { fakeClock, newLeadData, type FakeClock } from '@leadline/test-kit';
 import type { Kysely } from 'kysely';
 import { partnerClient, type PartnerClient } from './client';
 import { startSystem, type TestSystem } from './system';
@@ -172,24 +172,7 @@ export function leadCreated(
 ): { type: 'lead.created'; data: EventData<'lead.created'> } {
   return {
     type: 'lead.created',
-    data: {
-      lead_id: newUuid(),
-      phone,
-      name: null,
-      first_name: null,
-      last_name: null,
-      email: null,
-      company: null,
-      notes: null,
-      source: null,
-      external_id: null,
-      property_address: null,
-      metadata: {},
-      status: 'new',
-      auto_sequence: false,
-      origin: 'api',
-      ...fields,
-    },
+    data: newLeadData({ lead_id: newUuid(), phone, ...fields }),
   };
 }
 

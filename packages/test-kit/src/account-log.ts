@@ -1,4 +1,4 @@
-import type { DomainEvent } from '@leadline/events';
+import type { DomainEvent, EventData } from '@leadline/events';
 import type { Infrastructure } from '@leadline/runtime';
 import type { KafkaMessage } from 'kafkajs';
 
@@ -72,3 +72,23 @@ export async function rawLogText(
   }
   return Buffer.concat(chunks).toString('latin1');
 }
+
+/** A new lead's data with every optional field empty; a test names only what it varies. */
+export const newLeadData = (
+  lead: Partial<EventData<'lead.created'>> & Pick<EventData<'lead.created'>, 'lead_id' | 'phone'>,
+): EventData<'lead.created'> => ({
+  name: null,
+  first_name: null,
+  last_name: null,
+  email: null,
+  company: null,
+  notes: null,
+  source: null,
+  external_id: null,
+  property_address: null,
+  metadata: {},
+  status: 'new',
+  auto_sequence: false,
+  origin: 'api',
+  ...lead,
+});

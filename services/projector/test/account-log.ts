@@ -95,23 +95,3 @@ export function accountEventMaker(accountId: string) {
       data,
     }) as DomainEvent;
 }
-
-/** A new lead's data with every optional field empty; a test names only what it varies. */
-export const newLeadData = (
-  lead: Partial<EventData<'lead.created'>> & Pick<EventData<'lead.created'>, 'lead_id' | 'phone'>,
-): EventData<'lead.created'> => ({
-  name: null,
-  first_name: null,
-  last_name: null,
-  email: null,
-  company: null,
-  notes: null,
-  source: null,
-  external_id: null,
-  property_address: null,
-  metadata: {},
-  status: 'new',
-  auto_sequence: false,
-  origin: 'api',
-  ...lead,
-});

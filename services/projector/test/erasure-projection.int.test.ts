@@ -1,10 +1,9 @@
 import type { DomainEvent, EventData, EventType } from '@leadline/events';
 import { connectInfrastructure, newUuid, type Infrastructure } from '@leadline/runtime';
-import { createTestEnvironment, type TestEnvironment } from '@leadline/test-kit';
+import { createTestEnvironment, newLeadData, type TestEnvironment } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyBatch } from '../src/apply-batch';
 import { projections } from '../src/projections';
-import { newLeadData } from './account-log';
 
 let env: TestEnvironment;
 let infrastructure: Infrastructure;

@@ -2,7 +2,8 @@ import { newUuid } from '@leadline/runtime';
 import { describe, expect, it } from 'vitest';
 import { applyBatch } from '../src/apply-batch';
 import { projections } from '../src/projections';
-import { accountEventMaker, newLeadData, projectorLog } from './account-log';
+import { newLeadData } from '@leadline/test-kit';
+import { accountEventMaker, projectorLog } from './account-log';
 
 const log = projectorLog('leadline-large-batch-test');
 const accountId = newUuid();

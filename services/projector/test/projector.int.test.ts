@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { DomainEvent, EventData, EventType } from '@leadline/events';
 import { connectInfrastructure, createEventProducer, newUuid, type Infrastructure } from '@leadline/runtime';
-import { createTestEnvironment, eventually, type TestEnvironment } from '@leadline/test-kit';
+import { createTestEnvironment, eventually, newLeadData, type TestEnvironment } from '@leadline/test-kit';
 import type { Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyBatch } from '../src/apply-batch';
@@ -153,23 +153,7 @@ describe('applying batches', () => {
     const [first, again] = [newUuid(), newUuid()];
     const phone = '+15125550911';
     const created = (leadId: string, name: string) =>
-      event('lead.created', accountId, {
-        lead_id: leadId,
-        phone,
-        name,
-        first_name: null,
-        last_name: null,
-        email: null,
-        company: null,
-        notes: null,
-        source: null,
-        external_id: null,
-        property_address: null,
-        metadata: {},
-        status: 'new',
-        auto_sequence: false,
-        origin: 'api',
-      });
+      event('lead.created', accountId, newLeadData({ lead_id: leadId, phone, name }));
     const records = [
       accountCreated(accountId, 91),
       created(first, 'First'),
