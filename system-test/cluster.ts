@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import {
   connectCommandServices,
@@ -7,7 +6,7 @@ import {
   type CommandServices,
   type InfrastructureConfig,
 } from '@leadline/runtime';
-import { twilioSignature, type FakeTwilio } from '@leadline/test-kit';
+import { freePort, twilioSignature, type FakeTwilio } from '@leadline/test-kit';
 import { generateApiKey } from '../services/command-api/src/partners/api-keys';
 import { createPartner } from '../services/command-api/src/partners/partners';
 
@@ -66,15 +65,6 @@ const SERVICES: { name: string; main: string; group?: string }[] = [
   { name: 'webhook-relay', main: 'services/webhook-relay/src/main.ts', group: 'leadline.webhook-relay' },
   { name: 'ai-agent', main: 'services/ai-agent/src/main.ts', group: 'leadline.ai-agent' },
 ];
-
-export const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
 
 /** The environment of the parent without what would change a service's behaviour unasked. */
 function baseEnvironment(): NodeJS.ProcessEnv {

@@ -15,3 +15,4 @@ export * from './account-log';
 export * from './registration-profile';
 export * from './webhook-receiver';
 export * from './kafka-cluster';
+export * from './ports';

@@ -1,3 +1,4 @@
+import { freePort } from './ports';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -28,16 +29,6 @@ export interface PrivateKafka {
   restart(): Promise<void>;
   dispose(): Promise<void>;
 }
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = net.createServer().listen(0, '127.0.0.1');
-    server.once('error', reject);
-    server.once('listening', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 
 const portOpen = (port: number) =>
   new Promise<boolean>((resolve) => {

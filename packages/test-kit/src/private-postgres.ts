@@ -1,7 +1,7 @@
+import { freePort } from './ports';
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { appendFile, chown, mkdtemp } from 'node:fs/promises';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -39,16 +39,6 @@ export function postgresBinaries(): string | undefined {
     .sort((a, b) => Number(b) - Number(a));
   return versions[0] && path.join(root, versions[0], 'bin');
 }
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = net.createServer().listen(0, '127.0.0.1');
-    server.once('error', reject);
-    server.once('listening', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 
 export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const bin = postgresBinaries();

@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { createTestEnvironment, eventually, type TestEnvironment } from '@leadline/test-kit';
+import { createTestEnvironment, eventually, freePort, type TestEnvironment } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
@@ -16,14 +15,6 @@ afterAll(async () => {
   if (script?.pid && script.exitCode === null) process.kill(-script.pid, 'SIGKILL');
   await env?.dispose();
 });
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 
 const withoutPartnerKey = ({ PARTNER_API_KEY: _unused, ...rest }: NodeJS.ProcessEnv) => rest;
 
