@@ -1,4 +1,4 @@
-import { startInboundDecider, type RunningInboundDecider } from '@leadline/inbound-decider';
+import type { RunningInboundDecider } from '@leadline/inbound-decider';
 import { defineProjection, projections, startProjector, type RunningProjector } from '@leadline/projector';
 import type { DomainEvent } from '@leadline/events';
 import {
@@ -14,7 +14,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { partnerClient, type PartnerClient } from '../../../system-test/client';
 import { postInboundSms } from '../../../system-test/inbound-sms';
 import { readModelSnapshot, recordAppliedEvents, appliedEvents } from '../../../system-test/log';
-import { startSystem, type TestSystem } from '../../../system-test/system';
+import { startSystem, type TestSystem, startTestInboundDecider } from '../../../system-test/system';
 
 /**
  * What the log migration tests share: the system with its projector and inbound decider started by
@@ -35,14 +35,7 @@ const faulty = defineProjection('faulty (test)', ['lead.created'], async (_trx, 
 });
 
 export async function startDecider() {
-  decider = await startInboundDecider({
-    ...system.services,
-    db: deciderDb,
-    clock: { now: () => new Date() },
-    newId: newUuid,
-    groupId: `${system.env.config.TOPIC_PREFIX}leadline.inbound-decider`,
-    guardSweepMs: 200,
-  });
+  decider = await startTestInboundDecider(system, { db: deciderDb });
 }
 
 export async function stopDecider() {
