@@ -1,4 +1,4 @@
-import { createEventProducer, newUuid } from '@leadline/runtime';
+import { createEventProducer, newUuid, READ_MODEL_SCHEMA } from '@leadline/runtime';
 import Fastify from 'fastify';
 import pg from 'pg';
 import { comparisonTable, measure, type Measurement } from './stats';
@@ -13,7 +13,9 @@ const GETS = 10_000;
  * idempotent acks=all append, projection, read-your-writes), each beside its raw floor measured in
  * the same run: a bare kafkajs send of the same events, and a bare fastify route doing one insert
  * (one select for the get). `accounts:get` runs the get rows only (over 200 accounts created unmeasured),
- * `accounts:create` the create rows only.
+ * `accounts:create` the create rows only. The get has a second floor: the bare route's select finds no
+ * row (its table holds none of the accounts' ids) and answers `{}`, so a bare route doing the GET's own
+ * select of the account, answering its row as JSON read by the client, is measured beside it.
  */
 export async function benchAccounts(rows: string[] = []): Promise<string> {
   const creating = rows.length === 0 || rows.includes('create');
@@ -86,6 +88,23 @@ export async function benchAccounts(rows: string[] = []): Promise<string> {
     await pool.query('insert into bench_raw (id, body) values ($1, $2)', [newUuid(), request.body]);
     return { ok: true };
   });
+  // The GET's own statement (as kysely compiles it), on the read model, answering the whole row.
+  const partnerId = get
+    ? (
+        await services.db
+          .selectFrom('accounts')
+          .select('partner_id')
+          .where('id', '=', ids[0]!)
+          .executeTakeFirstOrThrow()
+      ).partner_id
+    : undefined;
+  bare.get('/account/:id', async (request) => {
+    const { rows } = await pool.query(
+      `select * from ${READ_MODEL_SCHEMA}.accounts where "partner_id" = $1 and "id" = $2`,
+      [partnerId, (request.params as { id: string }).id],
+    );
+    return rows[0] ?? {};
+  });
   bare.get('/raw/:id', async (request) => {
     const { rows } = await pool.query('select * from bench_raw where id = $1', [
       (request.params as { id: string }).id,
@@ -110,6 +129,13 @@ export async function benchAccounts(rows: string[] = []): Promise<string> {
       })
     : undefined;
 
+  const accountSelect = get
+    ? await measure('bare fastify + the account select', GETS, CONCURRENCY, async (i) => {
+        const response = await fetch(`${bareBase}/account/${ids[i % ids.length]}`);
+        await expectStatus(response, 200);
+      })
+    : undefined;
+
   await bare.close();
   await pool.end();
   await producer.disconnect();
@@ -126,6 +152,7 @@ export async function benchAccounts(rows: string[] = []): Promise<string> {
           ]
         : []),
       ...(get && rawSelect ? [{ subject: get, baseline: rawSelect }] : []),
+      ...(get && accountSelect ? [{ subject: get, baseline: accountSelect }] : []),
     ] satisfies { subject: Measurement; baseline: Measurement }[]),
   ].join('\n');
 }
