@@ -42,6 +42,50 @@ export async function measure(
   return remember({ name, count, seconds, samples, cpu: cpu.stop() });
 }
 
+/**
+ * Measures rows against each other in turns: `count` calls of each, in `slices` rounds of
+ * count/slices calls per row (the order rotating every round), so that a row and its floor see the
+ * same load on a shared machine instead of whatever ran during their own seconds. Each row's figures
+ * (latencies, seconds, CPU) are the sums over its turns.
+ */
+export async function measureInTurns(
+  rows: { name: string; task: (index: number) => Promise<void> }[],
+  count: number,
+  concurrency: number,
+  slices = 10,
+): Promise<Measurement[]> {
+  const totals = rows.map(({ name }) => ({
+    name,
+    count,
+    seconds: 0,
+    samples: [] as number[],
+    cpu: { node: 0, postgres: 0, kafka: 0, registry: 0 } as CpuSeconds,
+  }));
+  for (let slice = 0; slice < slices; slice++) {
+    const [from, to] = [Math.floor((slice * count) / slices), Math.floor(((slice + 1) * count) / slices)];
+    for (let turn = 0; turn < rows.length; turn++) {
+      const row = (slice + turn) % rows.length;
+      const total = totals[row]!;
+      let next = from;
+      const cpu = cpuWindow();
+      const started = performance.now();
+      await Promise.all(
+        Array.from({ length: concurrency }, async () => {
+          for (let index = next++; index < to; index = next++) {
+            const t0 = performance.now();
+            await rows[row]!.task(index);
+            total.samples.push(performance.now() - t0);
+          }
+        }),
+      );
+      total.seconds += (performance.now() - started) / 1000;
+      const used = cpu.stop();
+      for (const group of CPU_GROUPS) total.cpu[group] += used[group];
+    }
+  }
+  return totals.map(remember);
+}
+
 const remember = (measurement: Measurement) => {
   measured.push(measurement);
   return measurement;

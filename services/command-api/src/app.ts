@@ -105,7 +105,8 @@ export async function buildApp(deps: AppDeps) {
   collectProcessMetrics();
   const unwatchParked = watchParkedRecords(deps.db);
   app.addHook('onClose', async () => unwatchParked());
-  app.addHook('onResponse', async (request, reply) => {
+  // A callback hook, not an async one: it runs on every request, and has nothing to wait for.
+  app.addHook('onResponse', (request, reply, done) => {
     httpRequestSeconds.observe(
       {
         method: request.method,
@@ -114,6 +115,7 @@ export async function buildApp(deps: AppDeps) {
       },
       reply.elapsedTime / 1000,
     );
+    done();
   });
   app.get('/metrics', { schema: { hide: true } }, async (_request, reply) =>
     reply.type(METRICS_CONTENT_TYPE).send(await scrapeMetrics()),

@@ -1,6 +1,6 @@
 import type { EventOf } from '@leadline/events';
 import type { Database } from '@leadline/runtime';
-import type { Kysely, Selectable } from 'kysely';
+import { createQueryId, type CompiledQuery, type Kysely, type Selectable } from 'kysely';
 import type { z } from 'zod';
 import { DEFAULT_AI_PAUSE_MINUTES, type Account, DEFAULT_SENDING_WINDOW } from '@leadline/domain';
 import type { accountResponse, teamMemberResponse } from './schemas';
@@ -8,14 +8,33 @@ import type { accountResponse, teamMemberResponse } from './schemas';
 type AccountRow = Selectable<Database['accounts']>;
 type TeamMemberRow = Selectable<Database['team_members']>;
 
-/** Every account read is scoped by the caller's partner: another partner's account does not exist. */
-export function findAccountRow(db: Kysely<Database>, partnerId: string, accountId: string) {
-  return db
+// Stand-ins the account read is compiled with, replaced by each call's values wherever they are bound.
+const PARTNER = Symbol('partner_id');
+const ACCOUNT = Symbol('account_id');
+let accountRowQuery: CompiledQuery<AccountRow> | undefined;
+
+/**
+ * Every account read is scoped by the caller's partner: another partner's account does not exist.
+ * Every account route reads it (it is a GET's only statement), so it is built and compiled once, not
+ * afresh on every call as a kysely query is.
+ */
+export async function findAccountRow(
+  db: Kysely<Database>,
+  partnerId: string,
+  accountId: string,
+): Promise<AccountRow | undefined> {
+  accountRowQuery ??= db
     .selectFrom('accounts')
     .selectAll()
-    .where('partner_id', '=', partnerId)
-    .where('id', '=', accountId)
-    .executeTakeFirst();
+    .where('partner_id', '=', PARTNER as unknown as string)
+    .where('id', '=', ACCOUNT as unknown as string)
+    .compile();
+  const { rows } = await db.executeQuery<AccountRow>({
+    ...accountRowQuery,
+    queryId: createQueryId(),
+    parameters: accountRowQuery.parameters.map((value) => (value === PARTNER ? partnerId : accountId)),
+  });
+  return rows[0];
 }
 
 export function toAccountResponse(row: AccountRow): z.infer<typeof accountResponse> {

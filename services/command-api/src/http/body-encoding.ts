@@ -1,5 +1,5 @@
 import { DomainError } from '@leadline/runtime';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -36,15 +36,24 @@ export function parseJsonAsUtf8(app: FastifyInstance) {
 
 /**
  * Bodies arrive as sent: a `Content-Encoding` other than `identity` (gzip, br…) is a 415, since the
- * server does not decompress and would otherwise read compressed bytes as the body.
+ * server does not decompress and would otherwise read compressed bytes as the body. A callback hook,
+ * not an async one: it runs on every request, and has nothing to wait for.
  */
-export async function refuseContentEncoding(request: FastifyRequest) {
+export function refuseContentEncoding(
+  request: FastifyRequest,
+  _reply: FastifyReply,
+  done: HookHandlerDoneFunction,
+) {
   const encoding = request.headers['content-encoding']?.trim().toLowerCase();
   if (encoding && encoding !== 'identity') {
-    throw new DomainError(
-      415,
-      'unsupported_media_type',
-      `Content-Encoding ${encoding} is not supported: send the body uncompressed.`,
+    done(
+      new DomainError(
+        415,
+        'unsupported_media_type',
+        `Content-Encoding ${encoding} is not supported: send the body uncompressed.`,
+      ),
     );
+    return;
   }
+  done();
 }

@@ -15,6 +15,11 @@ export const IDEMPOTENCY_LOCK_MS = 2 * 60 * 1000;
 export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
 const PURGE_INTERVAL_MS = 60_000;
 
+/** The methods that take an Idempotency-Key. */
+const KEYED_METHODS = new Set(['POST', 'PATCH']);
+const asArray = <T>(hooks: T | T[] | undefined): T[] =>
+  hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks];
+
 /** The answer headers a replay repeats: the rest (rate limits, request ids) belong to each request. */
 const REPLAYED_HEADERS = ['content-type', 'location'] as const;
 
@@ -96,7 +101,7 @@ export function idempotencyKeys(app: FastifyInstance, deps: { db: Kysely<Databas
   }
 
   async function check(request: FastifyRequest, reply: FastifyReply) {
-    if (request.method !== 'POST' && request.method !== 'PATCH') return;
+    if (!KEYED_METHODS.has(request.method)) return;
     const header = request.headers['idempotency-key'];
     if (header === undefined) return;
     if (
@@ -192,6 +197,13 @@ export function idempotencyKeys(app: FastifyInstance, deps: { db: Kysely<Databas
     return payload;
   }
 
-  app.addHook('preHandler', check);
-  app.addHook('onSend', store);
+  // On the routes that take a key only, as their own hooks: a GET (most requests) runs neither. Route
+  // hooks run after the scope's, and nothing else here has a preHandler or onSend, so the order is the
+  // one scope hooks had.
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (!methods.some((method) => KEYED_METHODS.has(method))) return;
+    route.preHandler = [check, ...asArray(route.preHandler)];
+    route.onSend = [...asArray(route.onSend), store];
+  });
 }

@@ -33,7 +33,10 @@ export interface PartnerKeyCache {
    * (the database). Only a lookup that began while the cache was trusted, and that no change or lost
    * connection overtook, is kept.
    */
-  find(keyHash: string, lookup: () => Promise<PartnerKeyRow | undefined>): Promise<PartnerKeyRow | undefined>;
+  find(
+    keyHash: string,
+    lookup: (keyHash: string) => Promise<PartnerKeyRow | undefined>,
+  ): Promise<PartnerKeyRow | undefined>;
   close(): void;
 }
 
@@ -90,7 +93,7 @@ export async function createPartnerKeyCache(options: PartnerKeyCacheOptions): Pr
       }
       const keepable = trusted();
       const startedAt = generation;
-      const row = await lookup();
+      const row = await lookup(keyHash);
       if (row && keepable && generation === startedAt && listening) {
         if (entries.size >= MAX_ENTRIES) entries.clear();
         entries.set(keyHash, row);

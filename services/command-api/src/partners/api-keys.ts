@@ -13,7 +13,19 @@ function base62(bytes: Buffer, length: number): string {
   return out;
 }
 
-const checksumOf = (body: string) => base62(createHash('sha256').update(body).digest().subarray(0, 4), 6);
+/**
+ * Six base62 digits of the first four bytes of the body's SHA-256 (what `base62` makes of them), in
+ * plain numbers: a 32-bit value needs no BigInt, and every request checks one.
+ */
+function checksumOf(body: string): string {
+  let value = createHash('sha256').update(body).digest().readUInt32BE(0);
+  let out = '';
+  for (let i = 0; i < 6; i++) {
+    out = BASE62[value % 62] + out;
+    value = Math.floor(value / 62);
+  }
+  return out;
+}
 
 /**
  * Partner keys look like `llk_<32 random base62><6 checksum>`: the prefix lets secret scanners find
