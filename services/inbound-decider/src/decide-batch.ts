@@ -16,6 +16,7 @@ import {
   type Database,
   type EventToAppend,
   type NewId,
+  type PersonalDataKeys,
 } from '@leadline/runtime';
 import type { Kysely, Transaction } from 'kysely';
 
@@ -24,6 +25,8 @@ export interface InboundDeps {
   commands: CommandBus;
   clock: Clock;
   newId: NewId;
+  /** The keyed hash of a number, which finds an opt-out kept past its person's erasure. */
+  personalDataKeys: Pick<PersonalDataKeys, 'subjectOf'>;
 }
 
 export type InboundOutcome = 'decided' | 'redelivered' | 'other_account';
@@ -147,7 +150,7 @@ async function decideChunk(
         seen.add(input.provider_message_id);
         let sender = senders.get(input.phone);
         if (!sender) {
-          sender = await senderState(trx, account, input.phone);
+          sender = await senderState(trx, deps.personalDataKeys, account, input.phone);
           senders.set(input.phone, sender);
         }
         const command: ReceiveMessage = { type: 'ReceiveMessage', message_id: messageIds[k]!, ...input };
@@ -170,11 +173,12 @@ async function decideChunk(
 
 async function senderState(
   trx: Transaction<Database>,
-  account: Parameters<typeof conversationState>[1],
+  keys: Pick<PersonalDataKeys, 'subjectOf'>,
+  account: Parameters<typeof conversationState>[2],
   phone: string,
 ): Promise<SenderState> {
   const [conversation, enrollments] = await Promise.all([
-    conversationState(trx, account, phone),
+    conversationState(trx, keys, account, phone),
     activeEnrollments(trx, account.id, phone),
   ]);
   return { conversation, enrollments };

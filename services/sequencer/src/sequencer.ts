@@ -1,6 +1,13 @@
 import { accountStepStates } from '@leadline/decision-state';
 import type { EventCodec, TopicNames } from '@leadline/events';
-import { createWorker, type Clock, type CommandBus, type Database, type NewId } from '@leadline/runtime';
+import {
+  createWorker,
+  type Clock,
+  type CommandBus,
+  type Database,
+  type NewId,
+  type PersonalDataKeys,
+} from '@leadline/runtime';
 import type { Kafka } from 'kafkajs';
 import type { Kysely } from 'kysely';
 import { contextOf } from './ai-outcomes';
@@ -16,6 +23,8 @@ export interface SequencerDeps {
   codec: EventCodec;
   topics: TopicNames;
   commands: CommandBus;
+  /** The keyed hash of a number: a step is held for an opt-out kept past its person's erasure. */
+  personalDataKeys: Pick<PersonalDataKeys, 'subjectOf'>;
   clock: Clock;
   newId: NewId;
   groupId: string;
@@ -74,7 +83,7 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
       async decide(trx) {
         const now = clock.now();
         const ids = steps.map((step) => step.enrollment_id);
-        const states = await accountStepStates(trx, first.account_id, ids, now);
+        const states = await accountStepStates(trx, deps.personalDataKeys, first.account_id, ids, now);
         const batch = decideStepBatch(steps, states, { now, hourSeconds, newId });
         return { events: batch.events, result: batch };
       },
@@ -148,7 +157,18 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
   }
 
   const consumer = await followTheLog(
-    { kafka, db, codec, topics, groupId: deps.groupId, commands, clock, hourSeconds, onError },
+    {
+      kafka,
+      db,
+      codec,
+      topics,
+      groupId: deps.groupId,
+      commands,
+      personalDataKeys: deps.personalDataKeys,
+      clock,
+      hourSeconds,
+      onError,
+    },
     { projected, stepsMayBeDue: () => worker.wake() },
   );
 

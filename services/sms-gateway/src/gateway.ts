@@ -132,6 +132,7 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
     registrationRecheckMs: deps.registrationRecheckMs ?? 10 * 60_000,
     pacing: deps.pacing,
     onError,
+    personalDataKeys: deps.personalDataKeys,
   });
   const queue = outboxQueue({ db, clock, leaseMs, decisionBatch, pass, onError });
   const worker = createWorker({
