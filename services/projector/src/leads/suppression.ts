@@ -40,16 +40,23 @@ export const suppressionProjection = defineProjection(
   async (trx, events, context) => {
     // Suppressions come only from erasures, which need the keys: without them there are none to honour.
     if (!context.personalDataKeys) return;
+    // Most accounts have none: one look, and no number is hashed (a replayed bulk import's thousand
+    // creates would cost a keyed hash each).
+    const accounts = await accountsWithSuppressions(trx, [
+      ...new Set(events.map((event) => event.account_id)),
+    ]);
+    if (accounts.size === 0) return;
     const keys = rememberingSubjects(context.personalDataKeys);
+    const concerned = events.filter((event) => accounts.has(event.account_id));
     const subjectOf = (event: SuppressionEvent) => subjectOfPhone(keys, event.account_id, event.data.phone);
-    const lifted = events.filter((event) => event.type === 'lead.opted_in');
+    const lifted = concerned.filter((event) => event.type === 'lead.opted_in');
     if (lifted.length > 0)
       await liftSuppressions(
         trx,
         lifted.map((event) => [event.account_id, subjectOf(event)]),
       );
     const numbers = new Map<string, [string, string, string]>();
-    for (const event of events) {
+    for (const event of concerned) {
       if (event.type === 'lead.opted_in') continue;
       const subject = subjectOf(event);
       numbers.set(`${event.account_id}\u0000${subject}\u0000${event.data.phone}`, [
@@ -61,6 +68,13 @@ export const suppressionProjection = defineProjection(
     if (numbers.size > 0) await markSuppressed(trx, [...numbers.values()]);
   },
 );
+
+async function accountsWithSuppressions(trx: Transaction<Database>, accountIds: readonly string[]) {
+  const { rows } = await sql<{ account_id: string }>`
+    select a.account_id from unnest(${accountIds}::text[]) as a (account_id)
+    where exists (select 1 from opt_out_suppressions s where s.account_id = a.account_id)`.execute(trx);
+  return new Set(rows.map((row) => row.account_id));
+}
 
 async function liftSuppressions(trx: Transaction<Database>, subjects: readonly [string, string][]) {
   await sql`delete from opt_out_suppressions s
