@@ -11,23 +11,17 @@ import { activeEnrollments, conversationState } from '@leadline/decision-state';
 import { leadName, type EventOf, type NewEvent } from '@leadline/events';
 import {
   claimReceipts,
-  type Clock,
-  type CommandBus,
   type Database,
   type EventToAppend,
+  type LogServiceDeps,
   type NewId,
-  type PersonalDataKeys,
 } from '@leadline/runtime';
-import type { Kysely, Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
 
-export interface InboundDeps {
-  db: Kysely<Database>;
-  commands: CommandBus;
-  clock: Clock;
+/** What deciding a batch of inbound SMS needs of the decider's own deps. */
+export type InboundDeps = Pick<LogServiceDeps, 'db' | 'commands' | 'clock' | 'personalDataKeys'> & {
   newId: NewId;
-  /** The keyed hash of a number, which finds an opt-out kept past its person's erasure. */
-  personalDataKeys: Pick<PersonalDataKeys, 'subjectOf'>;
-}
+};
 
 export type InboundOutcome = 'decided' | 'redelivered' | 'other_account';
 
@@ -173,7 +167,7 @@ async function decideChunk(
 
 async function senderState(
   trx: Transaction<Database>,
-  keys: Pick<PersonalDataKeys, 'subjectOf'>,
+  keys: InboundDeps['personalDataKeys'],
   account: Parameters<typeof conversationState>[2],
   phone: string,
 ): Promise<SenderState> {

@@ -1,4 +1,4 @@
-import type { EventCodec, EventOf, TopicNames } from '@leadline/events';
+import type { EventOf } from '@leadline/events';
 import {
   advanceCheckpoint,
   createWorker,
@@ -6,16 +6,11 @@ import {
   isErased,
   startLogConsumer,
   watchNumberQueues,
-  type Clock,
-  type CommandBus,
-  type Database,
   type LogConsumerDeps,
-  type PersonalDataKeys,
+  type LogServiceDeps,
   type PositionedEvent,
 } from '@leadline/runtime';
 import type { SmsSender } from '@leadline/telephony';
-import type { Kafka } from 'kafkajs';
-import type { Kysely } from 'kysely';
 import { ERASED, EXPIRED, forgetErasedLead, forgetExpiredBodies } from './erasure';
 import { enqueue, pendingPerNumber, releaseRegistrationHolds } from './outbox';
 import { accountPaceSettings, drainSeconds, type PaceSettings } from './pacing';
@@ -24,18 +19,8 @@ import { accountPass } from './pass';
 import { reconciler } from './reconcile';
 import { oneWorkerPerAccount, passBudgetMs, passRetryPolicy } from './send-policy';
 
-export interface GatewayDeps {
-  kafka: Kafka;
-  /** The gateway's own connections, for the outbox (outside the commands' transactions). */
-  db: Kysely<Database>;
-  codec: EventCodec;
-  topics: TopicNames;
-  commands: CommandBus;
-  /** Names an erased lead's phone (`lead.erased` carries the keyed hash, not the number). */
-  personalDataKeys: Pick<PersonalDataKeys, 'subjectOf'>;
+export interface GatewayDeps extends LogServiceDeps {
   sender: SmsSender;
-  clock: Clock;
-  groupId: string;
   /** Accounts worked on at once; one account's messages always go out one by one, in order. */
   concurrency?: number;
   /** Rows of one account decided at once (one lock, one wait for the read models). */
