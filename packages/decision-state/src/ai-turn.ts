@@ -2,7 +2,7 @@ import { aiPaused, DEFAULT_SENDING_WINDOW, stepHold, type AiTurnState } from '@l
 import type { Database } from '@leadline/runtime';
 import type { Kysely, Selectable } from 'kysely';
 import { consentStateOf, consentStatuses } from './consent';
-import { conversationStates } from './conversation';
+import { conversationStates, type SubjectKeys } from './conversation';
 import { proactiveSends } from './sequence';
 
 /** The account as an AI turn's decision reads it: its status, settings and sending window. */
@@ -34,6 +34,7 @@ export interface AiTurnRequest {
  */
 export async function aiTurnStates(
   reader: Kysely<Database>,
+  subjects: SubjectKeys,
   account: AiAccount,
   requests: readonly AiTurnRequest[],
   now: Date,
@@ -45,7 +46,7 @@ export async function aiTurnStates(
   const keys = requests.flatMap((request) => request.keys);
   const [conversations, handled, today, requirements, sent, enrollments, consents] = await Promise.all([
     // With the STOPs answered to Twilio whose decision is still queued: they silence the AI too.
-    conversationStates(reader, account, phones),
+    conversationStates(reader, subjects, account, phones),
     keys.length === 0
       ? Promise.resolve([])
       : reader

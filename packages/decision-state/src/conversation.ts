@@ -1,5 +1,5 @@
-import { leadFieldNames, type ConversationState, type Lead } from '@leadline/domain';
-import { hasPendingOptOut, pendingOptOutPhones, type Database } from '@leadline/runtime';
+import { leadFieldNames, newConversation, type ConversationState, type Lead } from '@leadline/domain';
+import { optOutHolds, type Database, type OptOutHolds, type PersonalDataKeys } from '@leadline/runtime';
 import type { Kysely, Selectable } from 'kysely';
 
 type LeadRow = Selectable<Database['leads']>;
@@ -63,33 +63,53 @@ export async function leadsMatching(
 
 type StateAccount = Pick<AccountRow, 'id' | 'status' | 'company_name' | 'ai_pause_minutes'>;
 
+/** What finds an opt-out kept past its person's erasure: the number's keyed hash. */
+export type SubjectKeys = Pick<PersonalDataKeys, 'subjectOf'>;
+
+/**
+ * The conversation as deciders read it. A number whose opt-out outlived its person's erasure is opted
+ * out whether or not it has a row yet (the projector marks the rows it makes for it): without one, it
+ * is the conversation `lead.opted_out` would leave, so an inbound START undoes it and every send path
+ * refuses the number, before the projector has seen a re-imported lead as after.
+ */
+export function conversationView(
+  row: Selectable<Database['conversations']> | undefined,
+  suppressed: boolean,
+): ConversationState['conversation'] {
+  if (row) return { ...row, started: row.started_at !== null, opted_out: row.opted_out || suppressed };
+  return suppressed ? { ...newConversation, opted_out: true } : undefined;
+}
+
 const toConversationState = (
   account: StateAccount,
   conversation: Selectable<Database['conversations']> | undefined,
   lead: Selectable<Database['leads']> | undefined,
-  optOutPending: boolean,
+  holds: OptOutHolds,
+  phone: string,
 ): ConversationState => ({
   account,
-  conversation: conversation && { ...conversation, started: conversation.started_at !== null },
+  conversation: conversationView(conversation, holds.suppressed.has(phone)),
   lead: lead && toLead(lead),
-  optOutPending,
+  optOutPending: holds.pending.has(phone),
 });
 
 /**
  * What the conversation deciders read, inside the command's transaction. Always with the opt-out
- * answered to Twilio whose decision is still queued, so no send path can decide without it.
+ * answered to Twilio whose decision is still queued, so no send path can decide without it, and the
+ * one kept past an erasure.
  */
 export async function conversationState(
   db: Kysely<Database>,
+  keys: SubjectKeys,
   account: StateAccount,
   phone: string,
 ): Promise<ConversationState> {
-  const [conversation, lead, optOutPending] = await Promise.all([
+  const [conversation, lead, holds] = await Promise.all([
     findConversationRow(db, account.id, phone),
     findLeadRow(db, account.id, phone),
-    hasPendingOptOut(db, account.id, phone),
+    optOutHolds(db, keys, account.id, [phone]),
   ]);
-  return toConversationState(account, conversation, lead, optOutPending);
+  return toConversationState(account, conversation, lead, holds, phone);
 }
 
 /**
@@ -98,13 +118,14 @@ export async function conversationState(
  */
 export async function conversationStates(
   db: Kysely<Database>,
+  keys: SubjectKeys,
   account: StateAccount,
   phones: readonly string[],
 ): Promise<Map<string, ConversationState>> {
   const wanted = [...new Set(phones)];
   const states = new Map<string, ConversationState>();
   if (wanted.length === 0) return states;
-  const [conversations, leads, pendingOptOuts] = await Promise.all([
+  const [conversations, leads, holds] = await Promise.all([
     db
       .selectFrom('conversations')
       .selectAll()
@@ -117,14 +138,14 @@ export async function conversationStates(
       .where('account_id', '=', account.id)
       .where('phone', 'in', wanted)
       .execute(),
-    pendingOptOutPhones(db, account.id, wanted),
+    optOutHolds(db, keys, account.id, wanted),
   ]);
   const conversationOf = new Map(conversations.map((row) => [row.phone, row]));
   const leadOf = new Map(leads.map((row) => [row.phone, row]));
   for (const phone of wanted)
     states.set(
       phone,
-      toConversationState(account, conversationOf.get(phone), leadOf.get(phone), pendingOptOuts.has(phone)),
+      toConversationState(account, conversationOf.get(phone), leadOf.get(phone), holds, phone),
     );
   return states;
 }

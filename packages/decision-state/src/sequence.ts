@@ -8,10 +8,10 @@ import {
   type SendingWindow,
   type StepState,
 } from '@leadline/domain';
-import { optedOutPhones, pendingOptOutPhones, type Database } from '@leadline/runtime';
+import { optedOutPhones, optOutHolds, type Database } from '@leadline/runtime';
 import type { Kysely, Selectable } from 'kysely';
 import { consentState, consentStateOf, consentStatuses } from './consent';
-import { conversationState, toLead } from './conversation';
+import { conversationState, conversationView, toLead, type SubjectKeys } from './conversation';
 
 type AccountRow = Selectable<Database['accounts']>;
 type SequenceRow = Selectable<Database['sequences']>;
@@ -98,6 +98,7 @@ export async function proactiveSends(
 /** What enrolling a lead reads: the sequence, the lead, its conversation and its enrollment in it. */
 export async function enrollState(
   db: Kysely<Database>,
+  keys: SubjectKeys,
   account: StepAccount,
   sequenceId: string,
   phone: string,
@@ -106,7 +107,7 @@ export async function enrollState(
   // A STOP answered to Twilio but not yet decided refuses the enrollment as a projected one does.
   const [sequence, conversation, consent] = await Promise.all([
     findSequenceRow(db, account.id, sequenceId),
-    conversationState(db, account, phone),
+    conversationState(db, keys, account, phone),
     consentState(db, account, phone),
   ]);
   const enrollment = conversation.lead
@@ -134,6 +135,7 @@ export async function enrollState(
 /** What deciding an enrollment's due step reads, inside the command's transaction. */
 export async function stepState(
   db: Kysely<Database>,
+  keys: SubjectKeys,
   enrollmentId: string,
   now: Date,
 ): Promise<StepState | undefined> {
@@ -162,7 +164,7 @@ export async function stepState(
       .where('version', '=', row.steps_version)
       .executeTakeFirst(),
     // With the opt-out answered but not yet decided: a step waits for it as for a projected one.
-    conversationState(db, account, row.phone),
+    conversationState(db, keys, account, row.phone),
     consentState(db, account, row.phone),
   ]);
   const withSteps = withWindow(account);
@@ -183,6 +185,7 @@ export async function stepState(
 /** What `auto_sequence` imports read: the default sequence, the leads' enrollments in it, opt-outs. */
 export async function autoEnrollState(
   db: Kysely<Database>,
+  keys: SubjectKeys,
   account: StepAccount,
   leads: readonly { lead_id: string; phone: string }[],
 ) {
@@ -202,9 +205,11 @@ export async function autoEnrollState(
           .where('lead_id', 'in', leadIds)
           .execute()
       : [],
-    // Projected opt-outs and the ones answered to Twilio whose decision is still queued.
+    // Projected opt-outs, the ones answered to Twilio whose decision is still queued, and the ones kept
+    // past an erasure (a number re-imported since).
     optedOutPhones(
       db,
+      keys,
       account.id,
       leads.map((lead) => lead.phone),
     ),
@@ -234,6 +239,7 @@ export async function activeEnrollments(db: Kysely<Database>, accountId: string,
  */
 export async function accountStepStates(
   db: Kysely<Database>,
+  keys: SubjectKeys,
   accountId: string,
   enrollmentIds: readonly string[],
   now: Date,
@@ -253,7 +259,7 @@ export async function accountStepStates(
   const sequenceIds = [...new Set(rows.map((row) => row.sequence_id))];
   const phones = [...new Set(rows.map((row) => row.phone))];
   const withSteps = withWindow(account);
-  const [sequences, versions, conversations, leads, sent, pendingOptOuts, consents] = await Promise.all([
+  const [sequences, versions, conversations, leads, sent, holds, consents] = await Promise.all([
     db.selectFrom('sequences').select(['id', 'is_active']).where('id', 'in', sequenceIds).execute(),
     db.selectFrom('sequence_step_versions').selectAll().where('sequence_id', 'in', sequenceIds).execute(),
     db
@@ -269,8 +275,9 @@ export async function accountStepStates(
       .where('phone', 'in', phones)
       .execute(),
     proactiveSends(db, accountId, withSteps.sending_window, phones, now),
-    // An opt-out answered to Twilio whose decision is still queued holds the step as a projected one does.
-    pendingOptOutPhones(db, accountId, phones),
+    // An opt-out answered to Twilio whose decision is still queued holds the step as a projected one
+    // does; one kept past an erasure is the conversation's.
+    optOutHolds(db, keys, accountId, phones),
     consentStatuses(db, accountId, phones),
   ]);
   const sequenceById = new Map(sequences.map((row) => [row.id, row]));
@@ -286,9 +293,9 @@ export async function accountStepStates(
       enrollment: toEnrollment(row),
       steps: stepsOf.get(`${row.sequence_id}/${row.steps_version}`) ?? [],
       lead: lead && toLead(lead),
-      conversation: conversation && { ...conversation, started: conversation.started_at !== null },
+      conversation: conversationView(conversation, holds.suppressed.has(row.phone)),
       sent: sent.get(row.phone) ?? [],
-      optOutPending: pendingOptOuts.has(row.phone),
+      optOutPending: holds.pending.has(row.phone),
       consent: consentStateOf(account, consents, row.phone),
     });
   }

@@ -4,6 +4,7 @@ import type { Kysely } from 'kysely';
 import type { Clock } from './clock';
 import type { CommandBus } from './command-bus';
 import type { Database } from './db/schema';
+import type { PersonalDataKeys } from './personal-data/keys';
 
 /**
  * What every service that follows the log and appends its decisions to it is given (the sequencer,
@@ -22,4 +23,10 @@ export interface LogServiceDeps {
   clock: Clock;
   /** The consumer group it follows the log in. */
   groupId: string;
+  /**
+   * The keyed hash of a number: every decision whether a number may be texted reads the opt-outs kept
+   * past an erasure by it (`optedOutPhones`, the decision states), and a consumer forgetting an erased
+   * person finds their rows with it.
+   */
+  personalDataKeys: Pick<PersonalDataKeys, 'subjectOf'>;
 }

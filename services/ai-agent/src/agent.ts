@@ -4,7 +4,6 @@ import {
   type DocumentStore,
   type LogServiceDeps,
   type NewId,
-  type PersonalDataKeys,
   type ProjectionProgress,
 } from '@leadline/runtime';
 import type { EventType } from '@leadline/events';
@@ -16,8 +15,6 @@ import type { Responder } from './turn';
 import { turnFairness, turnRetry, turnsQueue } from './turns-queue';
 
 export interface AgentDeps extends LogServiceDeps {
-  /** Names an erased lead's phone in the queue (see intake.ts). */
-  personalDataKeys: Pick<PersonalDataKeys, 'subjectOf'>;
   /** The projector's progress, to wait for a burst to be in the read models before the pre-check. */
   progress: ProjectionProgress;
   newId: NewId;

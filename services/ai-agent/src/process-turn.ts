@@ -1,7 +1,7 @@
 import { aiTurnStates, loadAiAccount } from '@leadline/decision-state';
 import { awaitsOptOutDecision, skipReason, stepHeldForConsent } from '@leadline/domain';
 import { ai, type TopicNames } from '@leadline/events';
-import { timeStage, type ProjectionProgress } from '@leadline/runtime';
+import { timeStage, type PersonalDataKeys, type ProjectionProgress } from '@leadline/runtime';
 import type { Recorded, Recording } from './record';
 import type { Responder, TurnProposal } from './turn';
 import { buildInput, burstProjected, type TurnInputDeps } from './turn-input';
@@ -25,6 +25,8 @@ export interface TurnDeps extends TurnInputDeps {
   /** Bound on one model turn (all its tool rounds). */
   modelTimeoutMs: number;
   maxMessagesPerLeadPerDay: number;
+  /** The keyed hash of a number, which finds an opt-out kept past its person's erasure. */
+  personalDataKeys: Pick<PersonalDataKeys, 'subjectOf'>;
   record: (recording: Recording) => Promise<Recorded>;
   /** A turn is due now (the next burst, or a turn decided too early): the worker looks again. */
   turnsQueued: () => void;
@@ -102,7 +104,9 @@ export async function processTurn(deps: TurnDeps, claimed: ClaimedTurn, signal: 
   // Settled here if the turn stops at the pre-check; awaited (and its error handled) below otherwise.
   early?.catch(() => undefined);
   const request = { phone: turn.phone, step: turn.step, keys, withChecklist: false };
-  const [state] = await timeStage('ai_load_state', () => aiTurnStates(db, account, [request], clock.now()));
+  const [state] = await timeStage('ai_load_state', () =>
+    aiTurnStates(db, deps.personalDataKeys, account, [request], clock.now()),
+  );
   if (state!.handled) return finish(deps, claimed, messageIds);
   const checked = {
     sequence_step: turn.step && { ...turn.step, phone: turn.phone },

@@ -6,6 +6,7 @@ import {
   type CommandBus,
   type EventToAppend,
   type NewId,
+  type PersonalDataKeys,
 } from '@leadline/runtime';
 import type { TurnProposal } from './turn';
 import type { TurnRow } from './turns';
@@ -37,6 +38,8 @@ export interface RecorderDeps {
   /** `model` or `offline`, recorded on `ai.turn_completed`. */
   responderName: string;
   maxMessagesPerLeadPerDay: number;
+  /** The keyed hash of a number, which finds an opt-out kept past its person's erasure. */
+  personalDataKeys: Pick<PersonalDataKeys, 'subjectOf'>;
 }
 
 /**
@@ -72,6 +75,7 @@ export function createRecorder(deps: RecorderDeps): (recording: Recording) => Pr
         const now = clock.now();
         const states = await aiTurnStates(
           trx,
+          deps.personalDataKeys,
           account,
           recordings.map(({ turn, keys, proposal }) => ({
             phone: turn.phone,

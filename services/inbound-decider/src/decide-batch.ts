@@ -19,7 +19,9 @@ import {
 import type { Transaction } from 'kysely';
 
 /** What deciding a batch of inbound SMS needs of the decider's own deps. */
-export type InboundDeps = Pick<LogServiceDeps, 'db' | 'commands' | 'clock'> & { newId: NewId };
+export type InboundDeps = Pick<LogServiceDeps, 'db' | 'commands' | 'clock' | 'personalDataKeys'> & {
+  newId: NewId;
+};
 
 export type InboundOutcome = 'decided' | 'redelivered' | 'other_account';
 
@@ -142,7 +144,7 @@ async function decideChunk(
         seen.add(input.provider_message_id);
         let sender = senders.get(input.phone);
         if (!sender) {
-          sender = await senderState(trx, account, input.phone);
+          sender = await senderState(trx, deps.personalDataKeys, account, input.phone);
           senders.set(input.phone, sender);
         }
         const command: ReceiveMessage = { type: 'ReceiveMessage', message_id: messageIds[k]!, ...input };
@@ -165,11 +167,12 @@ async function decideChunk(
 
 async function senderState(
   trx: Transaction<Database>,
-  account: Parameters<typeof conversationState>[1],
+  keys: InboundDeps['personalDataKeys'],
+  account: Parameters<typeof conversationState>[2],
   phone: string,
 ): Promise<SenderState> {
   const [conversation, enrollments] = await Promise.all([
-    conversationState(trx, account, phone),
+    conversationState(trx, keys, account, phone),
     activeEnrollments(trx, account.id, phone),
   ]);
   return { conversation, enrollments };

@@ -5,7 +5,6 @@ import {
   startLogConsumer,
   type LogServiceDeps,
   type NewId,
-  type PersonalDataKeys,
   type PositionedEvent,
   type RunningConsumer,
 } from '@leadline/runtime';
@@ -14,8 +13,6 @@ import { decideInboundBatch } from './decide-batch';
 import { forgetDecidedOptOutGuards } from './erasure';
 
 export interface InboundDeciderDeps extends LogServiceDeps {
-  /** Names an erased lead's phone among the opt-out guards (`lead.erased` carries the keyed hash). */
-  personalDataKeys: Pick<PersonalDataKeys, 'subjectOf'>;
   newId: NewId;
   /** Accounts decided at once (each account's inbound SMS in order); 8 by default. */
   concurrency?: number;

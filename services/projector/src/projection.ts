@@ -19,7 +19,10 @@ export interface Projection {
   ): Promise<void>;
 }
 
-/** What a projection may need besides the database: an erasure finds and forgets a person with these. */
+/**
+ * What a projection may need besides the database: an erasure finds and forgets a person with these,
+ * and the opt-out it keeps is found again by the number's keyed hash (leads/suppression.ts).
+ */
 export interface ProjectionContext {
   /** Absent only where no erasure is applied (a test applying a batch by hand). */
   personalDataKeys?: Pick<PersonalDataKeys, 'subjectOf'> | undefined;

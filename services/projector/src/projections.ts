@@ -5,6 +5,7 @@ import { consentProjection } from './consent/projection';
 import { complianceProjection } from './compliance/projection';
 import { erasureProjection } from './leads/erasure';
 import { leadsProjection } from './leads/projection';
+import { suppressionProjection } from './leads/suppression';
 import { messagingProjection } from './messaging/projection';
 import type { Projection } from './projection';
 import { requirementsProjection } from './requirements/projection';
@@ -21,6 +22,8 @@ export const projections: readonly Projection[] = [
   leadsProjection,
   requirementsProjection,
   messagingProjection,
+  // After messaging: it marks the conversations messaging made for a suppressed number.
+  suppressionProjection,
   sequencesProjection,
   checklistProjection,
   consentProjection,

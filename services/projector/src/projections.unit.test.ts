@@ -20,7 +20,7 @@ describe('applying a batch', () => {
       event('checklist.item_collected', 5),
     ];
     expect(names(segmentsInLogOrder(projections, batch))).toEqual([
-      { projections: ['leads'], events: ['lead.created#1'] },
+      { projections: ['leads', 'suppressions'], events: ['lead.created#1'] },
       { projections: ['checklist'], events: ['checklist.item_collected#2'] },
       { projections: ['leads'], events: ['lead.updated#3'] },
       { projections: ['leads', 'sequences'], events: ['lead.deleted#4'] },

@@ -1,7 +1,7 @@
 import { stepState } from '@leadline/decision-state';
 import { decideAiStepOutcome } from '@leadline/domain';
 import type { DomainEvent } from '@leadline/events';
-import type { Clock, CommandBus, CommandContext } from '@leadline/runtime';
+import type { Clock, CommandBus, CommandContext, PersonalDataKeys } from '@leadline/runtime';
 
 export const SERVICE = 'sequencer';
 
@@ -47,7 +47,12 @@ export function aiOutcomeOf(
 
 /** The AI agent's answers in a batch of the log, in log order; each is decided under the account's lock. */
 export async function decideAiOutcomes(
-  deps: { commands: CommandBus; clock: Clock; hourSeconds: number },
+  deps: {
+    commands: CommandBus;
+    personalDataKeys: Pick<PersonalDataKeys, 'subjectOf'>;
+    clock: Clock;
+    hourSeconds: number;
+  },
   events: readonly DomainEvent[],
 ) {
   const { commands, clock, hourSeconds } = deps;
@@ -65,7 +70,7 @@ export async function decideAiOutcomes(
       consistency: 'partition',
       async decide(trx) {
         const now = clock.now();
-        const state = await stepState(trx, answer.enrollment_id, now);
+        const state = await stepState(trx, deps.personalDataKeys, answer.enrollment_id, now);
         const decided = state
           ? decideAiStepOutcome(state, answer.step_order, answer.outcome, { now, hourSeconds })
           : [];

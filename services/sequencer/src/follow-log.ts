@@ -6,6 +6,7 @@ import {
   type Clock,
   type CommandBus,
   type Database,
+  type PersonalDataKeys,
   type PositionedEvent,
   type RunningConsumer,
 } from '@leadline/runtime';
@@ -22,6 +23,7 @@ export interface FollowDeps {
   topics: TopicNames;
   groupId: string;
   commands: CommandBus;
+  personalDataKeys: Pick<PersonalDataKeys, 'subjectOf'>;
   clock: Clock;
   hourSeconds: number;
   onError: (error: unknown) => void;
@@ -94,7 +96,7 @@ export async function followTheLog(
       .transaction()
       .execute((trx) => freshRecords(trx, CHECKPOINTS, topic, partition, records, clock.now()));
     const events = fresh.flatMap(({ event }) => (event && watched.has(event.type) ? [event] : []));
-    await decideAiOutcomes({ commands, clock, hourSeconds }, events);
+    await decideAiOutcomes({ commands, personalDataKeys: deps.personalDataKeys, clock, hourSeconds }, events);
     await db
       .transaction()
       .execute((trx) => advanceCheckpoint(trx, CHECKPOINTS, topic, partition, last.offset, clock.now()));

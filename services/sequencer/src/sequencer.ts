@@ -63,7 +63,7 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
       async decide(trx) {
         const now = clock.now();
         const ids = steps.map((step) => step.enrollment_id);
-        const states = await accountStepStates(trx, first.account_id, ids, now);
+        const states = await accountStepStates(trx, deps.personalDataKeys, first.account_id, ids, now);
         const batch = decideStepBatch(steps, states, { now, hourSeconds, newId });
         return { events: batch.events, result: batch };
       },
@@ -137,7 +137,18 @@ export async function startSequencer(deps: SequencerDeps): Promise<RunningSequen
   }
 
   const consumer = await followTheLog(
-    { kafka, db, codec, topics, groupId: deps.groupId, commands, clock, hourSeconds, onError },
+    {
+      kafka,
+      db,
+      codec,
+      topics,
+      groupId: deps.groupId,
+      commands,
+      personalDataKeys: deps.personalDataKeys,
+      clock,
+      hourSeconds,
+      onError,
+    },
     { projected, stepsMayBeDue: () => worker.wake() },
   );
 

@@ -58,7 +58,7 @@ describe('AI steps', () => {
           .selectAll()
           .where('id', '=', accountId)
           .executeTakeFirstOrThrow();
-        const state = await conversationState(trx, account, phone);
+        const state = await conversationState(trx, system.services.personalDataKeys, account, phone);
         const { enrollment_id, sequence_id, step_order } = request.data;
         const events = decideSendMessage(
           {

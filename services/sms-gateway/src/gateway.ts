@@ -8,7 +8,6 @@ import {
   watchNumberQueues,
   type LogConsumerDeps,
   type LogServiceDeps,
-  type PersonalDataKeys,
   type PositionedEvent,
 } from '@leadline/runtime';
 import type { SmsSender } from '@leadline/telephony';
@@ -21,8 +20,6 @@ import { reconciler } from './reconcile';
 import { oneWorkerPerAccount, passBudgetMs, passRetryPolicy } from './send-policy';
 
 export interface GatewayDeps extends LogServiceDeps {
-  /** Names an erased lead's phone (`lead.erased` carries the keyed hash, not the number). */
-  personalDataKeys: Pick<PersonalDataKeys, 'subjectOf'>;
   sender: SmsSender;
   /** Accounts worked on at once; one account's messages always go out one by one, in order. */
   concurrency?: number;
@@ -120,6 +117,7 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
     registrationRecheckMs: deps.registrationRecheckMs ?? 10 * 60_000,
     pacing: deps.pacing,
     onError,
+    personalDataKeys: deps.personalDataKeys,
   });
   const queue = outboxQueue({ db, clock, leaseMs, decisionBatch, pass, onError });
   const worker = createWorker({

@@ -8,6 +8,7 @@ import {
   type CommandContext,
   type Database,
   type OutboxReport,
+  type PersonalDataKeys,
 } from '@leadline/runtime';
 import type { AcceptedSms, SmsSender } from '@leadline/telephony';
 import type { Kysely } from 'kysely';
@@ -52,6 +53,8 @@ export interface PassDeps {
    */
   pacing: PaceSettings | undefined;
   onError: (error: unknown) => void;
+  /** The keyed hash of a number, which finds an opt-out kept past its person's erasure. */
+  personalDataKeys: Pick<PersonalDataKeys, 'subjectOf'>;
 }
 
 type Settled = { row: OutboxRow; report: OutboxReport };
@@ -120,9 +123,11 @@ async function decide(
         campaignStatus: (await campaignStatuses(trx, [accountId])).get(accountId),
         from,
       };
-      // The projected opt-outs, and STOPs already answered whose decisions are still queued.
+      // The projected opt-outs, STOPs already answered whose decisions are still queued, and opt-outs
+      // kept past an erasure.
       const optedOut = await optedOutPhones(
         trx,
+        deps.personalDataKeys,
         accountId,
         rows.map((row) => row.phone),
       );

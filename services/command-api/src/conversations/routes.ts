@@ -90,7 +90,7 @@ export const conversationRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, de
       const { id, phone } = request.params;
       const messageId = newId();
       await executeOnAccount(commands, request, id, async (trx, account) => {
-        const state = await conversationState(trx, account, phone);
+        const state = await conversationState(trx, deps.personalDataKeys, account, phone);
         const command = {
           type: 'SendMessage' as const,
           message_id: messageId,
@@ -135,7 +135,7 @@ export const conversationRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, de
     async (request) => {
       const { id, phone } = request.params;
       await executeOnAccount(commands, request, id, async (trx, account) => {
-        const state = await conversationState(trx, account, phone);
+        const state = await conversationState(trx, deps.personalDataKeys, account, phone);
         return { events: decideResumeAi(phone, state, clock.now()), result: undefined };
       });
       return { success: true as const, ai_enabled: true as const };

@@ -27,7 +27,13 @@ export const leadErasureRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, dep
           'something happened, with ids and times but without the personal values. A `lead.erased` webhook ' +
           'follows, carrying the lead id only. Asking again answers 200 with the time of the erasure; a ' +
           'phone the account never had is a 404. A number that texts the account after its erasure starts ' +
-          'over as a new person.',
+          'over as a new person, with one exception: an opt-out outlives the erasure. The law requires ' +
+          'honouring a STOP for good (TCPA, CTIA) and allows keeping what that needs (GDPR art. 17(3)(b)), ' +
+          'so when the person had opted out, a keyed hash of the number (never the number) is kept with the ' +
+          "opt-out's time. Imported again (one by one or in bulk), texting again or enrolled, the number " +
+          'is opted out: the lead and its conversation show `opted_out: true`, messages to it are a 409 ' +
+          '`lead_opted_out`, `auto_sequence` does not enroll it and no sequence step or AI message goes to ' +
+          'it, until it texts START.',
         params: leadParams,
         response: { 200: erasedResponse },
       },

@@ -183,6 +183,7 @@ export function createLeadImports(deps: AppDeps) {
               imported,
               await autoEnrollState(
                 trx,
+                deps.personalDataKeys,
                 account,
                 imported.map(({ lead }) => lead),
               ),

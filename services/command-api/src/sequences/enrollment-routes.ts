@@ -44,7 +44,14 @@ export const enrollmentRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps
       const ids = { enrollment_id: newId(), message_id: newId() };
       const { result } = await executeOnAccount(commands, request, id, async (trx, account) => {
         const now = clock.now();
-        const state = await enrollState(trx, account, sequence_id, request.body.phone, now);
+        const state = await enrollState(
+          trx,
+          deps.personalDataKeys,
+          account,
+          sequence_id,
+          request.body.phone,
+          now,
+        );
         return decideEnroll(ids, state, { now, hourSeconds });
       });
       return { success: true as const, ...result };
@@ -92,7 +99,16 @@ export const enrollmentRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, deps
     async (request) => {
       const { id, sequence_id } = request.params;
       const { result } = await executeOnAccount(commands, request, id, async (trx, account) =>
-        decideUnenroll(await enrollState(trx, account, sequence_id, request.body.phone, clock.now())),
+        decideUnenroll(
+          await enrollState(
+            trx,
+            deps.personalDataKeys,
+            account,
+            sequence_id,
+            request.body.phone,
+            clock.now(),
+          ),
+        ),
       );
       return { success: true as const, ...result };
     },

@@ -52,6 +52,32 @@ async function phonesOf(
   return [...clear, marker];
 }
 
+/**
+ * The opt-out outlives the erasure: the law requires honouring a STOP for good (TCPA, CTIA), and
+ * allows keeping what that needs (GDPR art. 17(3)(b)). What is kept is the subject (the keyed hash
+ * `lead.erased` carries) and the opt-out's time, never the number: a number imported or texting again
+ * hashes to the same subject and is opted out until it texts START (see suppression.ts). In a rebuild
+ * after the key was destroyed, the conversation under the erased marker carries the opted-out flag of
+ * the opt-out's (sealed) event, so the same row is kept. A STOP answered but still undecided at the
+ * erasure is not here: its guard stays (the inbound decider keeps it) and its decision, appended after
+ * the erasure, records the opt-out afresh.
+ */
+async function keepOptOut(
+  trx: Transaction<Database>,
+  event: EventOf<'lead.erased'>,
+  conversations: readonly { opted_out: boolean; opted_out_at: Date | null }[],
+) {
+  const optedOut = conversations.filter((row) => row.opted_out);
+  if (optedOut.length === 0) return;
+  const times = optedOut.flatMap((row) => (row.opted_out_at ? [row.opted_out_at.getTime()] : []));
+  const suppressedAt = times.length > 0 ? new Date(Math.max(...times)) : new Date(event.occurred_at);
+  await trx
+    .insertInto('opt_out_suppressions')
+    .values({ account_id: event.account_id, subject: event.data.subject, suppressed_at: suppressedAt })
+    .onConflict((oc) => oc.doNothing())
+    .execute();
+}
+
 async function erase(trx: Transaction<Database>, event: EventOf<'lead.erased'>, context: ProjectionContext) {
   const keys = context.personalDataKeys;
   if (!keys) throw new Error('The projector needs the personal-data keys to apply lead.erased');
@@ -81,8 +107,9 @@ async function erase(trx: Transaction<Database>, event: EventOf<'lead.erased'>, 
     .deleteFrom('conversations')
     .where('account_id', '=', accountId)
     .where('phone', 'in', phones)
-    .returning('phone')
+    .returning(['opted_out', 'opted_out_at'])
     .execute();
+  await keepOptOut(trx, event, conversations);
   await trx.deleteFrom('messages').where('account_id', '=', accountId).where('phone', 'in', phones).execute();
   // The totals follow the rows, as a deletion's do; the usage counters keep their counts (billing).
   if (leads.length > 0 || conversations.length > 0) {
@@ -99,8 +126,9 @@ async function erase(trx: Transaction<Database>, event: EventOf<'lead.erased'>, 
 
 /**
  * A person erased (a privacy request): every read-model row of theirs in the account goes, whether it
- * holds the phone in clear (written before the erasure) or the erased marker (a rebuild after it).
- * Usage counters are left as they are.
+ * holds the phone in clear (written before the erasure) or the erased marker (a rebuild after it),
+ * but an opt-out is kept by the person's keyed hash (`opt_out_suppressions`). Usage counters are left
+ * as they are.
  */
 export const erasureProjection = defineProjection(
   'erasure',

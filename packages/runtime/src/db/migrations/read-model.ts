@@ -365,4 +365,19 @@ export const readModelMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0021_opt_out_suppressions': {
+    async up(db: Kysely<unknown>) {
+      // An opt-out that outlived the erasure of the person who sent it: the law requires honouring it
+      // for good, and keeping the minimum needed to do so is allowed (GDPR art. 17(3)(b)). The number
+      // is named by its keyed hash (the subject), never in clear; suppressed_at is the opt-out's time.
+      await sql`
+        create table opt_out_suppressions (
+          account_id text not null,
+          subject text not null,
+          suppressed_at timestamptz not null,
+          primary key (account_id, subject)
+        );
+      `.execute(db);
+    },
+  },
 };

@@ -115,6 +115,11 @@ export interface ReadModelTables {
     /** When the summary was written: the account's retention expires it with the messages of its day. */
     summary_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   };
+  /**
+   * Opt-outs kept past the erasure of their person, by the number's keyed hash (`subjectOf`): the
+   * number is opted out for every decision until it texts START.
+   */
+  opt_out_suppressions: { account_id: string; subject: string; suppressed_at: Timestamp };
   /** conversationMessages. */
   messages: {
     id: string;
