@@ -5,6 +5,7 @@ import {
   freshRecords,
   isErased,
   startLogConsumer,
+  systemTimers,
   watchNumberQueues,
   type Clock,
   type CommandBus,
@@ -12,6 +13,7 @@ import {
   type LogConsumerDeps,
   type PersonalDataKeys,
   type PositionedEvent,
+  type Timers,
 } from '@leadline/runtime';
 import type { SmsSender } from '@leadline/telephony';
 import type { Kafka } from 'kafkajs';
@@ -35,6 +37,8 @@ export interface GatewayDeps {
   personalDataKeys: Pick<PersonalDataKeys, 'subjectOf'>;
   sender: SmsSender;
   clock: Clock;
+  /** Timers running at the clock's pace (the wall's by default): a pass waits on them for its number's slot. */
+  timers?: Timers;
   groupId: string;
   /** Accounts worked on at once; one account's messages always go out one by one, in order. */
   concurrency?: number;
@@ -58,6 +62,11 @@ export interface GatewayDeps {
    * of other rules) messages go as fast as the provider takes them, unless their account sets a rate.
    */
   pacing?: PaceSettings;
+  /**
+   * How long a pass may wait for its number's next slot rather than hand its rows back (2 s by default:
+   * two slots at 1 a second; 0 never waits). See accountPass.
+   */
+  slotWaitMs?: number;
   /** How long a send may take before its row counts as interrupted (well above the client's timeout). */
   sendingGraceMs?: number;
   /** How long an interrupted send waits for the provider's status callback before it counts as failed. */
@@ -119,6 +128,8 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
   const graceMs = deps.sendingGraceMs ?? 60_000;
   const timeoutMs = deps.sendingTimeoutMs ?? 10 * 60_000;
   const onError = deps.onError ?? ((error) => console.error('sms-gateway:', error));
+  // The pass asks the worker it runs on (made below, for this pass) whether another account could start.
+  let freeSlots = () => 0;
   const pass = accountPass({
     db,
     commands: deps.commands,
@@ -131,6 +142,11 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
     registrationEnforced: deps.registrationEnforced ?? false,
     registrationRecheckMs: deps.registrationRecheckMs ?? 10 * 60_000,
     pacing: deps.pacing,
+    timers: deps.timers ?? systemTimers,
+    slotWaitMs: deps.slotWaitMs ?? 2000,
+    // Well inside the worker's budget for the pass (half the lease) and the claimed rows' lease.
+    passHoldMs: leaseMs / 4,
+    othersCanStart: () => freeSlots() > 0,
     onError,
   });
   const queue = outboxQueue({ db, clock, leaseMs, decisionBatch, pass, onError });
@@ -145,6 +161,8 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
     pollMs: deps.pollIntervalMs ?? 1000,
     onError,
   });
+
+  freeSlots = () => worker.freeSlots();
 
   const reconcile = reconciler({ db, clock, commands: deps.commands, graceMs, timeoutMs, leaseMs });
 
