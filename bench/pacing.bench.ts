@@ -1,5 +1,5 @@
 import type { EventToAppend } from '@leadline/runtime';
-import { createDb, newUuid, partitionForKey, type Clock } from '@leadline/runtime';
+import { createDb, newUuid, partitionForKey, type Clock, type Timers } from '@leadline/runtime';
 import { startSmsGateway } from '@leadline/sms-gateway';
 import { createLocalSmsSender, type SmsSender } from '@leadline/telephony';
 import pg from 'pg';
@@ -23,6 +23,14 @@ function scaledClock(): Clock {
   const wallStart = Date.now();
   return { now: () => new Date(START.getTime() + (Date.now() - wallStart) * SCALE) };
 }
+
+/** Timers at the scaled clock's pace: a pass waiting a second of its clock for a slot waits 1/SCALE s. */
+const scaledTimers: Timers = {
+  after(ms, fire) {
+    const timer = setTimeout(fire, ms / SCALE);
+    return () => clearTimeout(timer);
+  },
+};
 
 /**
  * `pacing`: STEPS sequence steps due at once for one number paced at 1 message a second, on a clock
@@ -97,6 +105,7 @@ export async function benchPacing(): Promise<string> {
     db: gatewayDb,
     sender,
     clock,
+    timers: scaledTimers,
     groupId: `${env.config.TOPIC_PREFIX}leadline.sms-gateway`,
     // The idle loop sleeps by the wall: look often, so a slot 1/SCALE s away is not overslept.
     pollIntervalMs: 20,
