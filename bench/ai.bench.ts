@@ -9,6 +9,7 @@ import {
 import { startFakeOpenAi } from '@leadline/test-kit';
 import OpenAI from 'openai';
 import { comparisonTable, measure, measureAtRate, percentile, throughput, type Measurement } from './stats';
+import { cpuWindow } from './cpu';
 import { expectStatus, startBenchSystem, type BenchSystem } from './system';
 
 const ACCOUNTS = 5;
@@ -185,6 +186,7 @@ function aiConversations(
 async function measureAgent({ exchange, agentPart }: ReturnType<typeof aiConversations>) {
   const endToEndSamples: number[] = [];
   const beforeClosed = await stageTotals();
+  const closedCpu = cpuWindow();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: CONVERSATIONS }, async (_, conversation) => {
@@ -200,6 +202,7 @@ async function measureAgent({ exchange, agentPart }: ReturnType<typeof aiConvers
     count: endToEndSamples.length,
     seconds: (performance.now() - started) / 1000,
     samples: endToEndSamples,
+    cpu: closedCpu.stop(),
   };
   // The same 50 conversations at half the capacity just measured, arriving at a steady rate. A
   // conversation still waiting for its previous answer sends once that answer is in.
@@ -224,19 +227,24 @@ async function measureAgent({ exchange, agentPart }: ReturnType<typeof aiConvers
     ...steadyEndToEnd,
     name: `message.received on the log → AI reply on the log (${steadyRate.toFixed(0)} messages/s)`,
     samples: agentPart.splice(steadyFrom),
+    // A span inside the row above, whose window holds its CPU.
+    cpu: undefined,
   };
 
   const afterSteady = await stageTotals();
 
   // One conversation at a time: the agent's own latency without other conversations' locks and load.
   const quietFrom = agentPart.length;
+  const quietCpu = cpuWindow();
   for (let round = 0; round < 20; round++) await exchange(CONVERSATIONS + 1, round);
+  const quietUsed = quietCpu.stop();
   const afterQuiet = await stageTotals();
   const quietSpan: Measurement = {
     name: 'message.received → AI reply, one conversation at a time',
     count: 20,
     seconds: 1,
     samples: agentPart.splice(quietFrom),
+    cpu: quietUsed,
   };
   const agentSpan: Measurement = {
     name: 'message.received on the log → AI reply on the log',

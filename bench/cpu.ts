@@ -97,4 +97,21 @@ export function cpuWindow(): { stop(): CpuSeconds } {
   };
 }
 
+/** The CPU of a row measured in pieces (its setup between them left out): each piece's window, summed. */
+export function cpuPieces() {
+  const used: CpuSeconds = { node: 0, postgres: 0, kafka: 0, registry: 0 };
+  return {
+    async around<T>(piece: () => Promise<T>): Promise<T> {
+      const window = cpuWindow();
+      try {
+        return await piece();
+      } finally {
+        const more = window.stop();
+        for (const group of CPU_GROUPS) used[group] += more[group];
+      }
+    },
+    used: () => ({ ...used }),
+  };
+}
+
 export const cpuTotal = (cpu: CpuSeconds) => CPU_GROUPS.reduce((sum, group) => sum + cpu[group], 0);

@@ -6,6 +6,7 @@ import { createLocalSmsSender } from '@leadline/telephony';
 import Fastify from 'fastify';
 import pg from 'pg';
 import { comparisonTable, measure, measureAtRate, type Measurement } from './stats';
+import { cpuWindow } from './cpu';
 import { startBenchSystem, type BenchSystem } from './system';
 
 const ACCOUNTS = 10;
@@ -233,6 +234,7 @@ async function inboundBurstRow(
   bareUrl: string,
 ): Promise<ComparisonRow> {
   const b0 = performance.now();
+  const burstCpu = cpuWindow();
   await measure('inbound burst posting', INBOUND, BURST_CLIENTS, async (i) => {
     const account = accounts[i % ACCOUNTS]!;
     const body = new URLSearchParams({
@@ -256,6 +258,7 @@ async function inboundBurstRow(
       return rows[0].n as number;
     },
     INBOUND,
+    burstCpu,
   );
   const rawBurst = await measure(
     `bare fastify form insert (${BURST_CLIENTS} clients)`,
@@ -283,6 +286,7 @@ async function gatewayRow({ system, accounts, pool }: MessagingBench): Promise<C
     pollIntervalMs: 60_000,
   });
   const t0 = performance.now();
+  const sendsCpu = cpuWindow();
   await Promise.all(
     accounts.map(async (account) => {
       const events: NewEvent[] = Array.from({ length: SENDS / ACCOUNTS }, (_, i) => ({
@@ -306,10 +310,16 @@ async function gatewayRow({ system, accounts, pool }: MessagingBench): Promise<C
       });
     }),
   );
-  const sends = await drained('sms gateway sends (local provider)', t0, async () => {
-    const { rows } = await pool.query("select count(*)::int as n from sms_outbox where state = 'sent'");
-    return rows[0].n as number;
-  });
+  const sends = await drained(
+    'sms gateway sends (local provider)',
+    t0,
+    async () => {
+      const { rows } = await pool.query("select count(*)::int as n from sms_outbox where state = 'sent'");
+      return rows[0].n as number;
+    },
+    SENDS,
+    sendsCpu,
+  );
   const rawSends = await rawSendFloor(system, pool);
   await gateway.stop();
   await gatewayDb.destroy();
@@ -328,6 +338,7 @@ async function rawSendFloor({ env, services }: BenchSystem, pool: pg.Pool): Prom
   await pool.query('create table bench_outbox (id int primary key, state text)');
   await pool.query(`insert into bench_outbox select g, 'pending' from generate_series(0, ${SENDS - 1}) g`);
   const r0 = performance.now();
+  const cpu = cpuWindow();
   let next = 0;
   const completions: number[] = [];
   await Promise.all(
@@ -349,15 +360,20 @@ async function rawSendFloor({ env, services }: BenchSystem, pool: pg.Pool): Prom
     count: SENDS,
     seconds: Math.max(...completions) / 1000,
     samples: completions,
+    cpu: cpu.stop(),
   };
 }
 
-/** Polls a completion count until it reaches `count`, noting when each completion was first seen. */
+/**
+ * Polls a completion count until it reaches `count`, noting when each completion was first seen; the
+ * CPU of `cpu`'s window, which the caller started with its load, ends here.
+ */
 async function drained(
   name: string,
   t0: number,
   completed: () => Promise<number>,
-  count = SENDS,
+  count: number,
+  cpu: ReturnType<typeof cpuWindow>,
 ): Promise<Measurement> {
   const samples: number[] = [];
   for (let seen = 0; seen < count;) {
@@ -366,5 +382,5 @@ async function drained(
     for (; seen < now; seen++) samples.push(at);
     if (seen < count) await new Promise((resolve) => setTimeout(resolve, 10));
   }
-  return { name, count, seconds: Math.max(...samples) / 1000, samples };
+  return { name, count, seconds: Math.max(...samples) / 1000, samples, cpu: cpu.stop() };
 }

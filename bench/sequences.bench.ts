@@ -9,6 +9,7 @@ import {
 import { startSequencer } from '@leadline/sequencer';
 import pg from 'pg';
 import { comparisonTable, percentile, type Measurement } from './stats';
+import { cpuPieces, cpuWindow } from './cpu';
 import { expectStatus, startBenchSystem, type BenchSystem } from './system';
 
 const ACCOUNTS = 10;
@@ -148,9 +149,11 @@ async function dueAtOnce(system: BenchSystem, watch: OutboundWatch, count: numbe
     onError: (error) => console.error(error),
   });
   const fellDue = Date.now();
+  const cpu = cpuWindow();
   offset = dueAt - fellDue;
   void sequencer.tick();
   await until(async () => watch.of(accounts).length >= count);
+  const used = cpu.stop();
   const samples = watch.of(accounts).map((at) => at - fellDue);
   await sequencer.stop();
   await claimsDb.destroy();
@@ -160,6 +163,7 @@ async function dueAtOnce(system: BenchSystem, watch: OutboundWatch, count: numbe
     count,
     seconds: Math.max(...samples) / 1000,
     samples,
+    cpu: used,
   };
 }
 
@@ -179,6 +183,7 @@ async function rawDue(system: BenchSystem, count: number): Promise<Measurement> 
   const producer = createEventProducer(services.kafka);
   await producer.connect();
   const samples: number[] = [];
+  const cpu = cpuWindow();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: WORKERS }, async () => {
@@ -204,6 +209,7 @@ async function rawDue(system: BenchSystem, count: number): Promise<Measurement> 
       }
     }),
   );
+  const used = cpu.stop();
   await producer.disconnect();
   await pool.end();
   return {
@@ -211,6 +217,7 @@ async function rawDue(system: BenchSystem, count: number): Promise<Measurement> 
     count,
     seconds: Math.max(...samples) / 1000,
     samples,
+    cpu: used,
   };
 }
 
@@ -229,15 +236,18 @@ async function importRuns(system: BenchSystem, watch: OutboundWatch) {
   });
   const run = async (autoSequence: boolean) => {
     const samples: number[] = [];
+    const cpu = cpuPieces();
     for (let i = 0; i < IMPORT_RUNS; i++) {
       const accountId = await newAccount(system, `Import ${autoSequence} ${i}`);
       await defaultSequence(system, accountId, 0);
       const started = performance.now();
-      await bulkImport(system, accountId, IMPORT_SIZE, autoSequence);
-      if (autoSequence) await until(async () => watch.of([accountId]).length >= IMPORT_SIZE);
+      await cpu.around(async () => {
+        await bulkImport(system, accountId, IMPORT_SIZE, autoSequence);
+        if (autoSequence) await until(async () => watch.of([accountId]).length >= IMPORT_SIZE);
+      });
       samples.push(performance.now() - started);
     }
-    return samples;
+    return { samples, cpu: cpu.used() };
   };
   const alone = await run(false);
   const withSequence = await run(true);
@@ -248,14 +258,16 @@ async function importRuns(system: BenchSystem, watch: OutboundWatch) {
     subject: {
       name: `bulk import ${IMPORT_SIZE} + auto_sequence until every step 0 is on the log`,
       count: IMPORT_RUNS,
-      seconds: total(withSequence),
-      samples: withSequence,
+      seconds: total(withSequence.samples),
+      samples: withSequence.samples,
+      cpu: withSequence.cpu,
     },
     baseline: {
       name: 'the same bulk import alone',
       count: IMPORT_RUNS,
-      seconds: total(alone),
-      samples: alone,
+      seconds: total(alone.samples),
+      samples: alone.samples,
+      cpu: alone.cpu,
     },
   };
 }

@@ -87,10 +87,7 @@ export function unshownCpuTable(): string | undefined {
   ];
   for (const measurement of rest) {
     inCpuTable.add(measurement);
-    const cpu = cpuPerThousand(measurement);
-    lines.push(
-      `| ${measurement.name} | ${CPU_GROUPS.map((group) => fmt(cpu[group], 2)).join(' | ')} | ${fmt(cpu.total, 2)} |`,
-    );
+    lines.push(`| ${measurement.name} | ${cpuCells(measurement)} |`);
   }
   return lines.join('\n');
 }
@@ -98,6 +95,16 @@ export function unshownCpuTable(): string | undefined {
 /** For a scenario that prints a measurement's CPU in a table of its own. */
 export function markShown(measurement: Measurement) {
   inCpuTable.add(measurement);
+}
+
+/**
+ * A row's CPU cells: per 1,000 operations, each group and the total; a dash for a row measured
+ * without a CPU window (a zero there would read as free).
+ */
+function cpuCells(measurement: Measurement): string {
+  if (!measurement.cpu) return [...CPU_GROUPS, 'total'].map(() => '—').join(' | ');
+  const cpu = cpuPerThousand(measurement);
+  return `${CPU_GROUPS.map((group) => fmt(cpu[group], 2)).join(' | ')} | ${fmt(cpu.total, 2)}`;
 }
 
 /** CPU seconds per 1,000 operations of a measurement: each group, and in total. */
@@ -127,16 +134,16 @@ export function cpuTable(rows: { subject: Measurement; baseline: Measurement }[]
   const seen = new Set<Measurement>();
   const line = (measurement: Measurement, versus: string) => {
     inCpuTable.add(measurement);
-    const cpu = cpuPerThousand(measurement);
-    lines.push(
-      `| ${measurement.name} | ${CPU_GROUPS.map((group) => fmt(cpu[group], 2)).join(' | ')} | ${fmt(cpu.total, 2)} | ${versus} |`,
-    );
+    lines.push(`| ${measurement.name} | ${cpuCells(measurement)} | ${versus} |`);
   };
   for (const { subject, baseline } of rows) {
-    const ratio = cpuPerThousand(subject).total / cpuPerThousand(baseline).total;
+    const ratio =
+      subject.cpu && baseline.cpu
+        ? `${fmt(cpuPerThousand(subject).total / cpuPerThousand(baseline).total)}x`
+        : '—';
     if (!seen.has(subject)) line(subject, '');
     seen.add(subject);
-    lines.push(`| ↳ vs ${baseline.name} | | | | | | ${fmt(ratio)}x |`);
+    lines.push(`| ↳ vs ${baseline.name} | | | | | | ${ratio} |`);
   }
   for (const { baseline } of rows) {
     if (seen.has(baseline)) continue;

@@ -6,6 +6,7 @@
 export * from './errors';
 export * from './metadata';
 export * from './phone';
+export * from './wall-clock';
 export * from './account/decide';
 export * from './account/slug';
 export * from './account/erase';

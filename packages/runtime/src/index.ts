@@ -1,5 +1,6 @@
 export * from './clock';
 export * from './command-bus';
+export * from './log-service';
 export * from './command-services';
 export * from './config';
 export * from './db/database';

@@ -1,17 +1,13 @@
 import {
   createWorker,
   startLogConsumer,
-  type Clock,
-  type CommandBus,
-  type Database,
   type DocumentStore,
+  type LogServiceDeps,
   type NewId,
   type PersonalDataKeys,
   type ProjectionProgress,
 } from '@leadline/runtime';
-import type { EventCodec, EventType, TopicNames } from '@leadline/events';
-import type { Kafka } from 'kafkajs';
-import type { Kysely } from 'kysely';
+import type { EventType } from '@leadline/events';
 import { refreshContextUrls } from './context-refresh';
 import { intakeBatch, intakeTypes } from './intake';
 import type { TurnDeps } from './process-turn';
@@ -19,20 +15,12 @@ import { createRecorder } from './record';
 import type { Responder } from './turn';
 import { turnFairness, turnRetry, turnsQueue } from './turns-queue';
 
-export interface AgentDeps {
-  kafka: Kafka;
-  /** The agent's own connections, for its queue (outside the commands' transactions). */
-  db: Kysely<Database>;
-  codec: EventCodec;
-  topics: TopicNames;
-  commands: CommandBus;
+export interface AgentDeps extends LogServiceDeps {
   /** Names an erased lead's phone in the queue (see intake.ts). */
   personalDataKeys: Pick<PersonalDataKeys, 'subjectOf'>;
   /** The projector's progress, to wait for a burst to be in the read models before the pre-check. */
   progress: ProjectionProgress;
-  clock: Clock;
   newId: NewId;
-  groupId: string;
   responder: Responder;
   documents: DocumentStore;
   allowPrivateTargets: boolean;

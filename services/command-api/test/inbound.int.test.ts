@@ -9,9 +9,8 @@ import {
 } from '@leadline/test-kit';
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startInboundDecider } from '@leadline/inbound-decider';
 import { partnerClient, type PartnerClient } from '../../../system-test/client';
-import { startSystem, type TestSystem } from '../../../system-test/system';
+import { startSystem, type TestSystem, startTestInboundDecider } from '../../../system-test/system';
 import { postInboundSms } from '../../../system-test/inbound-sms';
 
 let system: TestSystem;
@@ -261,14 +260,7 @@ describe('an opt-out answered but not yet decided', () => {
     expect(await settledByGateway(queued)).toBe('failed');
     expect(sentTo(phone)).toEqual([]);
 
-    const decider = await startInboundDecider({
-      ...system.services,
-      db: deciderDb,
-      clock: { now: () => new Date() },
-      newId: newUuid,
-      groupId: `${system.env.config.TOPIC_PREFIX}leadline.inbound-decider`,
-      guardSweepMs: 200,
-    });
+    const decider = await startTestInboundDecider(system, { db: deciderDb });
     try {
       await system.inboundDecided(stop.sid, { timeoutMs: 60_000 });
       expect(await optedOut(account.id, phone)).toBe(true);
@@ -389,14 +381,7 @@ describe('a burst of inbound SMS decided together', () => {
     });
     expect(await storedWithSid(sent[0]!.sid)).toEqual([]);
 
-    const decider = await startInboundDecider({
-      ...system.services,
-      db: deciderDb,
-      clock: { now: () => new Date() },
-      newId: newUuid,
-      groupId: `${system.env.config.TOPIC_PREFIX}leadline.inbound-decider`,
-      guardSweepMs: 200,
-    });
+    const decider = await startTestInboundDecider(system, { db: deciderDb });
     try {
       for (const message of sent) await system.inboundDecided(message.sid, { timeoutMs: 60_000 });
 

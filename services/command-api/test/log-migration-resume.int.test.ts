@@ -1,19 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { topicNames } from '@leadline/events';
-import {
-  createEventProducer,
-  ORIGIN_HEADER,
-  partitionForKey,
-  readGenerations,
-  readLogRanges,
-} from '@leadline/runtime';
+import { createEventProducer, ORIGIN_HEADER, partitionForKey, readGenerations } from '@leadline/runtime';
 import { eventually } from '@leadline/test-kit';
-import type { KafkaMessage } from 'kafkajs';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient } from '../../../system-test/client';
 import { startSystem, type TestSystem } from '../../../system-test/system';
+import { rawRecordsOf, type RawRecord } from './log-migration-system';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 let system: TestSystem;
@@ -53,33 +47,7 @@ function migrateLogCommand(...args: string[]) {
   return { child, output, exited };
 }
 
-interface Copy {
-  topic: string;
-  partition: number;
-  offset: string;
-  key: string;
-  value: Buffer;
-  origin?: string;
-}
-
-async function recordsOf(topic: string): Promise<Copy[]> {
-  const { admin, kafka } = system.services;
-  const ranges = new Map(
-    (await admin.fetchTopicOffsets(topic)).map((end) => [end.partition, { from: 0n, to: BigInt(end.high) }]),
-  );
-  const records: Copy[] = [];
-  await readLogRanges(kafka, admin, topic, ranges, (partition, message: KafkaMessage) => {
-    records.push({
-      topic,
-      partition,
-      offset: message.offset,
-      key: message.key!.toString(),
-      value: message.value!,
-      origin: message.headers?.[ORIGIN_HEADER]?.toString(),
-    });
-  });
-  return records.sort((a, b) => a.partition - b.partition || Number(BigInt(a.offset) - BigInt(b.offset)));
-}
+const recordsOf = (topic: string) => rawRecordsOf(system.services, topic);
 
 const copiedRecords = async () => {
   const { rows } = await sql<{ copied: string }>`
@@ -170,7 +138,7 @@ describe('an interrupted migration of the log', () => {
     expect(new Set(origins)).toEqual(
       new Set(old.map((record) => `${record.topic}:${record.partition}:${record.offset}`)),
     );
-    const sequence = (records: Copy[], origin: (record: Copy) => string) => {
+    const sequence = (records: RawRecord[], origin: (record: RawRecord) => string) => {
       const byKey = new Map<string, string[]>();
       for (const record of records) byKey.set(record.key, [...(byKey.get(record.key) ?? []), origin(record)]);
       return byKey;

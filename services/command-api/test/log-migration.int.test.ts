@@ -1,151 +1,38 @@
-import { startInboundDecider, type RunningInboundDecider } from '@leadline/inbound-decider';
-import { defineProjection, projections, startProjector, type RunningProjector } from '@leadline/projector';
-import { topicNames, type DomainEvent } from '@leadline/events';
+import { topicNames } from '@leadline/events';
 import {
   createDb,
   listParked,
   LOG_FENCE_LOCK,
   migrateLog,
   migrationStatus,
-  newUuid,
-  ORIGIN_HEADER,
   readGenerations,
-  readLogRanges,
   requestRetry,
   retireGeneration,
   skipParked,
-  type Database,
   type LogTransform,
-  type MigrateLogDeps,
   type MigrationReport,
 } from '@leadline/runtime';
 import { eventually } from '@leadline/test-kit';
 import type { Consumer } from 'kafkajs';
-import { sql, type Kysely } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { partnerClient, type PartnerClient } from '../../../system-test/client';
-import { appliedEvents, readModelSnapshot, recordAppliedEvents } from '../../../system-test/log';
-import { startSystem, type TestSystem } from '../../../system-test/system';
+import { sql } from 'kysely';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { postInboundSms } from '../../../system-test/inbound-sms';
+import {
+  fault,
+  idsByKey,
+  migrationDeps,
+  partner,
+  readModels,
+  recordsOf,
+  startDecider,
+  startWriteLoop,
+  stopDecider,
+  system,
+  useMigrationSystem,
+  type LogRecord,
+} from './log-migration-system';
 
-let system: TestSystem;
-let partner: PartnerClient;
-let projector: RunningProjector | undefined;
-let projectorDb: Kysely<Database>;
-let decider: RunningInboundDecider | undefined;
-let deciderDb: Kysely<Database>;
-let migrationDb: Kysely<Database>;
-
-/** A lead named "boom" cannot be projected while the fault is on: it is parked. */
-const fault = { on: true };
-const faulty = defineProjection('faulty (test)', ['lead.created'], async (_trx, events) => {
-  if (fault.on && events.some((event) => event.data.name === 'boom')) throw new Error('injected fault');
-});
-
-const startDecider = async () => {
-  decider = await startInboundDecider({
-    ...system.services,
-    db: deciderDb,
-    clock: { now: () => new Date() },
-    newId: newUuid,
-    groupId: `${system.env.config.TOPIC_PREFIX}leadline.inbound-decider`,
-    guardSweepMs: 200,
-  });
-};
-
-beforeAll(async () => {
-  system = await startSystem({ projector: false, inboundDecider: false, awaitInbound: false });
-  await recordAppliedEvents(system.services.db);
-  projectorDb = createDb(system.env.config.DATABASE_URL, { maxConnections: 6 });
-  deciderDb = createDb(system.env.config.DATABASE_URL, { maxConnections: 4 });
-  migrationDb = createDb(system.env.config.DATABASE_URL, { maxConnections: 4, timeouts: { statementMs: 0 } });
-  projector = await startProjector({
-    ...system.services,
-    db: projectorDb,
-    groupId: system.projectorGroupId,
-    projections: [...projections, faulty, appliedEvents],
-    concurrency: 4,
-    parkedPollMs: 100,
-    onParked: () => undefined,
-  });
-  await startDecider();
-  partner = partnerClient(system.app, await system.createPartner('Migration CRM'));
-}, 120_000);
-afterAll(async () => {
-  await decider?.stop();
-  await projector?.stop();
-  await projectorDb?.destroy();
-  await deciderDb?.destroy();
-  await migrationDb?.destroy();
-  await system?.close();
-});
-
-const migrationDeps = (log: string[]): MigrateLogDeps => ({
-  db: migrationDb,
-  kafka: system.services.kafka,
-  admin: system.services.admin,
-  schemaRegistryUrl: system.env.config.SCHEMA_REGISTRY_URL,
-  personalDataKeys: system.services.personalDataKeys,
-  prefix: system.env.config.TOPIC_PREFIX,
-  log: (message) => log.push(message),
-});
-
-interface LogRecord {
-  topic: string;
-  partition: number;
-  offset: bigint;
-  key: string;
-  value: Buffer;
-  origin: string | undefined;
-  event: DomainEvent;
-}
-
-/** Every record `topic` holds now, decoded, in log order per partition. */
-async function recordsOf(topic: string): Promise<LogRecord[]> {
-  const { admin, kafka, codec } = system.services;
-  const ends = await admin.fetchTopicOffsets(topic);
-  const ranges = new Map(ends.map((end) => [end.partition, { from: 0n, to: BigInt(end.high) }]));
-  const records: LogRecord[] = [];
-  await readLogRanges(kafka, admin, topic, ranges, async (partition, message) => {
-    records.push({
-      topic,
-      partition,
-      offset: BigInt(message.offset),
-      key: message.key!.toString(),
-      value: message.value!,
-      origin: message.headers?.[ORIGIN_HEADER]?.toString(),
-      event: await codec.decode(message.value!),
-    });
-  });
-  return records.sort((a, b) => a.partition - b.partition || Number(a.offset - b.offset));
-}
-
-/** Event ids per key, in log order. */
-function idsByKey(records: readonly LogRecord[]) {
-  const byKey = new Map<string, string[]>();
-  for (const record of records) {
-    const ids = byKey.get(record.key) ?? [];
-    byKey.set(record.key, ids);
-    ids.push(record.event.id);
-  }
-  return byKey;
-}
-
-const readModels = () => readModelSnapshot(system.services.db);
-
-type Op = 'import' | 'bulk' | 'message' | 'inbound';
-interface Outcome {
-  op: Op;
-  account: string;
-  status: number;
-  code: string | undefined;
-  retryAfter: string | undefined;
-  ms: number;
-  /** What the write names: the phones imported, the message's id, the inbound SMS's SID. */
-  phones: string[];
-  messageId?: string;
-  sid?: string;
-  afterCutover: boolean;
-}
+useMigrationSystem();
 
 describe('migrating the log to a new generation', () => {
   it('refuses commands with 503 log_migrating while the fence is up, writing nothing; facts wait for it within their bound', async () => {
@@ -161,17 +48,11 @@ describe('migrating the log to a new generation', () => {
         expect(refused.headers['retry-after']).toBeDefined();
         // An inbound SMS (a fact Twilio would not send again) waits for the fence, then is refused too.
         const started = performance.now();
-        const inbound = await system.app.inject({
-          method: 'POST',
-          url: '/twilio/sms',
-          headers: { 'content-type': 'application/x-www-form-urlencoded' },
-          payload: new URLSearchParams({
-            MessageSid: 'SMfenced0000000000000000000000001',
-            From: '+15125550902',
-            To: account.phone_number,
-            Body: 'hello',
-            NumMedia: '0',
-          }).toString(),
+        const inbound = await postInboundSms(system, {
+          sid: 'SMfenced0000000000000000000000001',
+          from: '+15125550902',
+          to: account.phone_number,
+          body: 'hello',
         });
         const waited = performance.now() - started;
         expect(inbound.statusCode).toBe(503);
@@ -229,100 +110,32 @@ describe('migrating the log to a new generation', () => {
         : undefined,
     );
 
-    // The write loop: each client its own account, importing leads (one and five at a time), sending
-    // manual messages and posting inbound SMS, one request after another.
+    // The write loop: each client its own account, writing one request after another.
     const clients = 6;
     const accounts: { id: string; number: string }[] = [];
     for (let client = 0; client < clients; client++) {
       const { body } = await partner.post('/accounts', { name: `Loop ${client}` });
       accounts.push({ id: body.id, number: body.phone_number });
     }
-    const outcomes: Outcome[] = [];
-    let cutOver = false;
-    let stop = false;
-    const loop = async (client: number) => {
-      const account = accounts[client]!;
-      const phones: string[] = [];
-      for (let n = 0; !stop; n++) {
-        const phone = (k: number) => `+151255${client}${String(k).padStart(4, '0')}`;
-        const op: Op = (['import', 'bulk', 'message', 'inbound'] as const)[phones.length === 0 ? 0 : n % 4]!;
-        const started = performance.now();
-        const afterCutover = cutOver;
-        let response: {
-          status: number;
-          body: { code?: string; message_id?: string };
-          headers: Record<string, unknown>;
-        };
-        const outcome: Partial<Outcome> = { op, account: account.id, phones: [], afterCutover };
-        if (op === 'import') {
-          outcome.phones = [phone(n * 5)];
-          response = await partner.post(`/accounts/${account.id}/leads`, {
-            phone: outcome.phones[0],
-            name: `Lead ${n}`,
-          });
-        } else if (op === 'bulk') {
-          outcome.phones = [1, 2, 3, 4, 5].map((k) => phone(n * 5 + k));
-          response = await partner.post(`/accounts/${account.id}/leads/bulk`, {
-            leads: outcome.phones.map((p) => ({ phone: p })),
-          });
-        } else if (op === 'message') {
-          response = await partner.post(
-            `/accounts/${account.id}/conversations/${encodeURIComponent(phones[n % phones.length]!)}/messages`,
-            { body: `Message ${n}` },
-          );
-          outcome.messageId = response.body?.message_id;
-        } else {
-          outcome.sid = `SM${client}${String(n).padStart(6, '0')}${newUuid().replaceAll('-', '').slice(0, 25)}`;
-          const answer = await system.app.inject({
-            method: 'POST',
-            url: '/twilio/sms',
-            headers: { 'content-type': 'application/x-www-form-urlencoded' },
-            payload: new URLSearchParams({
-              MessageSid: outcome.sid,
-              From: phones[n % phones.length]!,
-              To: account.number,
-              Body: `Reply ${n}`,
-              NumMedia: '0',
-            }).toString(),
-          });
-          response = {
-            status: answer.statusCode,
-            headers: answer.headers,
-            body: answer.statusCode === 200 ? {} : answer.json(),
-          };
-        }
-        outcomes.push({
-          ...(outcome as Outcome),
-          status: response.status,
-          code: response.body?.code,
-          retryAfter: response.headers['retry-after'] as string | undefined,
-          ms: performance.now() - started,
-        });
-        if (response.status < 300 && (op === 'import' || op === 'bulk')) phones.push(...outcome.phones!);
-      }
-    };
-    const running = Array.from({ length: clients }, (_, client) => loop(client));
-    const acknowledged = (after: boolean) =>
-      outcomes.filter((o) => o.status < 300 && o.afterCutover === after).length;
+    const writes = startWriteLoop(accounts);
+    const { outcomes, acknowledged } = writes;
     const analyst: Consumer = system.services.kafka.consumer({ groupId: `${prefix}analyst` });
     const migrationLog: string[] = [];
     let report: MigrationReport | undefined;
     try {
       await eventually(async () => (acknowledged(false) >= 120 ? true : undefined), { timeoutMs: 120_000 });
       // A consumer that is down during the cutover, and a stock consumer group still on the old topics.
-      await decider!.stop();
-      decider = undefined;
+      await stopDecider();
       await analyst.connect();
       await analyst.subscribe({ topic: oldTopics.account, fromBeginning: true });
       await analyst.run({ eachMessage: async () => undefined });
 
       report = await migrateLog(migrationDeps(migrationLog), { partitions: 32, batchRecords: 500 });
-      cutOver = true;
+      writes.cutOver();
       expect(report).toMatchObject({ from: 1, to: 2 });
       await eventually(async () => (acknowledged(true) >= 120 ? true : undefined), { timeoutMs: 120_000 });
     } finally {
-      stop = true;
-      await Promise.allSettled(running);
+      await writes.stop();
     }
     const disconnectAnalyst = () => analyst.disconnect().catch(() => undefined);
     onTestFinished(disconnectAnalyst);

@@ -1,12 +1,12 @@
 import { offlineResponder, startAiAgent, type RunningAgent } from '@leadline/ai-agent';
-import { startInboundDecider, type RunningInboundDecider } from '@leadline/inbound-decider';
+import type { RunningInboundDecider } from '@leadline/inbound-decider';
 import { createDb, createPostgresDocumentStore, newUuid, type Database } from '@leadline/runtime';
 import { startSequencer, type RunningSequencer } from '@leadline/sequencer';
 import { eventually, fakeClock, startFakeTwilio, type FakeTwilio } from '@leadline/test-kit';
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from '../../../system-test/client';
-import { startSystem, type TestSystem } from '../../../system-test/system';
+import { startSystem, type TestSystem, startTestInboundDecider } from '../../../system-test/system';
 import { postInboundSms } from '../../../system-test/inbound-sms';
 
 /**
@@ -34,15 +34,7 @@ const pool = () => {
 let account: { id: string; number: string };
 let sequenceId: string;
 
-const startDecider = async () =>
-  startInboundDecider({
-    ...system.services,
-    db: pool(),
-    clock,
-    newId: newUuid,
-    groupId: `${system.env.config.TOPIC_PREFIX}leadline.inbound-decider`,
-    guardSweepMs: 200,
-  });
+const startDecider = async () => startTestInboundDecider(system, { db: pool(), clock });
 
 beforeAll(async () => {
   twilio = await startFakeTwilio();

@@ -11,20 +11,15 @@ import { activeEnrollments, conversationState } from '@leadline/decision-state';
 import { leadName, type EventOf, type NewEvent } from '@leadline/events';
 import {
   claimReceipts,
-  type Clock,
-  type CommandBus,
   type Database,
   type EventToAppend,
+  type LogServiceDeps,
   type NewId,
 } from '@leadline/runtime';
-import type { Kysely, Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
 
-export interface InboundDeps {
-  db: Kysely<Database>;
-  commands: CommandBus;
-  clock: Clock;
-  newId: NewId;
-}
+/** What deciding a batch of inbound SMS needs of the decider's own deps. */
+export type InboundDeps = Pick<LogServiceDeps, 'db' | 'commands' | 'clock'> & { newId: NewId };
 
 export type InboundOutcome = 'decided' | 'redelivered' | 'other_account';
 

@@ -1,33 +1,22 @@
-import type { DomainEvent, EventCodec, EventOf, TopicNames } from '@leadline/events';
+import type { DomainEvent, EventOf } from '@leadline/events';
 import {
   advanceCheckpoint,
   freshRecords,
   startLogConsumer,
-  type Clock,
-  type CommandBus,
-  type Database,
+  type LogServiceDeps,
   type NewId,
   type PersonalDataKeys,
   type PositionedEvent,
   type RunningConsumer,
 } from '@leadline/runtime';
-import type { Kafka } from 'kafkajs';
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import { decideInboundBatch } from './decide-batch';
 import { forgetDecidedOptOutGuards } from './erasure';
 
-export interface InboundDeciderDeps {
-  kafka: Kafka;
-  /** The decider's own connections, for its checkpoints, receipts and guards. */
-  db: Kysely<Database>;
-  codec: EventCodec;
-  topics: TopicNames;
-  commands: CommandBus;
+export interface InboundDeciderDeps extends LogServiceDeps {
   /** Names an erased lead's phone among the opt-out guards (`lead.erased` carries the keyed hash). */
   personalDataKeys: Pick<PersonalDataKeys, 'subjectOf'>;
-  clock: Clock;
   newId: NewId;
-  groupId: string;
   /** Accounts decided at once (each account's inbound SMS in order); 8 by default. */
   concurrency?: number;
   /** How often answered opt-outs whose decision is now in the read models are looked for; 1 s by default. */

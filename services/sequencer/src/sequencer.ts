@@ -1,24 +1,13 @@
 import { accountStepStates } from '@leadline/decision-state';
-import type { EventCodec, TopicNames } from '@leadline/events';
-import { createWorker, type Clock, type CommandBus, type Database, type NewId } from '@leadline/runtime';
-import type { Kafka } from 'kafkajs';
-import type { Kysely } from 'kysely';
+import { createWorker, type LogServiceDeps, type NewId } from '@leadline/runtime';
 import { contextOf } from './ai-outcomes';
 import { expireLeases, releaseLeases, type DueStep } from './claims';
 import { dueStepsQueue, dueStepsRetry, type AccountSteps } from './due-steps';
 import { followTheLog } from './follow-log';
 import { decideStepBatch, type StepBatch } from './step-batch';
 
-export interface SequencerDeps {
-  kafka: Kafka;
-  /** The sequencer's own connections, for claims (outside the commands' transactions). */
-  db: Kysely<Database>;
-  codec: EventCodec;
-  topics: TopicNames;
-  commands: CommandBus;
-  clock: Clock;
+export interface SequencerDeps extends LogServiceDeps {
   newId: NewId;
-  groupId: string;
   /** How many seconds one `delay_hours` unit lasts. */
   hourSeconds: number;
   /**

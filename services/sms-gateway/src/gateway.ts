@@ -1,4 +1,4 @@
-import type { EventCodec, EventOf, TopicNames } from '@leadline/events';
+import type { EventOf } from '@leadline/events';
 import {
   advanceCheckpoint,
   createWorker,
@@ -7,17 +7,13 @@ import {
   startLogConsumer,
   systemTimers,
   watchNumberQueues,
-  type Clock,
-  type CommandBus,
-  type Database,
   type LogConsumerDeps,
+  type LogServiceDeps,
   type PersonalDataKeys,
   type PositionedEvent,
   type Timers,
 } from '@leadline/runtime';
 import type { SmsSender } from '@leadline/telephony';
-import type { Kafka } from 'kafkajs';
-import type { Kysely } from 'kysely';
 import { ERASED, EXPIRED, forgetErasedLead, forgetExpiredBodies } from './erasure';
 import { enqueue, pendingPerNumber, releaseRegistrationHolds } from './outbox';
 import { accountPaceSettings, drainSeconds, type PaceSettings } from './pacing';
@@ -26,20 +22,12 @@ import { accountPass } from './pass';
 import { reconciler } from './reconcile';
 import { oneWorkerPerAccount, passBudgetMs, passRetryPolicy } from './send-policy';
 
-export interface GatewayDeps {
-  kafka: Kafka;
-  /** The gateway's own connections, for the outbox (outside the commands' transactions). */
-  db: Kysely<Database>;
-  codec: EventCodec;
-  topics: TopicNames;
-  commands: CommandBus;
+export interface GatewayDeps extends LogServiceDeps {
   /** Names an erased lead's phone (`lead.erased` carries the keyed hash, not the number). */
   personalDataKeys: Pick<PersonalDataKeys, 'subjectOf'>;
   sender: SmsSender;
-  clock: Clock;
   /** Timers running at the clock's pace (the wall's by default): a pass waits on them for its number's slot. */
   timers?: Timers;
-  groupId: string;
   /** Accounts worked on at once; one account's messages always go out one by one, in order. */
   concurrency?: number;
   /** Rows of one account decided at once (one lock, one wait for the read models). */

@@ -1,5 +1,5 @@
 import type { EventData } from '@leadline/events';
-import { leadLocation, proactiveHold, type SendingWindow } from '@leadline/domain';
+import { leadLocation, proactiveHold, wallClockAt, zonedInstant, type SendingWindow } from '@leadline/domain';
 
 /**
  * Pacing, as pure functions: when a number's next message may leave, and whether it must wait for the
@@ -73,42 +73,16 @@ export type PaceDecision =
  */
 export const CARRIER_DAY_ZONE = 'America/Los_Angeles';
 
-const wallClock = new Intl.DateTimeFormat('en-US', {
-  timeZone: CARRIER_DAY_ZONE,
-  hourCycle: 'h23',
-  year: 'numeric',
-  month: 'numeric',
-  day: 'numeric',
-  hour: 'numeric',
-  minute: 'numeric',
-  second: 'numeric',
-});
-
-/** The carriers' wall clock at an instant. */
-function localParts(at: Date) {
-  const parts: Record<string, number> = {};
-  for (const part of wallClock.formatToParts(at))
-    if (part.type !== 'literal') parts[part.type] = Number(part.value);
-  return parts as { year: number; month: number; day: number; hour: number; minute: number; second: number };
-}
-
 /** The carriers' day an instant falls on, `YYYY-MM-DD`. */
 export function carrierDay(at: Date): string {
-  const { year, month, day } = localParts(at);
+  const { year, month, day } = wallClockAt(at, CARRIER_DAY_ZONE);
   return `${year}-${String(month).padStart(2, '0')}-${String(day).padStart(2, '0')}`;
 }
 
 /** The first instant of the carriers' next day after `at`. */
 export function nextCarrierDay(at: Date): Date {
-  const { year, month, day } = localParts(at);
-  const midnight = Date.UTC(year, month - 1, day + 1);
-  // The zone's offset near midnight (read twice: the first guess may sit across a DST change).
-  const offsetAt = (instant: number) => {
-    const p = localParts(new Date(instant));
-    return Date.UTC(p.year, p.month - 1, p.day, p.hour, p.minute, p.second) - instant;
-  };
-  const first = midnight - offsetAt(midnight);
-  return new Date(midnight - offsetAt(first));
+  const { year, month, day } = wallClockAt(at, CARRIER_DAY_ZONE);
+  return zonedInstant(year, month, day + 1, 0, CARRIER_DAY_ZONE);
 }
 
 /** The time between two messages of one number. */

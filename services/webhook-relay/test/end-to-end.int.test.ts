@@ -2,6 +2,7 @@ import { eventually } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness, type RelayInstance } from '../../../system-test/relay';
 import { opensslHmacHex } from '@leadline/test-kit';
+import { postInboundSms } from '../../../system-test/inbound-sms';
 
 let harness: Harness;
 let relay: RelayInstance;
@@ -25,17 +26,11 @@ describe('from a text message to a partner webhook', () => {
     });
 
     // Twilio posts the inbound message (no TWILIO_AUTH_TOKEN in this system, so it is not signed).
-    const inbound = await harness.system.app.inject({
-      method: 'POST',
-      url: '/twilio/sms',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      payload: new URLSearchParams({
-        MessageSid: 'SM0000000000000000000000000000e2e1',
-        From: '+15125550777',
-        To: account.phone_number,
-        Body: 'Is the rate still 6.1%?',
-        NumMedia: '0',
-      }).toString(),
+    const inbound = await postInboundSms(harness.system, {
+      sid: 'SM0000000000000000000000000000e2e1',
+      from: '+15125550777',
+      to: account.phone_number,
+      body: 'Is the rate still 6.1%?',
     });
     expect(inbound.statusCode).toBe(200);
 
@@ -110,17 +105,11 @@ describe('from a text message to a partner webhook', () => {
     await partner.api.post(`/accounts/${partner.accountId}/sequences/${once.id}/enroll`, {
       phone: '+15125550888',
     });
-    const inbound = await harness.system.app.inject({
-      method: 'POST',
-      url: '/twilio/sms',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      payload: new URLSearchParams({
-        MessageSid: 'SM0000000000000000000000000000e2e2',
-        From: '+15125550888',
-        To: account.phone_number,
-        Body: 'Yes, interested',
-        NumMedia: '0',
-      }).toString(),
+    const inbound = await postInboundSms(harness.system, {
+      sid: 'SM0000000000000000000000000000e2e2',
+      from: '+15125550888',
+      to: account.phone_number,
+      body: 'Yes, interested',
     });
     expect(inbound.statusCode).toBe(200);
 

@@ -1,4 +1,5 @@
 import areaCodes from './area-codes.json' with { type: 'json' };
+import { wallClockAt, zonedInstant } from '../wall-clock';
 
 /** An account's sending window for proactive messages, in the lead's local time. */
 export interface SendingWindow {
@@ -294,53 +295,10 @@ export function allowedMinutes(
   return start < end ? { start, end } : null;
 }
 
-const formatters = new Map<string, Intl.DateTimeFormat>();
-function formatter(zone: string) {
-  let format = formatters.get(zone);
-  if (!format) {
-    format = new Intl.DateTimeFormat('en-US', {
-      timeZone: zone,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-      second: 'numeric',
-    });
-    formatters.set(zone, format);
-  }
-  return format;
-}
-
-/** The wall-clock fields of an instant in a zone. */
-function localParts(at: Date, zone: string) {
-  const parts: Record<string, number> = {};
-  for (const part of formatter(zone).formatToParts(at)) {
-    if (part.type !== 'literal') parts[part.type] = Number(part.value);
-  }
-  return parts as { year: number; month: number; day: number; hour: number; minute: number; second: number };
-}
-
-/** The zone's offset from UTC at an instant, in milliseconds. */
-function offsetAt(at: Date, zone: string) {
-  const p = localParts(at, zone);
-  return (
-    Date.UTC(p.year, p.month - 1, p.day, p.hour, p.minute, p.second) - (at.getTime() - at.getMilliseconds())
-  );
-}
-
-/** The instant a local date and minute-of-day happen in a zone (the later one when DST repeats it). */
-function instantOf(year: number, month: number, day: number, minutes: number, zone: string): Date {
-  const guess = Date.UTC(year, month - 1, day, 0, minutes);
-  const first = guess - offsetAt(new Date(guess), zone);
-  return new Date(guess - offsetAt(new Date(first), zone));
-}
-
 const minuteOfDay = (parts: { hour: number; minute: number }) => parts.hour * 60 + parts.minute;
 
 function inside(at: Date, zone: string, window: SendingWindow, state: string | null) {
-  const p = localParts(at, zone);
+  const p = wallClockAt(at, zone);
   const allowed = allowedMinutes(window, state, p);
   const minute = minuteOfDay(p);
   return allowed !== null && minute >= allowed.start && minute < allowed.end;
@@ -351,14 +309,14 @@ const LOOKAHEAD_DAYS = 14;
 
 /** The next time the window opens in a zone, for an instant outside it; null if none is near. */
 function nextOpening(at: Date, zone: string, window: SendingWindow, state: string | null): Date | null {
-  const p = localParts(at, zone);
+  const p = wallClockAt(at, zone);
   for (let offset = 0; offset <= LOOKAHEAD_DAYS; offset++) {
     // Noon UTC of a later local day avoids DST edges when stepping days.
     const day =
-      offset === 0 ? p : localParts(new Date(Date.UTC(p.year, p.month - 1, p.day + offset, 12)), 'UTC');
+      offset === 0 ? p : wallClockAt(new Date(Date.UTC(p.year, p.month - 1, p.day + offset, 12)), 'UTC');
     const allowed = allowedMinutes(window, state, day);
     if (!allowed) continue;
-    const opens = instantOf(day.year, day.month, day.day, allowed.start, zone);
+    const opens = zonedInstant(day.year, day.month, day.day, allowed.start, zone);
     if (opens.getTime() > at.getTime()) return opens;
   }
   return null;
@@ -413,7 +371,7 @@ export interface Hold {
 
 /** Why the window is closed at `at` in `zone`, which it is. */
 function closedReason(at: Date, zone: string, window: SendingWindow, state: string | null): HoldReason {
-  const p = localParts(at, zone);
+  const p = wallClockAt(at, zone);
   const minute = minuteOfDay(p);
   if (minute < minutesOf(window.start) || minute >= minutesOf(window.end)) return 'quiet_hours';
   const rule = state ? stateRules[state] : undefined;
