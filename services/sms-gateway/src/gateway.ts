@@ -5,10 +5,12 @@ import {
   freshRecords,
   isErased,
   startLogConsumer,
+  systemTimers,
   watchNumberQueues,
   type LogConsumerDeps,
   type LogServiceDeps,
   type PositionedEvent,
+  type Timers,
 } from '@leadline/runtime';
 import type { SmsSender } from '@leadline/telephony';
 import { ERASED, EXPIRED, forgetErasedLead, forgetExpiredBodies } from './erasure';
@@ -21,6 +23,8 @@ import { oneWorkerPerAccount, passBudgetMs, passRetryPolicy } from './send-polic
 
 export interface GatewayDeps extends LogServiceDeps {
   sender: SmsSender;
+  /** Timers running at the clock's pace (the wall's by default): a pass waits on them for its number's slot. */
+  timers?: Timers;
   /** Accounts worked on at once; one account's messages always go out one by one, in order. */
   concurrency?: number;
   /** Rows of one account decided at once (one lock, one wait for the read models). */
@@ -43,6 +47,11 @@ export interface GatewayDeps extends LogServiceDeps {
    * of other rules) messages go as fast as the provider takes them, unless their account sets a rate.
    */
   pacing?: PaceSettings;
+  /**
+   * How long a pass may wait for its number's next slot rather than hand its rows back (2 s by default:
+   * two slots at 1 a second; 0 never waits). See accountPass.
+   */
+  slotWaitMs?: number;
   /** How long a send may take before its row counts as interrupted (well above the client's timeout). */
   sendingGraceMs?: number;
   /** How long an interrupted send waits for the provider's status callback before it counts as failed. */
@@ -104,6 +113,8 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
   const graceMs = deps.sendingGraceMs ?? 60_000;
   const timeoutMs = deps.sendingTimeoutMs ?? 10 * 60_000;
   const onError = deps.onError ?? ((error) => console.error('sms-gateway:', error));
+  // The pass asks the worker it runs on (made below, for this pass) whether another account could start.
+  let freeSlots = () => 0;
   const pass = accountPass({
     db,
     commands: deps.commands,
@@ -116,6 +127,11 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
     registrationEnforced: deps.registrationEnforced ?? false,
     registrationRecheckMs: deps.registrationRecheckMs ?? 10 * 60_000,
     pacing: deps.pacing,
+    timers: deps.timers ?? systemTimers,
+    slotWaitMs: deps.slotWaitMs ?? 2000,
+    // Well inside the worker's budget for the pass (half the lease) and the claimed rows' lease.
+    passHoldMs: leaseMs / 4,
+    othersCanStart: () => freeSlots() > 0,
     onError,
     personalDataKeys: deps.personalDataKeys,
   });
@@ -131,6 +147,8 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
     pollMs: deps.pollIntervalMs ?? 1000,
     onError,
   });
+
+  freeSlots = () => worker.freeSlots();
 
   const reconcile = reconciler({ db, clock, commands: deps.commands, graceMs, timeoutMs, leaseMs });
 

@@ -1,6 +1,6 @@
 import type { EventOf } from '@leadline/events';
 import { leaseUntil, type Database, type OutboxReport } from '@leadline/runtime';
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
 
 export type OutboxRow = Selectable<Database['sms_outbox']>;
 
@@ -188,6 +188,10 @@ export interface OwedSettlement {
  * each commit waits for the disk, and a backlog is sent one commit per message instead of two);
  * `settledPrevious` says whether it still was `sending`. The row's lease is renewed: while it is in
  * flight its account stays with this worker, however long the batch before it took.
+ *
+ * `pace`, the number's slot (see claimPaceStatement), is claimed in the same statement, and the row is
+ * marked only if it was: `pace_taken` when another pass took the slot; `paced` says whether this
+ * statement claimed it (it does even when the opt-out check then stops the row: that slot goes unused).
  */
 export async function markSending(
   db: Kysely<Database>,
@@ -197,16 +201,23 @@ export async function markSending(
   /** The claim the row was leased under: a row handed back or claimed by another worker since is `taken`. */
   token: string | null,
   previous?: OwedSettlement,
-): Promise<{ claim: 'sending' | 'taken' | 'opted_out'; settledPrevious: boolean }> {
+  pace?: RawBuilder<unknown>,
+): Promise<{
+  claim: 'sending' | 'taken' | 'opted_out' | 'pace_taken';
+  settledPrevious: boolean;
+  paced: boolean;
+}> {
   const settle = previous
     ? settleStatement(previous.messageId, now, previous.report)
     : sql`select 1 where false`;
-  const { rows } = await sql<{ marked: number; pending: boolean; settled: number }>`
+  const { rows } = await sql<{ marked: number; pending: boolean; settled: number; paced: number }>`
     with settled as (${settle}),
+    paced as (${pace ?? sql`select 1`}),
     marked as (
       update sms_outbox
       set state = 'sending', sending_at = ${now}, updated_at = ${now}, lease_until = ${leaseUntil(now, leaseMs)}
       where message_id = ${messageId} and state = 'pending' and claim_token is not distinct from ${token}
+        and exists (select 1 from paced)
         and (source = 'system' or not exists (
           select 1 from conversations c
           where c.account_id = sms_outbox.account_id and c.phone = sms_outbox.phone and c.opted_out
@@ -222,11 +233,13 @@ export async function markSending(
       -- means the opt-out check stopped it.
       exists (select 1 from sms_outbox where message_id = ${messageId} and state = 'pending'
         and claim_token is not distinct from ${token}) as pending,
-      (select count(*) from settled)::int as settled`.execute(db);
-  const { marked, pending, settled } = rows[0]!;
+      (select count(*) from settled)::int as settled,
+      (select count(*) from paced)::int as paced`.execute(db);
+  const { marked, pending, settled, paced } = rows[0]!;
   return {
-    claim: marked === 1 ? 'sending' : pending ? 'opted_out' : 'taken',
+    claim: marked === 1 ? 'sending' : paced === 0 ? 'pace_taken' : pending ? 'opted_out' : 'taken',
     settledPrevious: settled === 1,
+    paced: pace !== undefined && paced === 1,
   };
 }
 
@@ -390,55 +403,6 @@ export async function releaseRegistrationHolds(db: Kysely<Database>, accountIds:
     .where('held_until', 'is not', null)
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
-}
-
-/** A sending number's pace, as stored (see pacing.ts). */
-export async function readPace(db: Kysely<Database>, phoneNumber: string) {
-  const row = await db
-    .selectFrom('sms_number_pace')
-    .select(['next_send_at', 'cap_day', 'sent_on_cap_day'])
-    .where('phone_number', '=', phoneNumber)
-    .executeTakeFirst();
-  return row && { nextSendAt: row.next_send_at, capDay: row.cap_day, sentOnCapDay: row.sent_on_cap_day };
-}
-
-/**
- * Claims a number's next slot: stores `next` only if the pace is still what this pass read (`read`;
- * undefined when there was none), so two passes that both read the same pace (an account's claim lost
- * and retaken, a number moved between accounts) cannot both send in one slot. False when another took it.
- */
-export async function claimPace(
-  db: Kysely<Database>,
-  phoneNumber: string,
-  accountId: string,
-  read: { nextSendAt: Date; capDay: string; sentOnCapDay: number } | undefined,
-  next: { nextSendAt: Date; capDay: string; sentOnCapDay: number },
-  now: Date,
-): Promise<boolean> {
-  const values = {
-    next_send_at: next.nextSendAt,
-    cap_day: next.capDay,
-    sent_on_cap_day: next.sentOnCapDay,
-    account_id: accountId,
-    updated_at: now,
-  };
-  const result = read
-    ? await db
-        .updateTable('sms_number_pace')
-        .set(values)
-        .where('phone_number', '=', phoneNumber)
-        .where('next_send_at', '=', read.nextSendAt)
-        .where('sent_on_cap_day', '=', read.sentOnCapDay)
-        .where('cap_day', '=', read.capDay)
-        .executeTakeFirst()
-        .then((r) => Number(r.numUpdatedRows))
-    : await db
-        .insertInto('sms_number_pace')
-        .values({ phone_number: phoneNumber, ...values })
-        .onConflict((oc) => oc.column('phone_number').doNothing())
-        .executeTakeFirst()
-        .then((r) => Number(r.numInsertedOrUpdatedRows ?? 0n));
-  return result === 1;
 }
 
 /** When the next pending row comes into play: a hold or a lease (a paced account's next slot) ending. */

@@ -4,7 +4,7 @@ import { leadLocation, proactiveHold, wallClockAt, zonedInstant, type SendingWin
 /**
  * Pacing, as pure functions: when a number's next message may leave, and whether it must wait for the
  * next sending window or the brand's next day instead. The gateway's shell reads and claims the pace
- * in Postgres (see `claimPace` in outbox.ts); nothing here reads a clock or a table.
+ * in Postgres (see pace-store.ts); nothing here reads a clock or a table.
  */
 
 /** What a number and its brand may carry. */
@@ -57,8 +57,11 @@ export interface PacedMessage {
 export type HoldReason = EventData<'message.held'>['reason'];
 
 export type PaceDecision =
-  /** It leaves now; `pace` is the number's pace once it has. */
-  | { kind: 'send'; pace: PaceState }
+  /**
+   * It leaves at `at` (its slot: now, or within the claim-ahead time of now); `pace` is the number's
+   * pace once it has.
+   */
+  | { kind: 'send'; at: Date; pace: PaceState }
   /** The number's next slot is later: the account's rows wait until `until`, in order. */
   | { kind: 'wait'; until: Date }
   /** This message waits (for its window, or the brand's next day); the account's other rows go on. */
@@ -91,7 +94,9 @@ export const spacingMs = (settings: PaceSettings) => 1000 / settings.messagesPer
  * - a sequence step whose slot is outside the lead's sending window (the account's window, the lead's
  *   state's hours, Sundays and holidays) is held until the window opens again, rather than sent at the
  *   edge of quiet hours; the account's other messages go on;
- * - a slot later than now makes the account's messages wait for it, in order;
+ * - a slot later than now makes the account's messages wait for it, in order, unless it is within
+ *   `aheadMs` of now: then it is claimed now and the message leaves at the slot (the shell claims and
+ *   marks it ahead, so the provider call itself is not late by the mark's round trip);
  * - past the brand's daily cap, a message is held until the carriers' next day; compliance replies are
  *   owed to the person who asked and are never held by the cap (they count towards it);
  * - otherwise it leaves, and the number's next slot is one spacing later.
@@ -102,8 +107,9 @@ export function paceDecision(input: {
   pace: PaceState | undefined;
   message: PacedMessage;
   window: SendingWindow;
+  aheadMs?: number;
 }): PaceDecision {
-  const { now, settings, pace, message, window } = input;
+  const { now, settings, pace, message, window, aheadMs = 0 } = input;
   const slot = pace && pace.nextSendAt.getTime() > now.getTime() ? pace.nextSendAt : now;
   if (message.proactive) {
     const hold = proactiveHold(slot, window, leadLocation(message.phone, window.time_zone));
@@ -111,15 +117,26 @@ export function paceDecision(input: {
     if (hold && hold.reason !== 'frequency_cap')
       return { kind: 'hold', reason: hold.reason, until: hold.next_allowed_at };
   }
-  if (slot.getTime() > now.getTime()) return { kind: 'wait', until: slot };
+  if (slot.getTime() > now.getTime() + aheadMs) return { kind: 'wait', until: slot };
   const capDay = carrierDay(slot);
   const sent = pace?.capDay === capDay ? pace.sentOnCapDay : 0;
   if (!message.compliance && settings.brandDailyCap !== null && sent >= settings.brandDailyCap)
     return { kind: 'hold', reason: 'brand_daily_cap', until: nextCarrierDay(slot) };
   return {
     kind: 'send',
+    at: slot,
     pace: { nextSendAt: new Date(slot.getTime() + spacingMs(settings)), capDay, sentOnCapDay: sent + 1 },
   };
+}
+
+/**
+ * The number's pace once its provider call was made at `calledAt`: the next slot is one spacing after
+ * the call when that is later than the one claimed (the call was late: a slow mark, a busy event loop).
+ * Slots are claimed one spacing apart, but only this keeps the calls themselves a spacing apart.
+ */
+export function afterCall(pace: PaceState, calledAt: Date, settings: PaceSettings): PaceState {
+  const fromCall = calledAt.getTime() + spacingMs(settings);
+  return fromCall > pace.nextSendAt.getTime() ? { ...pace, nextSendAt: new Date(fromCall) } : pace;
 }
 
 /**

@@ -2,6 +2,7 @@ import { DEFAULT_SENDING_WINDOW } from '@leadline/domain';
 import { describe, expect, it } from 'vitest';
 import {
   accountPaceSettings,
+  afterCall,
   carrierDay,
   drainSeconds,
   nextCarrierDay,
@@ -31,6 +32,7 @@ describe("a number's pace", () => {
     const first = decide(undefined);
     expect(first).toEqual({
       kind: 'send',
+      at: now,
       pace: { nextSendAt: at(1000), capDay: '2026-03-02', sentOnCapDay: 1 },
     });
     const pace = first.kind === 'send' ? first.pace : undefined;
@@ -47,7 +49,30 @@ describe("a number's pace", () => {
     const idle = { nextSendAt: at(-60_000), capDay: '2026-03-02', sentOnCapDay: 5 };
     expect(decide(idle)).toEqual({
       kind: 'send',
+      at: now,
       pace: { nextSendAt: at(1000), capDay: '2026-03-02', sentOnCapDay: 6 },
+    });
+  });
+
+  it('claims a slot within the claim-ahead time now, to leave at the slot; a later one still waits', () => {
+    const busy = { nextSendAt: at(40), capDay: '2026-03-02', sentOnCapDay: 1 };
+    expect(decide(busy, { aheadMs: 50 })).toEqual({
+      kind: 'send',
+      at: at(40),
+      pace: { nextSendAt: at(1040), capDay: '2026-03-02', sentOnCapDay: 2 },
+    });
+    expect(decide(busy, { aheadMs: 39 })).toEqual({ kind: 'wait', until: at(40) });
+  });
+
+  it('counts the next slot from the provider call when the call was later than its slot', () => {
+    const claimed = { nextSendAt: at(1000), capDay: '2026-03-02', sentOnCapDay: 1 };
+    // Called 30 ms after its slot (now): the next slot is a full second after the call.
+    expect(afterCall(claimed, at(30), oneASecond)).toEqual({ ...claimed, nextSendAt: at(1030) });
+    // Called on time: the slot claimed stands.
+    expect(afterCall(claimed, now, oneASecond)).toBe(claimed);
+    expect(decide(afterCall(claimed, at(30), oneASecond), { now: at(1000) })).toEqual({
+      kind: 'wait',
+      until: at(1030),
     });
   });
 });

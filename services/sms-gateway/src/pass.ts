@@ -4,6 +4,7 @@ import {
   optedOutPhones,
   runRemoteCall,
   type Clock,
+  type Timers,
   type CommandBus,
   type CommandContext,
   type Database,
@@ -12,6 +13,7 @@ import {
 } from '@leadline/runtime';
 import type { AcceptedSms, SmsSender } from '@leadline/telephony';
 import type { Kysely } from 'kysely';
+import { waitOnClock } from './clock-wait';
 import {
   holdRows,
   markReported,
@@ -24,8 +26,10 @@ import {
   type RowHold,
 } from './outbox';
 import { numberPace } from './number-pace';
-import { accountPaceSettings, type PaceSettings } from './pacing';
+import { claimPace, claimPaceStatement, type PaceClaim } from './pace-store';
+import { accountPaceSettings, spacingMs, type PaceSettings } from './pacing';
 import {
+  expiredBy,
   heldEvent,
   inRequestOrder,
   refusal,
@@ -52,6 +56,17 @@ export interface PassDeps {
    * neither (its `sending_rate`); undefined sends as fast as the provider takes.
    */
   pacing: PaceSettings | undefined;
+  /** The clock's timers: a pass waiting for its number's next slot sleeps on them. */
+  timers: Timers;
+  /**
+   * The longest a pass waits for its number's next slot, on the gateway's clock, instead of handing its
+   * rows back (0: never waits); it waits only while `othersCanStart`, and not past `passHoldMs`.
+   */
+  slotWaitMs: number;
+  /** How long, from its start, a pass may keep its account's claim waiting for slots (gateway's clock). */
+  passHoldMs: number;
+  /** Whether another account could start at once (a worker is free): else a pass does not wait. */
+  othersCanStart: () => boolean;
   onError: (error: unknown) => void;
   /** The keyed hash of a number, which finds an opt-out kept past its person's erasure. */
   personalDataKeys: Pick<PersonalDataKeys, 'subjectOf'>;
@@ -175,38 +190,57 @@ async function decide(
 
 /**
  * One send in the remote-call shape. Its mark also settles the send before (`owed`), so a backlog
- * costs one commit per message; its own outcome is returned as owed, for the next mark or the end.
+ * costs one commit per message, and claims the number's slot (`slot.claim`); its own outcome is
+ * returned as owed, for the next mark or the end. A slot claimed ahead is waited for after the mark, so
+ * the call leaves at its slot, not a round trip after it; the mark's time on the gateway's clock is
+ * returned (`markMs`) so the pass can claim the next slot that far ahead.
  */
 async function send(
-  { db, sender, clock, ...deps }: PassDeps,
+  { db, sender, clock, timers, ...deps }: PassDeps,
   row: OutboxRow,
   from: string,
   token: string,
   owed: OwedSettlement | undefined,
+  slot: { at: Date; claim: PaceClaim | undefined },
 ) {
-  let claim = 'taken' as 'sending' | 'taken' | 'opted_out';
+  let claim = 'taken' as 'sending' | 'taken' | 'opted_out' | 'pace_taken';
   let settledOwed = false;
+  let paced = false;
+  let markMs = 0;
+  let calledAt: Date | undefined;
   let outcome: OwedSettlement | undefined;
   await runRemoteCall<OutboxRow, AcceptedSms>('SMS provider', deps.sendTimeoutMs, {
     async claim() {
-      ({ claim, settledPrevious: settledOwed } = await markSending(
+      const now = clock.now();
+      ({
+        claim,
+        settledPrevious: settledOwed,
+        paced,
+      } = await markSending(
         db,
         row.message_id,
-        clock.now(),
+        now,
         deps.leaseMs,
         token,
         owed,
+        slot.claim && claimPaceStatement(slot.claim, now),
       ));
-      return claim === 'sending' ? row : undefined;
+      markMs = clock.now().getTime() - now.getTime();
+      if (claim !== 'sending') return undefined;
+      // In flight now: it goes whatever happens (no signal), at most the claim-ahead time later.
+      await waitOnClock(clock, timers, slot.at);
+      return row;
     },
-    call: () =>
-      sender.send({
+    call: () => {
+      calledAt = clock.now();
+      return sender.send({
         messageId: row.message_id,
         accountId: row.account_id,
         from,
         to: row.phone,
         body: row.body,
-      }),
+      });
+    },
     async record(claimed, result) {
       const report = sendReport(claimed, result);
       if (report) outcome = { messageId: claimed.message_id, report };
@@ -214,7 +248,7 @@ async function send(
       else if (!result.ok) deps.onError(result.error);
     },
   });
-  return { claim, settledOwed, owed: outcome };
+  return { claim, settledOwed, owed: outcome, paced, markMs, calledAt };
 }
 
 /**
@@ -265,12 +299,16 @@ async function holdForPace(
  *      caught up): a refused row (opted-out number except the compliance replies, deactivated account,
  *      a manual message that waited longer than `maxQueueAgeMs`) is settled failed and committed, and
  *      only then reported with `message.failed`;
- *   2. mark: the row is marked `sending` under the claim (committed), so it is never sent again, and
- *      the number's opt-out is checked again right there;
- *   3. call the provider, bounded by `sendTimeoutMs`, with nothing open in the database;
+ *   2. mark: the row is marked `sending` under the claim (committed), so it is never sent again, the
+ *      number's opt-out is checked again right there, and the number's slot is claimed in the same
+ *      statement (a compare-and-set), a mark's time ahead of the slot;
+ *   3. call the provider at the slot, bounded by `sendTimeoutMs`, with nothing open in the database;
  *   4. record: the row is settled with the event that reports it (with the next row's mark, or at the
  *      end); at the end every outcome of the pass (the refusals of 1 included) is appended at once, in
  *      the rows' order: one append per account and pass, with no lock and no wait for the projector.
+ * A number whose next slot is near (`slotWaitMs`) is waited for, within the pass's hold
+ * (`passHoldMs`) and while another account could start on a free worker: one claim, one decision and
+ * one append for the messages of many slots; otherwise the rest is handed back until the slot.
  * A decision covers at most `decisionBatch` rows; a number that opted out since is decided again (and
  * refused). Once `signal` aborts (the pass's time budget, or shutdown) nothing more is marked: the
  * worker has handed the rest of the claim back.
@@ -294,6 +332,25 @@ export function accountPass(deps: PassDeps) {
       if (owed) outcomes.push({ row: byId.get(owed.messageId)!, report: owed.report });
       owed = undefined;
     };
+    let pace: ReturnType<typeof numberPace> | undefined;
+    // The next slot counted from the last call is stored before another view of the pace is read.
+    const storeCallPace = async () => {
+      const update = pace?.owedUpdate();
+      if (update) await claimPace(db, update, clock.now());
+    };
+    const holdEnd = clock.now().getTime() + deps.passHoldMs;
+    /**
+     * A pass keeps its account's claim and waits for the number's next slot only when it is near, the
+     * pass is within its hold, another account could still start on a free worker, and the row would
+     * not expire by its slot (a new decision refuses it then); otherwise its rows are handed back.
+     */
+    const mayWait = (row: OutboxRow, until: Date) =>
+      until.getTime() - clock.now().getTime() <= deps.slotWaitMs &&
+      until.getTime() <= holdEnd &&
+      deps.othersCanStart() &&
+      expiredBy(row, until, deps.maxQueueAgeMs) === undefined;
+    /** How far ahead of its slot a row is claimed and marked: twice the last mark's time, on the clock. */
+    let aheadMs = 0;
     try {
       let todo: readonly OutboxRow[] = rows;
       let redecided: string | undefined;
@@ -304,27 +361,42 @@ export function accountPass(deps: PassDeps) {
         // worker hands the claim back and the rows are tried again, in order; this account stops here.
         const decided = await decide(deps, chunk[0]!.account_id, chunk, token);
         outcomes.push(...decided.refused);
-        const pace = numberPace({ ...deps, accountId: chunk[0]!.account_id, ...decided });
+        await storeCallPace();
+        pace = numberPace({ ...deps, accountId: chunk[0]!.account_id, ...decided });
+        const maxAheadMs = decided.settings ? spacingMs(decided.settings) / 2 : 0;
         for (const row of decided.allowed) {
           if (signal.aborted) break;
-          const verdict = await pace.verdict(row);
-          if (verdict.kind === 'hold') {
-            paceHolds.push({ messageId: row.message_id, reason: verdict.reason, until: verdict.until });
+          let plan = await pace.plan(row, aheadMs);
+          while (
+            plan.kind === 'wait' &&
+            mayWait(row, plan.until) &&
+            (await waitOnClock(clock, deps.timers, new Date(plan.until.getTime() - aheadMs), signal))
+          )
+            plan = await pace.plan(row, aheadMs);
+          if (signal.aborted) break;
+          if (plan.kind === 'hold') {
+            paceHolds.push({ messageId: row.message_id, reason: plan.reason, until: plan.until });
             continue;
           }
-          if (verdict.kind === 'wait' || verdict.kind === 'taken') {
+          if (plan.kind === 'wait') {
             // The number is busy until its next slot: this row and the rest wait for it, in order,
             // without holding a worker (the queue's next due time wakes the loop then).
-            waiting = {
-              rows: todo.slice(todo.indexOf(row)),
-              until: verdict.kind === 'wait' ? verdict.until : undefined,
-            };
+            waiting = { rows: todo.slice(todo.indexOf(row)), until: plan.until };
             next = [];
             break;
           }
-          const result = await send(deps, row, decided.from, token, owed);
+          const result = await send(deps, row, decided.from, token, owed, plan);
           if (result.settledOwed) owedSettled();
           owed = result.owed;
+          if (result.paced) pace.claimed(plan.claim!);
+          if (result.calledAt) pace.called(result.calledAt);
+          aheadMs = Math.min(maxAheadMs, 2 * result.markMs);
+          if (result.claim === 'pace_taken') {
+            // Another pass claimed the number's slot meanwhile: hand the rows back, the next claim reads it.
+            waiting = { rows: todo.slice(todo.indexOf(row)), until: undefined };
+            next = [];
+            break;
+          }
           if (result.claim === 'opted_out') {
             // An opt-out arrived while this pass went out: decide again from this row on (once; a row
             // still refused by the mark then waits for its lease to run out, with the rest behind it).
@@ -339,6 +411,7 @@ export function accountPass(deps: PassDeps) {
       // The last outcome is settled on its own; what was settled is reported even if a later send of
       // the pass failed to record.
       if (owed && (await settleSending(db, owed.messageId, clock.now(), owed.report))) owedSettled();
+      await storeCallPace().catch(deps.onError);
       await report(deps, inRequestOrder(outcomes, rows));
       await holdForPace(deps, paceHolds, token);
       if (waiting)

@@ -60,18 +60,27 @@ export function refusal(
     return failure(row, 'account_deactivated', 'The account is deactivated.');
   // Compliance replies (the STOP confirmation itself) are the only messages an opted-out number gets.
   if (optedOut && row.source !== 'system') return failure(row, 'lead_opted_out', 'The number opted out.');
+  return expiredBy(row, now, maxQueueAgeMs);
+}
+
+/**
+ * Why `row` may not leave at `at` any more, by its age alone; undefined when it still may. A pass that
+ * would wait for its number's slot asks it for the slot's time, and hands the row back to a new
+ * decision rather than send it late.
+ */
+export function expiredBy(row: OutboxRow, at: Date, maxQueueAgeMs: number): OutboxReport | undefined {
   // A backlog (after an outage) must not go out hours late, at night; sequence and AI sends follow
   // their sending window instead.
   const requestedAt = row.requested_at ?? row.created_at;
   // One confirmation within five minutes of the opt-out, then nothing: a late one would be a message
   // after the person said stop.
-  if (isOptOutConfirmation(row) && now.getTime() - requestedAt.getTime() > OPT_OUT_CONFIRMATION_WINDOW_MS)
+  if (isOptOutConfirmation(row) && at.getTime() - requestedAt.getTime() > OPT_OUT_CONFIRMATION_WINDOW_MS)
     return failure(
       row,
       'expired',
       'An opt-out confirmation is sent within five minutes of the opt-out or not at all; this one could not be.',
     );
-  if (row.expirable && now.getTime() - requestedAt.getTime() > maxQueueAgeMs)
+  if (row.expirable && at.getTime() - requestedAt.getTime() > maxQueueAgeMs)
     return failure(
       row,
       'expired',

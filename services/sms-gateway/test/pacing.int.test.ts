@@ -44,6 +44,56 @@ describe('pacing each number', () => {
     expect(sentFrom('+15125553101').map((message) => message.body)).toEqual(burst.map((r) => r.data.body));
   });
 
+  it('sends a backlog at its slots in one pass, waiting on the clock: its outcomes in one append', async () => {
+    await account('acc-waits', '+15125553109');
+    // The clock's own timers: the pass waits for each slot until the test moves the clock there.
+    const running = await gateway({ pacing: oneASecond, timers: harness.clock, slotWaitMs: 2000 });
+    const burst = Array.from({ length: 3 }, (_, i) => request(`+1512555490${i}`, `Waits ${i}`));
+    await append('acc-waits', burst);
+    for (let sent = 1; sent <= 3; sent++) {
+      await eventually(async () => (sentFrom('+15125553109').length === sent ? true : undefined));
+      if (sent < 3) harness.clock.advance(1000);
+    }
+    const sentAt = harness.clock.now();
+    await eventually(async () =>
+      (await outboxRow(burst[2]!.data.message_id))?.state === 'sent' ? true : undefined,
+    );
+    await running.dispatch();
+    expect(sentFrom('+15125553109').map((message) => message.body)).toEqual(burst.map((r) => r.data.body));
+    // One pass held the account's claim through the slots: its three outcomes were appended together,
+    // when it ended, not one pass and one append per slot.
+    const outcomes = (await accountEvents(harness.services)).flatMap((event) =>
+      event.type === 'message.sent' && event.account_id === 'acc-waits'
+        ? [[event.data.message_id, event.occurred_at]]
+        : [],
+    );
+    expect(outcomes).toEqual(burst.map((r) => [r.data.message_id, sentAt.toISOString()]));
+  });
+
+  it("does not wait for a slot while no other worker is free: another account's message goes", async () => {
+    await account('acc-one-worker', '+15125553110');
+    await account('acc-one-worker-other', '+15125553111');
+    const running = await gateway({
+      pacing: oneASecond,
+      timers: harness.clock,
+      slotWaitMs: 2000,
+      concurrency: 1,
+    });
+    const burst = Array.from({ length: 2 }, (_, i) => request(`+1512555491${i}`, `Backlog ${i}`));
+    await append('acc-one-worker', burst);
+    await eventually(async () =>
+      (await outboxRow(burst[0]!.data.message_id))?.state === 'sent' ? true : undefined,
+    );
+    const single = request('+15125554919', 'Your appraisal is in');
+    await append('acc-one-worker-other', [single]);
+    // The clock stands still: a pass waiting for the backlog's next slot would keep the only worker.
+    await eventually(async () =>
+      (await outboxRow(single.data.message_id))?.state === 'sent' ? true : undefined,
+    );
+    await running.dispatch();
+    expect(sentFrom('+15125553110')).toHaveLength(1);
+  });
+
   it("spaces an account's number by its own sending rate, while an account at the default stays a second apart", async () => {
     const start = harness.clock.now();
     await account('acc-fast', '+15125553105', { sending_rate: { messages_per_second: 2, daily_cap: null } });

@@ -77,6 +77,8 @@ export interface Worker<Item> {
   start(): void;
   /** Items may be due: look now. */
   wake(): void;
+  /** Slots free now: how many items could start at once (an item may wait for its next step only if one is). */
+  freeSlots(): number;
   /** Takes claimed items that have not started out of the worker (their lease stays), e.g. a gone endpoint's. */
   withdraw(predicate: (item: Item) => boolean): Item[];
   /**

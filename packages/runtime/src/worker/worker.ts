@@ -108,6 +108,7 @@ export function createWorker<Item, Result = void>(options: WorkerOptions<Item, R
   return {
     drain,
     wake,
+    freeSlots: () => (stopping ? 0 : Math.max(0, concurrency - slots.running())),
     withdraw: (predicate) => slots.withdraw(predicate),
     start() {
       if (loop || stopping) return;

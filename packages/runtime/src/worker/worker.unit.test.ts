@@ -152,6 +152,38 @@ describe('the worker loop', () => {
     expect(memory.log).not.toContain('start waiting');
   });
 
+  it('says how many slots are free, so an item may wait for its next step only while another could start', async () => {
+    const clock = fakeClock();
+    const memory = memoryQueue(clock, [
+      { id: 'one', key: 'a' },
+      { id: 'two', key: 'b' },
+    ]);
+    let finishOne!: (result: string) => void;
+    let finishTwo!: (result: string) => void;
+    memory.handlers.set('one', () => new Promise((resolve) => (finishOne = resolve)));
+    memory.handlers.set('two', () => new Promise((resolve) => (finishTwo = resolve)));
+    const worker = createWorker({
+      queue: memory.queue,
+      clock,
+      timers: clock,
+      concurrency: 3,
+      retry: policy,
+      budgetMs: 60_000,
+    });
+    expect(worker.freeSlots()).toBe(3);
+    worker.start();
+    await memory.started('one');
+    await memory.started('two');
+    expect(worker.freeSlots()).toBe(1);
+    finishOne('ok');
+    await eventuallySync(() => worker.freeSlots() === 2);
+    const stopped = worker.stop();
+    // A stopping worker starts nothing more.
+    expect(worker.freeSlots()).toBe(0);
+    finishTwo('ok');
+    await stopped;
+  });
+
   it('settles a failure by the retry policy: retried with jitter, then given up', async () => {
     const clock = fakeClock();
     const memory = memoryQueue(clock, [{ id: 'flaky', key: 'a' }]);
