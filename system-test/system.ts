@@ -17,7 +17,6 @@ import {
   newUuid,
   systemClock,
   type Clock,
-  type Database,
 } from '@leadline/runtime';
 import { createLocalSmsSender, createTwilioProvider, createLocalNumberPool } from '@leadline/telephony';
 import {
@@ -29,8 +28,8 @@ import {
   eventually,
 } from '@leadline/test-kit';
 import type { InjectOptions } from 'fastify';
-import type { Kysely } from 'kysely';
-import { startInboundDecider, type RunningInboundDecider } from '@leadline/inbound-decider';
+import type { RunningInboundDecider } from '@leadline/inbound-decider';
+import { startTestInboundDecider } from './workers';
 import { buildApp, type App } from '../services/command-api/src/app';
 import type { AppDeps } from '../services/command-api/src/app-deps';
 import { generateApiKey } from '../services/command-api/src/partners/api-keys';
@@ -242,25 +241,6 @@ function commandApiDeps(
  * The inbound decider (unless `inboundDecider: false`) and the SMS gateway (with `gateway`), each on
  * connections of its own as in production; `stop` stops both and closes their connections.
  */
-/**
- * The inbound decider of a test system, on `db` (its own pool): the system starts one unless told not
- * to; a test that stops and starts it around what it checks (an opt-out answered before it is decided,
- * a cutover) starts it with this.
- */
-export function startTestInboundDecider(
-  { env, services }: Pick<TestSystem, 'env' | 'services'>,
-  { db, clock = { now: () => new Date() } }: { db: Kysely<Database>; clock?: Clock },
-) {
-  return startInboundDecider({
-    ...services,
-    db,
-    clock,
-    newId: newUuid,
-    groupId: `${env.config.TOPIC_PREFIX}leadline.inbound-decider`,
-    guardSweepMs: 200,
-  });
-}
-
 async function startWorkers(
   env: TestEnvironment,
   services: CommandServices,

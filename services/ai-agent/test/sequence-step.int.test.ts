@@ -2,7 +2,7 @@ import type { DomainEvent } from '@leadline/events';
 import { createDb, newUuid, systemClock } from '@leadline/runtime';
 import { accountEvents, eventually, startFakeOpenAi, type FakeOpenAi } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSequencer } from '../../sequencer/src';
+import { startTestSequencer } from '../../../system-test/workers';
 import { createModelResponder } from '../src/model';
 import { inbound, messagesOf, newAccount, startAgentSystem, type AgentSystem } from './harness';
 
@@ -111,15 +111,11 @@ describe('an AI-written sequence step', () => {
 
     // Once consent is recorded, the sequencer finds the step due again and asks the AI to write it.
     const claims = createDb(world.system.env.config.DATABASE_URL, { maxConnections: 2 });
-    const sequencer = await startSequencer({
-      ...world.system.services,
+    const sequencer = await startTestSequencer(world.system, {
       db: claims,
       clock: systemClock,
-      newId: newUuid,
-      groupId: `${world.system.env.config.TOPIC_PREFIX}leadline.sequencer`,
-      hourSeconds: 3600,
+      leaseMs: 30_000,
       pollIntervalMs: 100,
-      onError: () => undefined,
     });
     try {
       await partner.post(`/accounts/${account.id}/leads/${encodeURIComponent(phone)}/consent`, {

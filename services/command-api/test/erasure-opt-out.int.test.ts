@@ -1,5 +1,5 @@
-import { createDb, newUuid, type Database } from '@leadline/runtime';
-import { startSequencer, type RunningSequencer } from '@leadline/sequencer';
+import { createDb, type Database } from '@leadline/runtime';
+import { type RunningSequencer } from '@leadline/sequencer';
 import { accountEvents, eventually, fakeClock, startFakeTwilio, type FakeTwilio } from '@leadline/test-kit';
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,6 +7,7 @@ import { partnerClient, type PartnerClient } from '../../../system-test/client';
 import { postInboundSms } from '../../../system-test/inbound-sms';
 import { readModelSnapshot } from '../../../system-test/log';
 import { startSystem, type TestSystem } from '../../../system-test/system';
+import { outboxSettled, startTestSequencer } from '../../../system-test/workers';
 
 /**
  * An opt-out outlives the erasure of the person who sent it (TCPA, CTIA): a number that texted STOP,
@@ -27,18 +28,7 @@ beforeAll(async () => {
   twilio = await startFakeTwilio();
   system = await startSystem({ clock, twilio, gateway: true });
   claimsDb = createDb(system.env.config.DATABASE_URL, { maxConnections: 4 });
-  sequencer = await startSequencer({
-    ...system.services,
-    db: claimsDb,
-    clock,
-    newId: newUuid,
-    groupId: `${system.env.config.TOPIC_PREFIX}leadline.sequencer`,
-    hourSeconds: 3600,
-    leaseMs: 60_000,
-    // The test ticks it.
-    pollIntervalMs: 3_600_000,
-    onError: () => undefined,
-  });
+  sequencer = await startTestSequencer(system, { db: claimsDb, clock });
   acme = partnerClient(system.app, await system.createPartner('Acme CRM'));
   const created = await acme.post('/accounts', {
     name: 'Sunrise',
@@ -78,19 +68,8 @@ async function inboundSms(from: string, body: string) {
 async function sentTo(phone: string, arrived: (bodies: string[]) => boolean = () => true) {
   const bodies = () =>
     twilio.messages.filter((message) => message.to === phone).map((message) => message.body);
-  await eventually(
-    async () => {
-      if (!arrived(bodies())) return undefined;
-      const open = await system.services.db
-        .selectFrom('sms_outbox')
-        .select('message_id')
-        .where('phone', '=', phone)
-        .where('state', 'not in', ['sent', 'failed'])
-        .execute();
-      return open.length === 0 ? true : undefined;
-    },
-    { timeoutMs: 60_000 },
-  );
+  await eventually(async () => (arrived(bodies()) ? true : undefined), { timeoutMs: 60_000 });
+  await outboxSettled(system, phone);
   return bodies();
 }
 

@@ -10,7 +10,8 @@ import {
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from '../../../system-test/client';
-import { startSystem, type TestSystem, startTestInboundDecider } from '../../../system-test/system';
+import { startSystem, type TestSystem } from '../../../system-test/system';
+import { startTestInboundDecider } from '../../../system-test/workers';
 import { postInboundSms } from '../../../system-test/inbound-sms';
 
 let system: TestSystem;

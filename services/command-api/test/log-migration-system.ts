@@ -14,7 +14,8 @@ import { afterAll, beforeAll } from 'vitest';
 import { partnerClient, type PartnerClient } from '../../../system-test/client';
 import { postInboundSms } from '../../../system-test/inbound-sms';
 import { readModelSnapshot, recordAppliedEvents, appliedEvents } from '../../../system-test/log';
-import { startSystem, type TestSystem, startTestInboundDecider } from '../../../system-test/system';
+import { startSystem, type TestSystem } from '../../../system-test/system';
+import { startTestInboundDecider } from '../../../system-test/workers';
 
 /**
  * What the log migration tests share: the system with its projector and inbound decider started by

@@ -1,12 +1,13 @@
 import { offlineResponder, startAiAgent, type RunningAgent } from '@leadline/ai-agent';
 import type { RunningInboundDecider } from '@leadline/inbound-decider';
 import { createDb, createPostgresDocumentStore, newUuid, type Database } from '@leadline/runtime';
-import { startSequencer, type RunningSequencer } from '@leadline/sequencer';
+import { type RunningSequencer } from '@leadline/sequencer';
 import { eventually, fakeClock, startFakeTwilio, type FakeTwilio } from '@leadline/test-kit';
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from '../../../system-test/client';
-import { startSystem, type TestSystem, startTestInboundDecider } from '../../../system-test/system';
+import { startSystem, type TestSystem } from '../../../system-test/system';
+import { outboxSettled, startTestInboundDecider, startTestSequencer } from '../../../system-test/workers';
 import { postInboundSms } from '../../../system-test/inbound-sms';
 
 /**
@@ -41,18 +42,7 @@ beforeAll(async () => {
   // The inbound decider is this file's, so one test can answer opt-outs before they are decided.
   system = await startSystem({ clock, twilio, gateway: true, inboundDecider: false, awaitInbound: false });
   decider = await startDecider();
-  sequencer = await startSequencer({
-    ...system.services,
-    db: pool(),
-    clock,
-    newId: newUuid,
-    groupId: `${system.env.config.TOPIC_PREFIX}leadline.sequencer`,
-    hourSeconds: 3600,
-    leaseMs: 60_000,
-    // The test ticks it.
-    pollIntervalMs: 3_600_000,
-    onError: () => undefined,
-  });
+  sequencer = await startTestSequencer(system, { db: pool(), clock });
   const agentDb = pool();
   agent = await startAiAgent({
     ...system.services,
@@ -145,19 +135,7 @@ async function aiTurnRecorded(sid: string) {
 }
 
 /** Waits until the gateway has settled (sent or refused) every message queued for the phone. */
-const gatewaySettled = (phone: string) =>
-  eventually(
-    async () => {
-      const open = await system.services.db
-        .selectFrom('sms_outbox')
-        .select('message_id')
-        .where('phone', '=', phone)
-        .where('state', 'not in', ['sent', 'failed'])
-        .execute();
-      return open.length === 0 ? true : undefined;
-    },
-    { timeoutMs: 60_000 },
-  );
+const gatewaySettled = (phone: string) => outboxSettled(system, phone);
 
 const revocations = [
   // The keywords, as people type them.

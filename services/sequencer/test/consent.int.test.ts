@@ -1,10 +1,11 @@
-import { createDb, newUuid, type Database } from '@leadline/runtime';
+import { createDb, type Database } from '@leadline/runtime';
 import { accountEvents, fakeClock } from '@leadline/test-kit';
 import type { Kysely } from 'kysely';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from '../../../system-test/client';
 import { startSystem, type TestSystem } from '../../../system-test/system';
-import { startSequencer, type RunningSequencer } from '../src';
+import { startTestSequencer } from '../../../system-test/workers';
+import { type RunningSequencer } from '../src';
 
 const HOUR = 3600_000;
 // 10:00 in New York.
@@ -21,18 +22,7 @@ beforeAll(async () => {
 });
 beforeEach(async () => {
   clock.set(new Date('2026-03-02T15:00:00Z'));
-  run = await startSequencer({
-    ...system.services,
-    db: claimsDb,
-    clock,
-    newId: newUuid,
-    groupId: `${system.env.config.TOPIC_PREFIX}leadline.sequencer`,
-    hourSeconds: 3600,
-    leaseMs: 60_000,
-    // Tests drive it with tick(); the poll stays out of the way.
-    pollIntervalMs: 3_600_000,
-    onError: () => undefined,
-  });
+  run = await startTestSequencer(system, { db: claimsDb, clock });
 });
 afterEach(async () => {
   await run.stop();

@@ -1,10 +1,11 @@
-import { createDb, newUuid, type CommandBus, type Database } from '@leadline/runtime';
+import { createDb, type CommandBus, type Database } from '@leadline/runtime';
 import { fakeClock } from '@leadline/test-kit';
 import type { Kysely } from 'kysely';
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { partnerClient, type PartnerClient } from '../../../system-test/client';
 import { startSystem, type TestSystem } from '../../../system-test/system';
-import { startSequencer, type RunningSequencer } from '../src';
+import { startTestSequencer } from '../../../system-test/workers';
+import { type RunningSequencer } from '../src';
 import { postInboundSms } from '../../../system-test/inbound-sms';
 
 /** What the sequencer's test files share: one system per file, an account with a sequence, leads enrolled in it. */
@@ -21,19 +22,7 @@ export async function sequencer(
   leaseMs = 60_000,
   groupId = `${system.env.config.TOPIC_PREFIX}leadline.sequencer`,
 ) {
-  const started = await startSequencer({
-    ...system.services,
-    commands,
-    db: claimsDb,
-    clock,
-    newId: newUuid,
-    groupId,
-    hourSeconds: 3600,
-    leaseMs,
-    // Tests drive it with tick(); the poll stays out of the way.
-    pollIntervalMs: 3_600_000,
-    onError: () => undefined,
-  });
+  const started = await startTestSequencer(system, { db: claimsDb, clock, commands, leaseMs, groupId });
   running.push(started);
   return started;
 }
