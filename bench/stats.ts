@@ -1,4 +1,4 @@
-import { CPU_GROUPS, cpuTotal, cpuWindow, type CpuSeconds } from './cpu';
+import { CPU_GROUPS, cpuPieces, cpuTotal, cpuWindow, type CpuSeconds } from './cpu';
 
 /** Latency samples in milliseconds, and the figures the bench tables report. */
 export interface Measurement {
@@ -18,6 +18,31 @@ export function percentile(samples: readonly number[], p: number): number {
 
 export const throughput = (m: Measurement) => m.count / m.seconds;
 
+/**
+ * Runs `task(i)` for i in [from, to) with `concurrency` workers, pushing each call's milliseconds to
+ * `samples`; returns the seconds the whole range took.
+ */
+async function timedCalls(
+  from: number,
+  to: number,
+  concurrency: number,
+  task: (index: number) => Promise<void>,
+  samples: number[],
+): Promise<number> {
+  let next = from;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      for (let index = next++; index < to; index = next++) {
+        const t0 = performance.now();
+        await task(index);
+        samples.push(performance.now() - t0);
+      }
+    }),
+  );
+  return (performance.now() - started) / 1000;
+}
+
 /** Runs `task(i)` for i in [0, count) with `concurrency` workers, timing each call. */
 export async function measure(
   name: string,
@@ -26,19 +51,8 @@ export async function measure(
   task: (index: number) => Promise<void>,
 ): Promise<Measurement> {
   const samples: number[] = [];
-  let next = 0;
   const cpu = cpuWindow();
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      for (let index = next++; index < count; index = next++) {
-        const t0 = performance.now();
-        await task(index);
-        samples.push(performance.now() - t0);
-      }
-    }),
-  );
-  const seconds = (performance.now() - started) / 1000;
+  const seconds = await timedCalls(0, count, concurrency, task, samples);
   return remember({ name, count, seconds, samples, cpu: cpu.stop() });
 }
 
@@ -54,36 +68,25 @@ export async function measureInTurns(
   concurrency: number,
   slices = 10,
 ): Promise<Measurement[]> {
-  const totals = rows.map(({ name }) => ({
+  const totals = rows.map(({ name, task }) => ({
     name,
-    count,
+    task,
     seconds: 0,
     samples: [] as number[],
-    cpu: { node: 0, postgres: 0, kafka: 0, registry: 0 } as CpuSeconds,
+    cpu: cpuPieces(),
   }));
   for (let slice = 0; slice < slices; slice++) {
     const [from, to] = [Math.floor((slice * count) / slices), Math.floor(((slice + 1) * count) / slices)];
     for (let turn = 0; turn < rows.length; turn++) {
-      const row = (slice + turn) % rows.length;
-      const total = totals[row]!;
-      let next = from;
-      const cpu = cpuWindow();
-      const started = performance.now();
-      await Promise.all(
-        Array.from({ length: concurrency }, async () => {
-          for (let index = next++; index < to; index = next++) {
-            const t0 = performance.now();
-            await rows[row]!.task(index);
-            total.samples.push(performance.now() - t0);
-          }
-        }),
+      const total = totals[(slice + turn) % rows.length]!;
+      total.seconds += await total.cpu.around(() =>
+        timedCalls(from, to, concurrency, total.task, total.samples),
       );
-      total.seconds += (performance.now() - started) / 1000;
-      const used = cpu.stop();
-      for (const group of CPU_GROUPS) total.cpu[group] += used[group];
     }
   }
-  return totals.map(remember);
+  return totals.map(({ name, seconds, samples, cpu }) =>
+    remember({ name, count, seconds, samples, cpu: cpu.used() }),
+  );
 }
 
 const remember = (measurement: Measurement) => {
