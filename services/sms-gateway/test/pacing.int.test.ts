@@ -148,10 +148,14 @@ describe('pacing each number', () => {
       (await outboxRow(messages[0]!.data.message_id))?.state === 'sent' ? true : undefined,
     );
     harness.clock.advance(1000);
-    await running.dispatch();
+    // Dispatched on every look, as the poll loop would: a pass still waiting for the slot when the clock
+    // moved may hand the row back for a later pass rather than decide it itself.
     await eventually(
-      async () =>
-        (await outboxRow(messages[1]!.data.message_id))?.hold_reason === 'brand_daily_cap' ? true : undefined,
+      async () => {
+        await running.dispatch();
+        const row = await outboxRow(messages[1]!.data.message_id);
+        return row?.hold_reason === 'brand_daily_cap' ? true : undefined;
+      },
       { timeoutMs: 60_000 },
     );
     expect(sentFrom('+15125553107').map((message) => message.body)).toEqual(['Capped 0']);
@@ -169,10 +173,14 @@ describe('pacing each number', () => {
       harness.clock.advance(100);
       await running.dispatch();
     }
-    // A busy host can take longer than the default 20 s for the passes that reach the hold.
+    // Dispatched on every look, as the poll loop would (see above); a busy host can take longer than
+    // the default 20 s for the passes that reach the hold.
     await eventually(
-      async () =>
-        (await outboxRow(messages[2]!.data.message_id))?.hold_reason === 'brand_daily_cap' ? true : undefined,
+      async () => {
+        await running.dispatch();
+        const row = await outboxRow(messages[2]!.data.message_id);
+        return row?.hold_reason === 'brand_daily_cap' ? true : undefined;
+      },
       { timeoutMs: 60_000 },
     );
     expect(sentFrom('+15125553103').map((message) => message.body)).toEqual(['Reminder 0', 'Reminder 1']);
