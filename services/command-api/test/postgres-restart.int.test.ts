@@ -24,6 +24,7 @@ import { httpPartnerClient, type PartnerClient } from '../../../system-test/clie
 import { startCluster, type Cluster } from '../../../system-test/cluster';
 import { openEventStream, type EventStreamReader } from '../../../system-test/event-stream';
 import { readModelSnapshot } from '../../../system-test/log';
+import { outboxSettled } from '../../../system-test/workers';
 import { startWriteLoop } from '../../../system-test/write-loop';
 
 /**
@@ -116,11 +117,14 @@ async function consumersCaughtUp(services: CommandServices): Promise<string> {
 }
 
 /**
- * The read models once every consumer has caught up with a log that no longer grows: services still
- * append after the loop stops (the gateway's sends, Twilio's status callbacks), and a snapshot taken
- * before the projector applied those would differ from a rebuild for no fault of the restart.
+ * The read models once the gateway has settled every message and every consumer has caught up with a
+ * log that no longer grows: services still append after the loop stops (the gateway's sends, Twilio's
+ * status callbacks), and a snapshot taken before the projector applied those would differ from a
+ * rebuild for no fault of the restart. A quiet log alone does not say the gateway is done: a paced
+ * pass appends its sends when it ends, seconds after its last call.
  */
 async function settledReadModels(services: CommandServices) {
+  await outboxSettled({ services });
   for (let attempt = 0; ; attempt++) {
     const end = await consumersCaughtUp(services);
     const snapshot = await readModelSnapshot(services.db);
