@@ -7,6 +7,7 @@ import { benchLeads } from './leads.bench';
 import { benchMessaging } from './messaging.bench';
 import { benchMixed } from './mixed.bench';
 import { benchPacing } from './pacing.bench';
+import { benchSealing } from './sealing.bench';
 import { benchSequences } from './sequences.bench';
 import { unshownCpuTable } from './stats';
 import { benchWebhooks } from './webhooks.bench';
@@ -26,6 +27,7 @@ const scenarios: Record<string, (rows: string[]) => Promise<string>> = {
   messaging: benchMessaging,
   mixed: benchMixed,
   pacing: benchPacing,
+  sealing: benchSealing,
   sequences: benchSequences,
   webhooks: benchWebhooks,
 };

@@ -164,26 +164,48 @@ export type PersonalScopeMapper = (
 
 type Json = Record<string, unknown>;
 
+/** A scope with its paths split and its sites made once per event type, not once per event. */
+interface ScopePlan {
+  scope: PersonalScope;
+  at: string[];
+  fields: { segments: string[]; site: PersonalValueSite }[];
+}
+const plans = new Map<string, ScopePlan[]>();
+function planOf(type: DomainEvent['type']): ScopePlan[] | undefined {
+  let plan = plans.get(type);
+  if (plan) return plan;
+  const scopes = personalDataScopes[type];
+  if (!scopes) return undefined;
+  plan = scopes.map((scope) => ({
+    scope,
+    at: scope.at.split('.'),
+    fields: scope.fields.map((field) => ({
+      segments: field.split('.'),
+      site: { path: `${scope.at}.${field}`, expiring: scope.expiring?.includes(field) ?? false },
+    })),
+  }));
+  plans.set(type, plan);
+  return plan;
+}
+
 /**
  * Maps every personal value of `event` through the function `mapScope` returns for its scope, copying
  * only the objects on the way to a changed value (the input is never modified). Nulls and absent
  * fields are left alone: their absence is not personal.
  */
 export function mapPersonalData<E extends DomainEvent>(event: E, mapScope: PersonalScopeMapper): E {
-  const scopes = personalDataScopes[event.type];
-  if (!scopes) return event;
+  const plan = planOf(event.type);
+  if (!plan) return event;
   let result = event as unknown as Json;
-  for (const scope of scopes) {
-    result = mapPath(result, scope.at.split('.'), (holder) => {
+  for (const { scope, at, fields } of plan) {
+    result = mapPath(result, at, (holder) => {
       const object = holder as Json;
       const mapValue = mapScope({ kind: scope.subject.kind, value: object[scope.subject.field] }, scope);
       if (!mapValue) return object;
       let mapped = object;
-      for (const field of scope.fields) {
-        const path = `${scope.at}.${field}`;
-        const expiring = scope.expiring?.includes(field) ?? false;
-        mapped = mapPath(mapped, field.split('.'), (value) =>
-          value === null || value === undefined ? value : mapValue(value, { path, expiring }),
+      for (const { segments, site } of fields) {
+        mapped = mapPath(mapped, segments, (value) =>
+          value === null || value === undefined ? value : mapValue(value, site),
         ) as Json;
       }
       return mapped;
@@ -192,16 +214,24 @@ export function mapPersonalData<E extends DomainEvent>(event: E, mapScope: Perso
   return result as unknown as E;
 }
 
-/** Replaces what `segments` reach inside `node` with `map` of it, copying the objects on the way. */
-function mapPath(node: unknown, segments: string[], map: (value: unknown) => unknown): unknown {
-  if (segments.length === 0) return map(node);
+/**
+ * Replaces what `segments` (from `from` on) reach inside `node` with `map` of it, copying the objects
+ * on the way.
+ */
+function mapPath(
+  node: unknown,
+  segments: readonly string[],
+  map: (value: unknown) => unknown,
+  from = 0,
+): unknown {
+  if (from === segments.length) return map(node);
   if (node === null || typeof node !== 'object') return node;
-  const [head, ...rest] = segments as [string, ...string[]];
+  const head = segments[from]!;
   const object = node as Json;
   if (head === '*') {
     let copy: Json | undefined;
     for (const [key, value] of Object.entries(object)) {
-      const mapped = mapPath(value, rest, map);
+      const mapped = mapPath(value, segments, map, from + 1);
       if (mapped !== value) (copy ??= { ...object })[key] = mapped;
     }
     return copy ?? object;
@@ -212,10 +242,10 @@ function mapPath(node: unknown, segments: string[], map: (value: unknown) => unk
   let mapped: unknown;
   if (isArray) {
     if (!Array.isArray(child)) return object;
-    const elements = child.map((element) => mapPath(element, rest, map));
+    const elements = child.map((element) => mapPath(element, segments, map, from + 1));
     mapped = elements.some((element, index) => element !== child[index]) ? elements : child;
   } else {
-    mapped = mapPath(child, rest, map);
+    mapped = mapPath(child, segments, map, from + 1);
   }
   return mapped === child ? object : { ...object, [name]: mapped };
 }

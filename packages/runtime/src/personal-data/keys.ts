@@ -26,6 +26,13 @@ export interface PersonalDataKeys {
   /** Each key by id: its bytes, or null when the subject was erased. Unknown ids are left out. */
   openingKeys(keyIds: readonly string[]): Promise<Map<string, SubjectKey>>;
   /**
+   * What `sealingKeys` and `openingKeys` would answer from this process's cache alone, or undefined
+   * when they would ask the database: most values are sealed and opened under a key read a moment
+   * ago, and a lookup that needs no query should cost no promise either.
+   */
+  cachedSealingKey(accountId: string, subject: string, period?: string | null): SubjectKey | undefined;
+  cachedOpeningKey(keyId: string): SubjectKey | undefined;
+  /**
    * Destroys every key of the subject; what they sealed reads as erased from now on, everywhere. The
    * erased keys stay as the erasure's record, at `erasedAt` (the erasure event's time; now by default).
    */
@@ -245,14 +252,36 @@ export function createPersonalDataKeys(
     }
   }
   const fresh = (cached: Cached | undefined) => (cached && cached.until > now() ? cached.value : undefined);
+  // Subjects hashed lately (a step's events name the same lead three or four times), kept no longer
+  // than keys are: the phone is the entry's name, and an erased person's must not stay in memory.
+  const subjects = new Map<string, { subject: string; until: number }>();
+  const forgetSubjects = (erased: (hashed: string, subject: string) => boolean) => {
+    for (const [hashed, { subject }] of subjects) if (erased(hashed, subject)) subjects.delete(hashed);
+  };
 
   return {
     subjectOf(accountId, kind, value) {
-      return createHmac('sha256', hashKey)
-        .update(`${kind}\u0000${accountId}\u0000${value}`)
+      const hashed = `${kind}\u0000${accountId}\u0000${value}`;
+      const cached = subjects.get(hashed);
+      if (cached && cached.until > now()) return cached.subject;
+      const subject = createHmac('sha256', hashKey)
+        .update(hashed)
         .digest()
         .subarray(0, 16)
         .toString('base64url');
+      // Deleted first so that the entry moves to the end: the oldest is the first to go.
+      subjects.delete(hashed);
+      subjects.set(hashed, { subject, until: now() + cacheMs });
+      if (subjects.size > 10_000) subjects.delete(subjects.keys().next().value!);
+      return subject;
+    },
+
+    cachedSealingKey(accountId, subject, period = null) {
+      return fresh(liveBySubject.get(subjectKey(accountId, subject, period)));
+    },
+
+    cachedOpeningKey(keyId) {
+      return fresh(byId.get(keyId));
     },
 
     async sealingKeys(accountId, subjects, period = null) {
@@ -303,6 +332,7 @@ export function createPersonalDataKeys(
     async eraseSubject(accountId, subject, erasedAt) {
       const erased = await destroyKeys(db, accountId, erasedAt ?? sql<Date>`now()`, { subject });
       forget(accountId, erased);
+      forgetSubjects((_hashed, erased) => erased === subject);
     },
 
     async hasPeriodsBefore(accountId, before) {
@@ -333,6 +363,7 @@ export function createPersonalDataKeys(
       // Every live key of the account this process remembers, whether this call erased it or not.
       const prefix = `${accountId}\u0000`;
       for (const key of liveBySubject.keys()) if (key.startsWith(prefix)) liveBySubject.delete(key);
+      forgetSubjects((hashed) => hashed.includes(`\u0000${prefix}`));
       return erased.length;
     },
   };

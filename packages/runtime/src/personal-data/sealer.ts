@@ -141,11 +141,13 @@ export function createPersonalDataSealer(keys: PersonalDataKeys): PersonalDataSe
       if (wanted.size === 0) return event;
       const accountId = event.account_id ?? event.partner_id;
       const found = new Map<string, SubjectKey>();
-      await Promise.all(
-        [...wanted].map(async ([name, { subject, period }]) =>
-          found.set(name, await sealingKey({ accountId, subject, period })),
-        ),
-      );
+      const missing: Promise<unknown>[] = [];
+      for (const [name, { subject, period }] of wanted) {
+        const cached = keys.cachedSealingKey(accountId, subject, period);
+        if (cached) found.set(name, cached);
+        else missing.push(sealingKey({ accountId, subject, period }).then((key) => found.set(name, key)));
+      }
+      if (missing.length > 0) await Promise.all(missing);
       let scope = 0;
       return mapPersonalData(event, () => {
         const { subject, expiring } = names[scope++]!;
@@ -158,25 +160,32 @@ export function createPersonalDataSealer(keys: PersonalDataKeys): PersonalDataSe
     },
 
     async open(event) {
-      // Each sealed value's parts, in the order the walk meets them: parsed once, opened after.
-      const sealed: (RegExpExecArray | null)[] = [];
-      mapPersonalData(event, () => (value) => {
-        sealed.push(typeof value === 'string' ? SEALED.exec(value) : null);
-        return value;
+      /** The event with each sealed value opened under the key `keyOf` gives (left sealed without one). */
+      const openedWith = (keyOf: (keyId: string) => SubjectKey | undefined) =>
+        mapPersonalData(event, () => (value, site) => {
+          const match = typeof value === 'string' ? SEALED.exec(value) : null;
+          if (!match) return value;
+          const key = keyOf(match[1]!);
+          return key ? open(key, event, site, match[2]!, match[3]!) : value;
+        });
+      // Nearly always every key is one this process read a moment ago: one walk, no promise.
+      const missing = new Set<string>();
+      const opened = openedWith((keyId) => {
+        const key = keys.cachedOpeningKey(keyId);
+        if (!key) missing.add(keyId);
+        return key;
       });
-      const keyIds = new Set(sealed.flatMap((match) => (match ? [match[1]!] : [])));
-      if (keyIds.size === 0) return event;
+      if (missing.size === 0) return opened;
+      // Else the keys it lacks are read (with everything else decoded in this tick), and the event is
+      // opened again from the start: a few values opened twice cost far less than that query.
       const found = new Map<string, SubjectKey | undefined>();
-      await Promise.all([...keyIds].map(async (keyId) => found.set(keyId, await openingKey(keyId))));
-      let at = 0;
-      return mapPersonalData(event, () => (value, site) => {
-        const match = sealed[at++];
-        if (!match) return value;
-        const key = found.get(match[1]!);
+      await Promise.all([...missing].map(async (keyId) => found.set(keyId, await openingKey(keyId))));
+      return openedWith((keyId) => {
+        const key = found.get(keyId) ?? keys.cachedOpeningKey(keyId);
         // A key that was never in this database: the log belongs to another deployment, or the keys
         // table was lost. Refused loudly (the record is parked), never read as erased.
-        if (!key) throw new UnknownPersonalDataKeyError(`No personal-data key ${match[1]} in this database`);
-        return open(key, event, site, match[2]!, match[3]!);
+        if (!key) throw new UnknownPersonalDataKeyError(`No personal-data key ${keyId} in this database`);
+        return key;
       });
     },
   };

@@ -28,6 +28,9 @@ function keysInMemory(fixed: SubjectKey[] = []) {
     async openingKeys(keyIds) {
       return new Map(keyIds.flatMap((keyId) => (byId.has(keyId) ? [[keyId, byId.get(keyId)!]] : [])));
     },
+    // As a process that already read every key: what the lookups above would find, without creating.
+    cachedSealingKey: (_accountId, subject, period = null) => live.get(`${subject}\u0000${period ?? ''}`),
+    cachedOpeningKey: (keyId) => byId.get(keyId),
     async eraseSubject(_accountId, subject) {
       for (const [name, key] of live) {
         if (key.subject !== subject) continue;
