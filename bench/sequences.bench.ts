@@ -2,6 +2,7 @@ import {
   connectCommandServices,
   createDb,
   createEventProducer,
+  logCompression,
   newUuid,
   systemClock,
   type Clock,
@@ -19,6 +20,8 @@ const IMPORT_SIZE = 1000;
 /** The bare loop's claims: 4 workers each claiming 200 rows and sending them in one batch. */
 const CLAIM_BATCH = 200;
 const WORKERS = 4;
+/** How many of the latest records' values the watch keeps: a 1,000-step window's, at three a step. */
+const RECENT_RECORDS = 3000;
 
 let phones = 0;
 const nextPhone = () => `+1212${String(2_000_000 + ++phones).padStart(7, '0')}`;
@@ -70,12 +73,16 @@ async function until(probe: () => Promise<boolean>) {
 
 /**
  * When each account's `message.outbound_requested` records reached the log (`Date.now()` as a consumer
- * of the account topic saw them; the record key is the account id, so nothing is decoded). Started
- * before any account exists, so it reads every record the measurements make.
+ * of the account topic saw them; the record key is the account id, so nothing is decoded), and how
+ * many records of how many bytes each account's events made in all. Started before any account
+ * exists, so it reads every record the measurements make.
  */
 async function watchOutboundRequests(system: BenchSystem) {
   const { kafka, topics } = system.services;
   const arrivals = new Map<string, number[]>();
+  const appended = new Map<string, { records: number; bytes: number }>();
+  // The latest records' values as appended: the floor appends copies of a step's own records.
+  const recent: Buffer[] = [];
   const consumer = kafka.consumer({
     groupId: `${system.env.config.TOPIC_PREFIX}bench-sequences-watch-${newUuid()}`,
   });
@@ -86,8 +93,15 @@ async function watchOutboundRequests(system: BenchSystem) {
     eachBatch: async ({ batch }) => {
       const at = Date.now();
       for (const message of batch.messages) {
-        if (message.headers?.['event-type']?.toString() !== 'message.outbound_requested') continue;
         const accountId = message.key?.toString() ?? '';
+        const made = appended.get(accountId) ?? { records: 0, bytes: 0 };
+        appended.set(accountId, {
+          records: made.records + 1,
+          bytes: made.bytes + (message.value?.length ?? 0),
+        });
+        if (message.value) recent.push(message.value);
+        if (recent.length > RECENT_RECORDS) recent.shift();
+        if (message.headers?.['event-type']?.toString() !== 'message.outbound_requested') continue;
         const seen = arrivals.get(accountId);
         if (seen) seen.push(at);
         else arrivals.set(accountId, [at]);
@@ -98,6 +112,28 @@ async function watchOutboundRequests(system: BenchSystem) {
   return {
     /** Arrival times of the accounts' requests so far. */
     of: (accountIds: readonly string[]) => accountIds.flatMap((accountId) => arrivals.get(accountId) ?? []),
+    /**
+     * The records the accounts' events have made, and their bytes (values only), once none has
+     * arrived for a moment: the watch has caught up with what was appended before.
+     */
+    async appended(accountIds: readonly string[]) {
+      const total = () =>
+        accountIds.reduce(
+          (sum, accountId) => {
+            const made = appended.get(accountId) ?? { records: 0, bytes: 0 };
+            return { records: sum.records + made.records, bytes: sum.bytes + made.bytes };
+          },
+          { records: 0, bytes: 0 },
+        );
+      for (let last = total(); ;) {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const now = total();
+        if (now.records === last.records) return now;
+        last = now;
+      }
+    },
+    /** The values of the latest records appended (at most RECENT_RECORDS). */
+    recent: () => [...recent],
     stop: () => consumer.disconnect(),
   };
 }
@@ -110,7 +146,7 @@ type OutboundWatch = Awaited<ReturnType<typeof watchOutboundRequests>>;
  * `message.outbound_requested` on the log (seen there by a consumer, not its `occurred_at`: that is
  * stamped when the step is decided, before its append).
  */
-async function dueAtOnce(system: BenchSystem, watch: OutboundWatch, count: number): Promise<Measurement> {
+async function dueAtOnce(system: BenchSystem, watch: OutboundWatch, count: number) {
   const { env } = system;
   const perAccount = count / ACCOUNTS;
   const accounts: string[] = [];
@@ -148,6 +184,7 @@ async function dueAtOnce(system: BenchSystem, watch: OutboundWatch, count: numbe
     pollIntervalMs: 50,
     onError: (error) => console.error(error),
   });
+  const before = await watch.appended(accounts);
   const fellDue = Date.now();
   const cpu = cpuWindow();
   offset = dueAt - fellDue;
@@ -158,21 +195,33 @@ async function dueAtOnce(system: BenchSystem, watch: OutboundWatch, count: numbe
   await sequencer.stop();
   await claimsDb.destroy();
   await services.close();
+  const after = await watch.appended(accounts);
   return {
-    name: `sequencer: ${count} steps due at once`,
-    count,
-    seconds: Math.max(...samples) / 1000,
-    samples,
-    cpu: used,
+    measurement: {
+      name: `sequencer: ${count} steps due at once`,
+      count,
+      seconds: Math.max(...samples) / 1000,
+      samples,
+      cpu: used,
+    },
+    step: {
+      records: (after.records - before.records) / count,
+      bytes: (after.bytes - before.bytes) / (after.records - before.records),
+      values: watch.recent(),
+    },
   };
 }
+/** What one step appended: records and mean bytes per record, and the latest records' values. */
+type StepShape = Awaited<ReturnType<typeof dueAtOnce>>['step'];
 
 /**
- * The floor: claiming and appending the same number of rows with a bare SKIP LOCKED loop and one
+ * The floor: claiming the same number of rows with a bare SKIP LOCKED loop and appending what the
+ * steps appended (as many records a row, copies of the steps' own, compressed by the same rule) in one
  * kafkajs sendBatch per claim, with the same workers and claim size; lateness is the time from the
  * start to the batch's acknowledgement.
  */
-async function rawDue(system: BenchSystem, count: number): Promise<Measurement> {
+async function rawDue(system: BenchSystem, count: number, step: StepShape): Promise<Measurement> {
+  const perRow = Math.max(1, Math.round(step.records));
   const { env, services } = system;
   const pool = new pg.Pool({ connectionString: env.config.DATABASE_URL, max: WORKERS + 1 });
   const table = `bench_due_${count}`;
@@ -195,14 +244,17 @@ async function rawDue(system: BenchSystem, count: number): Promise<Measurement> 
            returning id`,
         );
         if (rows.length === 0) return;
+        const messages = rows.flatMap((row) =>
+          Array.from({ length: perRow }, (_, record) => ({
+            key: `k${row.id % ACCOUNTS}`,
+            value: step.values[(row.id * perRow + record) % step.values.length]!,
+          })),
+        );
+        const bytes = messages.reduce((sum, message) => sum + message.value.length, 0);
         await producer.sendBatch({
           acks: -1,
-          topicMessages: [
-            {
-              topic,
-              messages: rows.map((row) => ({ key: `k${row.id % ACCOUNTS}`, value: `step ${row.id}` })),
-            },
-          ],
+          compression: logCompression(bytes),
+          topicMessages: [{ topic, messages }],
         });
         const at = performance.now() - started;
         for (let i = 0; i < rows.length; i++) samples.push(at);
@@ -213,7 +265,7 @@ async function rawDue(system: BenchSystem, count: number): Promise<Measurement> 
   await producer.disconnect();
   await pool.end();
   return {
-    name: 'bare SKIP LOCKED claim + sendBatch',
+    name: `bare SKIP LOCKED claim + sendBatch of ${perRow} records a row`,
     count,
     seconds: Math.max(...samples) / 1000,
     samples,
@@ -278,9 +330,12 @@ export async function benchSequences(): Promise<string> {
   const rows: { subject: Measurement; baseline: Measurement }[] = [];
   const lateness: string[] = [];
   for (const count of DUE_COUNTS) {
-    const subject = await dueAtOnce(system, watch, count);
-    const baseline = await rawDue(system, count);
+    const { measurement: subject, step } = await dueAtOnce(system, watch, count);
+    const baseline = await rawDue(system, count, step);
     rows.push({ subject, baseline });
+    lateness.push(
+      `- ${count} due: each step appended ${step.records.toFixed(2)} records of ${step.bytes.toFixed(0)} bytes on average (the floor appends copies of them)`,
+    );
     lateness.push(
       `- ${count} due: lateness p50 ${percentile(subject.samples, 50).toFixed(0)} ms, p99 ` +
         `${percentile(subject.samples, 99).toFixed(0)} ms; ${(subject.count / subject.seconds).toFixed(0)} steps/s ` +
