@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector/promises';
 import pg from 'pg';
 import { cpuWindow } from './cpu';
+import { startCpuProfile, type CpuProfile } from './cpu-profile';
 import { cpuPerThousand } from './stats';
 import { expectStatus, startBenchSystem } from './system';
 
@@ -21,17 +21,7 @@ const OUTPUT = process.argv[4];
 const CONCURRENCY = MODE === 'bulk' ? 1 : 16;
 const BULK_SIZE = 1000;
 
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  hitCount?: number;
-}
-interface CpuProfile {
-  nodes: ProfileNode[];
-  startTime: number;
-  endTime: number;
-  samples?: number[];
-}
+type ProfileNode = CpuProfile['nodes'][number];
 
 // Every statement any pg client sends while counting is on, by its text.
 const statements = new Map<string, number>();
@@ -96,11 +86,7 @@ async function imports(count: number) {
 }
 await imports(MODE === 'bulk' ? 2 : 200);
 
-const session = new Session();
-session.connect();
-await session.post('Profiler.enable');
-await session.post('Profiler.setSamplingInterval', { interval: 500 });
-await session.post('Profiler.start');
+const profiling = await startCpuProfile();
 const cpu = cpuWindow();
 counting = true;
 const started = performance.now();
@@ -108,8 +94,7 @@ await imports(IMPORTS);
 const seconds = (performance.now() - started) / 1000;
 counting = false;
 const used = cpu.stop();
-const { profile } = (await session.post('Profiler.stop')) as unknown as { profile: CpuProfile };
-session.disconnect();
+const profile = await profiling.stop();
 await system.close();
 if (OUTPUT) writeFileSync(OUTPUT, JSON.stringify(profile));
 

@@ -11,6 +11,7 @@ import { startSequencer } from '@leadline/sequencer';
 import pg from 'pg';
 import { comparisonTable, percentile, type Measurement } from './stats';
 import { cpuPieces, cpuWindow } from './cpu';
+import { profileWindowIfAsked } from './cpu-profile';
 import { expectStatus, startBenchSystem, type BenchSystem } from './system';
 
 const ACCOUNTS = 10;
@@ -185,12 +186,15 @@ async function dueAtOnce(system: BenchSystem, watch: OutboundWatch, count: numbe
     onError: (error) => console.error(error),
   });
   const before = await watch.appended(accounts);
+  const name = `sequencer: ${count} steps due at once`;
+  const profile = await profileWindowIfAsked(name);
   const fellDue = Date.now();
   const cpu = cpuWindow();
   offset = dueAt - fellDue;
   void sequencer.tick();
   await until(async () => watch.of(accounts).length >= count);
   const used = cpu.stop();
+  await profile.stop();
   const samples = watch.of(accounts).map((at) => at - fellDue);
   await sequencer.stop();
   await claimsDb.destroy();
@@ -198,7 +202,7 @@ async function dueAtOnce(system: BenchSystem, watch: OutboundWatch, count: numbe
   const after = await watch.appended(accounts);
   return {
     measurement: {
-      name: `sequencer: ${count} steps due at once`,
+      name,
       count,
       seconds: Math.max(...samples) / 1000,
       samples,
