@@ -304,11 +304,12 @@ async function holdForPace(
  *      statement (a compare-and-set), a mark's time ahead of the slot;
  *   3. call the provider at the slot, bounded by `sendTimeoutMs`, with nothing open in the database;
  *   4. record: the row is settled with the event that reports it (with the next row's mark, or at the
- *      end); at the end every outcome of the pass (the refusals of 1 included) is appended at once, in
- *      the rows' order: one append per account and pass, with no lock and no wait for the projector.
+ *      end); the outcomes (the refusals of 1 included) are appended before each wait for a slot and at
+ *      the end, in the rows' order: one append per account and wait or pass, with no lock and no wait
+ *      for the projector.
  * A number whose next slot is near (`slotWaitMs`) is waited for, within the pass's hold
- * (`passHoldMs`) and while another account could start on a free worker: one claim, one decision and
- * one append for the messages of many slots; otherwise the rest is handed back until the slot.
+ * (`passHoldMs`) and while another account could start on a free worker: one claim and one decision
+ * for the messages of many slots; otherwise the rest is handed back until the slot.
  * A decision covers at most `decisionBatch` rows; a number that opted out since is decided again (and
  * refused). Once `signal` aborts (the pass's time budget, or shutdown) nothing more is marked: the
  * worker has handed the rest of the claim back.
@@ -351,6 +352,18 @@ export function accountPass(deps: PassDeps) {
       expiredBy(row, until, deps.maxQueueAgeMs) === undefined;
     /** How far ahead of its slot a row is claimed and marked: twice the last mark's time, on the clock. */
     let aheadMs = 0;
+    /**
+     * Before a wait for the number's next slot, what went out so far is settled and put on the log: a
+     * paced number's `message.sent` follows its send by a slot at most, not by the whole pass. The send
+     * before settles on its own then (without a wait there is none: a backlog keeps one commit a send).
+     */
+    const reportSoFar = async () => {
+      if (owed && (await settleSending(db, owed.messageId, clock.now(), owed.report))) owedSettled();
+      owed = undefined;
+      if (outcomes.length === 0) return;
+      await report(deps, inRequestOrder(outcomes, rows));
+      outcomes.length = 0;
+    };
     try {
       let todo: readonly OutboxRow[] = rows;
       let redecided: string | undefined;
@@ -367,12 +380,12 @@ export function accountPass(deps: PassDeps) {
         for (const row of decided.allowed) {
           if (signal.aborted) break;
           let plan = await pace.plan(row, aheadMs);
-          while (
-            plan.kind === 'wait' &&
-            mayWait(row, plan.until) &&
-            (await waitOnClock(clock, deps.timers, new Date(plan.until.getTime() - aheadMs), signal))
-          )
+          while (plan.kind === 'wait' && mayWait(row, plan.until)) {
+            await reportSoFar();
+            if (!(await waitOnClock(clock, deps.timers, new Date(plan.until.getTime() - aheadMs), signal)))
+              break;
             plan = await pace.plan(row, aheadMs);
+          }
           if (signal.aborted) break;
           if (plan.kind === 'hold') {
             paceHolds.push({ messageId: row.message_id, reason: plan.reason, until: plan.until });
