@@ -61,8 +61,8 @@ export function startTestSequencer(
 
 /**
  * Waits until the gateway has settled (sent or refused) every message queued for `phone`, or for every
- * phone when none is named, and has put what became of each on the log: a paced pass appends its sends
- * when it ends, seconds after its calls.
+ * phone when none is named, and has put what became of each on the log (a send is settled, then
+ * appended, after its call).
  */
 export function outboxSettled({ services }: Pick<SystemParts, 'services'>, phone?: string) {
   return eventually(

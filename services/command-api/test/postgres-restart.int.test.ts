@@ -120,8 +120,8 @@ async function consumersCaughtUp(services: CommandServices): Promise<string> {
  * The read models once the gateway has settled every message and every consumer has caught up with a
  * log that no longer grows: services still append after the loop stops (the gateway's sends, Twilio's
  * status callbacks), and a snapshot taken before the projector applied those would differ from a
- * rebuild for no fault of the restart. A quiet log alone does not say the gateway is done: a paced
- * pass appends its sends when it ends, seconds after its last call.
+ * rebuild for no fault of the restart. A quiet log alone does not say the gateway is done: a send goes
+ * on the log after its call, and a pass may still be under way.
  */
 async function settledReadModels(services: CommandServices) {
   await outboxSettled({ services });
