@@ -67,7 +67,8 @@ export const personalDataScopes: Partial<Record<DomainEvent['type'], readonly Pe
   'lead.erased': lead([]),
   'message.received': content(['body', 'media[].url']),
   'message.inbound_received': content(['body', 'media[].url']),
-  'message.outbound_requested': content(['body']),
+  // The staff member's name a manual message went under is a person's too: under the lead's key.
+  'message.outbound_requested': content(['body'], ['sender_name']),
   'message.sent': lead([]),
   'message.failed': lead(['error_message']),
   'message.held': lead([]),
@@ -112,7 +113,7 @@ export const clearFieldNames: ReadonlySet<string> = new Set([
   ...['time_zone', 'zone', 'state', 'provider_status', 'error_code', 'content_type', 'event_type'],
   ...['responder', 'erased_at'],
   // The business's own data: the account, its number, its configuration, its sequences and prompt.
-  ...['to', 'slug', 'company_name', 'phone_number', 'sender_name', 'sequence_name', 'requirement_name'],
+  ...['to', 'slug', 'company_name', 'phone_number', 'sequence_name', 'requirement_name'],
   ...['instructions', 'source', 'source_url', 'disclosure_text', 'url', 'secret_ciphertext', 'error'],
   ...['role_persona', 'tone_voice', 'response_style', 'conversation_rules', 'special_instructions'],
   ...['system_prompt', 'content', 'last4', 'ciphertext', 'description', 'message', 'title'],

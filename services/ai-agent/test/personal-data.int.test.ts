@@ -17,6 +17,8 @@ const lead = {
   metadata: { loan_reference: 'LR-77341-QX' },
 };
 const manualBody = 'Hello Zelda, your rate lock expires on Friday';
+// The staff member a manual message goes under is a person too.
+const senderName = 'Ottoline Brackwater';
 const inboundBody = 'sure, it is Zelda.Inbox@Example.com';
 const extractedValue = 'zelda.inbox@example.com';
 
@@ -33,7 +35,10 @@ describe('personal data on the log', () => {
     const created = await partner.post(`/accounts/${account.id}/leads`, lead);
     expect(created.status).toBe(201);
     const conversation = `/accounts/${account.id}/conversations/${encodeURIComponent(PHONE)}`;
-    const sent = await partner.post(`${conversation}/messages`, { body: manualBody });
+    const sent = await partner.post(`${conversation}/messages`, {
+      body: manualBody,
+      sender_name: senderName,
+    });
     expect(sent.status).toBe(200);
     // A manual message pauses the AI; the agent collects the checklist once it is resumed.
     expect((await partner.post(`${conversation}/resume-ai`, {})).status).toBe(200);
@@ -49,6 +54,8 @@ describe('personal data on the log', () => {
     expect(read).toMatchObject({ name: lead.name, email: lead.email, metadata: lead.metadata });
     expect(read.checklist.items[0]).toMatchObject({ status: 'completed', value: extractedValue });
     expect(read.checklist.items[1]).toMatchObject({ status: 'completed' });
+    const messages = (await partner.get(`${conversation}/messages`)).body.messages;
+    expect(messages).toContainEqual(expect.objectContaining({ body: manualBody, sender_name: senderName }));
 
     // The document's bytes are sealed at rest too; its link still serves the PNG.
     const stored = await system.services.db
@@ -74,6 +81,7 @@ describe('personal data on the log', () => {
       lead.notes,
       lead.metadata.loan_reference,
       manualBody,
+      senderName,
       'Zelda.Inbox',
       extractedValue,
     ];
