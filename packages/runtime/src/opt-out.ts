@@ -1,7 +1,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './db/schema';
 import type { PersonalDataKeys } from './personal-data/keys';
-import { rememberingSubjects, subjectOfPhone } from './personal-data/subjects';
+import { subjectOfPhone } from './personal-data/subjects';
 
 type Reader = Kysely<Database> | Transaction<Database>;
 type SubjectOf = Pick<PersonalDataKeys, 'subjectOf'>;
@@ -32,7 +32,7 @@ async function holdsOf(
   const wanted = [...new Set(phones)];
   const holds = { pending: new Set<string>(), suppressed: new Set<string>(), projected: new Set<string>() };
   if (wanted.length === 0) return holds;
-  const subjects = rememberingSubjects(keys);
+  const subjects = keys;
   const phoneOf = new Map(wanted.map((phone) => [subjectOfPhone(subjects, accountId, phone), phone]));
   const { rows } = await sql<{ hold: 'pending' | 'suppressed' | 'projected'; value: string }>`
     select 'pending' as hold, phone as value from opt_out_guards

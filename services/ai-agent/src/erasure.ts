@@ -1,11 +1,5 @@
 import type { EventOf } from '@leadline/events';
-import {
-  phonesOfSubject,
-  rememberingSubjects,
-  type Database,
-  type DocumentStore,
-  type PersonalDataKeys,
-} from '@leadline/runtime';
+import { phonesOfSubject, type Database, type DocumentStore, type PersonalDataKeys } from '@leadline/runtime';
 import type { Kysely } from 'kysely';
 
 /**
@@ -28,7 +22,7 @@ export async function forgetErasedLead(
     .union(db.selectFrom('documents').select('phone').where('account_id', '=', accountId))
     .execute();
   const phones = phonesOfSubject(
-    rememberingSubjects(deps.personalDataKeys),
+    deps.personalDataKeys,
     accountId,
     event.data.subject,
     kept.map((row) => row.phone),

@@ -1,10 +1,5 @@
 import type { EventOf } from '@leadline/events';
-import {
-  phonesOfSubject,
-  rememberingSubjects,
-  type Database,
-  type PersonalDataKeys,
-} from '@leadline/runtime';
+import { phonesOfSubject, type Database, type PersonalDataKeys } from '@leadline/runtime';
 import type { Kysely } from 'kysely';
 
 /**
@@ -28,7 +23,7 @@ export async function forgetDecidedOptOutGuards(
     .where('account_id', '=', accountId)
     .execute();
   const phones = phonesOfSubject(
-    rememberingSubjects(keys),
+    keys,
     accountId,
     event.data.subject,
     guards.map((guard) => guard.phone),

@@ -1,10 +1,5 @@
 import type { EventOf } from '@leadline/events';
-import {
-  phonesOfSubject,
-  rememberingSubjects,
-  type Database,
-  type PersonalDataKeys,
-} from '@leadline/runtime';
+import { phonesOfSubject, type Database, type PersonalDataKeys } from '@leadline/runtime';
 import type { Kysely } from 'kysely';
 
 export const ERASED = 'lead.erased' as const;
@@ -30,7 +25,7 @@ export async function forgetErasedLead(
     .where('account_id', '=', accountId)
     .execute();
   const phones = phonesOfSubject(
-    rememberingSubjects(keys),
+    keys,
     accountId,
     event.data.subject,
     kept.map((row) => row.phone),

@@ -1,10 +1,5 @@
 import { personalDataScopes, type EventOf } from '@leadline/events';
-import {
-  phonesOfSubject,
-  rememberingSubjects,
-  type Database,
-  type PersonalDataKeys,
-} from '@leadline/runtime';
+import { phonesOfSubject, type Database, type PersonalDataKeys } from '@leadline/runtime';
 import { sql, type RawBuilder, type Transaction } from 'kysely';
 
 /** Why a delivery about an erased lead was never sent, as the delivery log shows it. */
@@ -65,7 +60,7 @@ export async function forgetErasedLead(
     union select body::jsonb -> 'data' ->> 'phone' from webhook_relay_events where account_id = ${accountId}
     union select phone from webhook_lead_names where account_id = ${accountId}`.execute(trx);
   const phones = phonesOfSubject(
-    rememberingSubjects(keys),
+    keys,
     accountId,
     event.data.subject,
     kept.flatMap((row) => (row.phone === null ? [] : [row.phone])),

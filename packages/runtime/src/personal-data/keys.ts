@@ -252,8 +252,11 @@ export function createPersonalDataKeys(
     }
   }
   const fresh = (cached: Cached | undefined) => (cached && cached.until > now() ? cached.value : undefined);
-  // Subjects hashed lately (a step's events name the same lead three or four times), kept no longer
-  // than keys are: the phone is the entry's name, and an erased person's must not stay in memory.
+  // Subjects hashed lately: a step's events name the same lead three or four times, and a consumer
+  // forgetting an erased lead hashes all the account's phones to find the lead's (phonesOfSubject),
+  // once per `lead.erased` of an account's erasure (a thousand leads would be a million keyed hashes).
+  // Kept no longer than keys are, and the newest 200,000 only: the phone is the entry's name, and an
+  // erased person's must not stay in memory.
   const subjects = new Map<string, { subject: string; until: number }>();
   const forgetSubjects = (erased: (hashed: string, subject: string) => boolean) => {
     for (const [hashed, { subject }] of subjects) if (erased(hashed, subject)) subjects.delete(hashed);
@@ -272,7 +275,7 @@ export function createPersonalDataKeys(
       // Deleted first so that the entry moves to the end: the oldest is the first to go.
       subjects.delete(hashed);
       subjects.set(hashed, { subject, until: now() + cacheMs });
-      if (subjects.size > 10_000) subjects.delete(subjects.keys().next().value!);
+      if (subjects.size > 200_000) subjects.delete(subjects.keys().next().value!);
       return subject;
     },
 

@@ -1,45 +1,34 @@
+import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createPersonalDataKeys, personalDataKeySettings } from './keys';
 import { phonesOfSubject } from './sealer';
-import { rememberingSubjects } from './subjects';
 
-const keys = createPersonalDataKeys(
-  null as never,
-  personalDataKeySettings({ PERSONAL_DATA_KEYS: [], PERSONAL_DATA_HASH_KEY: undefined, NODE_ENV: 'test' }),
-);
+const settings = personalDataKeySettings({
+  PERSONAL_DATA_KEYS: [],
+  PERSONAL_DATA_HASH_KEY: undefined,
+  NODE_ENV: 'test',
+});
+/** The keyed hash as the README defines it, computed here without the keys' memory of it. */
+const hashOf = (kind: string, accountId: string, value: string) =>
+  createHmac('sha256', settings.hashKey)
+    .update(`${kind}\u0000${accountId}\u0000${value}`)
+    .digest()
+    .subarray(0, 16)
+    .toString('base64url');
 
-describe('remembered subjects', () => {
-  it('names each phone as the keys do, hashing each phone once however many erasures look', () => {
-    let hashed = 0;
-    const counted = {
-      subjectOf: (...args: Parameters<typeof keys.subjectOf>) => (hashed++, keys.subjectOf(...args)),
-    };
-    const remembered = rememberingSubjects(counted);
+describe('the subject a phone names', () => {
+  it('is the keyed hash, remembered or not, for each kind and account', () => {
+    let at = 0;
+    const keys = createPersonalDataKeys(null as never, settings, { cacheMs: 1_000, now: () => at });
     const phones = Array.from({ length: 50 }, (_, index) => `+1512555${String(index).padStart(4, '0')}`);
     // An account's erasure: a lead.erased per phone, each looking through all the account's phones.
     for (const phone of phones) {
-      const subject = keys.subjectOf('acct', 'lead', phone);
-      expect(phonesOfSubject(remembered, 'acct', subject, phones)).toEqual([phone]);
+      expect(phonesOfSubject(keys, 'acct', hashOf('lead', 'acct', phone), phones)).toEqual([phone]);
     }
-    expect(hashed).toBe(phones.length);
-    expect(remembered.subjectOf('acct', 'team_member', phones[0]!)).toBe(
-      keys.subjectOf('acct', 'team_member', phones[0]!),
-    );
-    expect(remembered.subjectOf('other', 'lead', phones[0]!)).toBe(
-      keys.subjectOf('other', 'lead', phones[0]!),
-    );
-    expect(rememberingSubjects(counted)).toBe(remembered);
-  });
-
-  it('keeps the newest subjects only', () => {
-    let hashed = 0;
-    const remembered = rememberingSubjects(
-      { subjectOf: (...args: Parameters<typeof keys.subjectOf>) => (hashed++, keys.subjectOf(...args)) },
-      2,
-    );
-    for (const phone of ['+15125550001', '+15125550002', '+15125550003', '+15125550001']) {
-      remembered.subjectOf('acct', 'lead', phone);
-    }
-    expect(hashed).toBe(4);
+    expect(keys.subjectOf('acct', 'team_member', phones[0]!)).toBe(hashOf('team_member', 'acct', phones[0]!));
+    expect(keys.subjectOf('other', 'lead', phones[0]!)).toBe(hashOf('lead', 'other', phones[0]!));
+    // Past the time a subject is remembered, it is hashed again, to the same.
+    at = 5_000;
+    expect(keys.subjectOf('acct', 'lead', phones[1]!)).toBe(hashOf('lead', 'acct', phones[1]!));
   });
 });

@@ -4,7 +4,7 @@ import {
   type AccountErasureState,
   type HeldPerson,
 } from '@leadline/domain';
-import { ERASED_PREFIX, rememberingSubjects, type Database, type PersonalDataKeys } from '@leadline/runtime';
+import { ERASED_PREFIX, type Database, type PersonalDataKeys } from '@leadline/runtime';
 import type { FastifyRequest } from 'fastify';
 import { sql, type Transaction } from 'kysely';
 import type { AppDeps } from '../app-deps';
@@ -55,7 +55,7 @@ async function accountErasureState(
     leadId: lead_id,
     subject: phone.startsWith(ERASED_PREFIX)
       ? phone.slice(ERASED_PREFIX.length)
-      : rememberingSubjects(keys).subjectOf(accountId, 'lead', phone),
+      : keys.subjectOf(accountId, 'lead', phone),
   }));
   const team = await trx
     .selectFrom('team_members')

@@ -1,11 +1,5 @@
 import type { EventOf } from '@leadline/events';
-import {
-  ERASED_PREFIX,
-  isErased,
-  phonesOfSubject,
-  rememberingSubjects,
-  type Database,
-} from '@leadline/runtime';
+import { ERASED_PREFIX, isErased, type Database } from '@leadline/runtime';
 import { sql, type Transaction } from 'kysely';
 import { defineProjection, type ProjectionContext } from '../projection';
 
@@ -22,20 +16,26 @@ const tablesByPhone = [
 ] as const;
 
 /**
- * The phones under which the account's rows hold the person `subject`: the erased marker (rows a
- * rebuild wrote after the erasure), and the phone in clear. The event gives it in clear while the key
- * still opens; once destroyed, the event reads as erased too, and the clear phone is found among the
- * account's phones by its keyed hash.
+ * The phones under which the account's rows hold each person erased: the erased marker (rows a rebuild
+ * wrote after the erasure), and the phone in clear. An event gives it in clear while the key still
+ * opens; once destroyed, the event reads as erased too, and the clear phone is found among the
+ * account's phones by its keyed hash (the account's phones read once for all the events that need it).
  */
-async function phonesOf(
+async function phonesOfErased(
   trx: Transaction<Database>,
   keys: NonNullable<ProjectionContext['personalDataKeys']>,
   accountId: string,
-  subject: string,
-  phone: string,
-): Promise<string[]> {
-  const marker = `${ERASED_PREFIX}${subject}`;
-  if (!isErased(phone)) return [phone, marker];
+  events: readonly EventOf<'lead.erased'>[],
+): Promise<Map<string, string[]>> {
+  const phones = new Map<string, string[]>();
+  const hidden = new Set<string>();
+  for (const { data } of events) {
+    const known = phones.get(data.subject) ?? [`${ERASED_PREFIX}${data.subject}`];
+    if (isErased(data.phone)) hidden.add(data.subject);
+    else if (!known.includes(data.phone)) known.push(data.phone);
+    phones.set(data.subject, known);
+  }
+  if (hidden.size === 0) return phones;
   const candidates = await sql<{ phone: string }>`${sql.join(
     tablesByPhone.map(
       (table) =>
@@ -43,13 +43,12 @@ async function phonesOf(
     ),
     sql` union `,
   )}`.execute(trx);
-  const clear = phonesOfSubject(
-    rememberingSubjects(keys),
-    accountId,
-    subject,
-    candidates.rows.map((row) => row.phone),
-  );
-  return [...clear, marker];
+  for (const { phone } of candidates.rows) {
+    const subject = keys.subjectOf(accountId, 'lead', phone);
+    const known = hidden.has(subject) ? phones.get(subject)! : undefined;
+    if (known && !known.includes(phone)) known.push(phone);
+  }
+  return phones;
 }
 
 /**
@@ -62,39 +61,56 @@ async function phonesOf(
  * erasure is not here: its guard stays (the inbound decider keeps it) and its decision, appended after
  * the erasure, records the opt-out afresh.
  */
-async function keepOptOut(
+async function keepOptOuts(
   trx: Transaction<Database>,
-  event: EventOf<'lead.erased'>,
-  conversations: readonly { opted_out: boolean; opted_out_at: Date | null }[],
+  accountId: string,
+  erasedAt: ReadonlyMap<string, string>,
+  conversations: readonly { subject: string; opted_out: boolean; opted_out_at: Date | null }[],
 ) {
-  const optedOut = conversations.filter((row) => row.opted_out);
-  if (optedOut.length === 0) return;
-  const times = optedOut.flatMap((row) => (row.opted_out_at ? [row.opted_out_at.getTime()] : []));
-  const suppressedAt = times.length > 0 ? new Date(Math.max(...times)) : new Date(event.occurred_at);
+  // Each person's latest opt-out time, or their erasure's when none of their conversations has one.
+  const latest = new Map<string, number | undefined>();
+  for (const row of conversations) {
+    if (!row.opted_out) continue;
+    const at = row.opted_out_at?.getTime();
+    const before = latest.get(row.subject);
+    latest.set(row.subject, at === undefined ? before : Math.max(before ?? at, at));
+  }
+  if (latest.size === 0) return;
   await trx
     .insertInto('opt_out_suppressions')
-    .values({ account_id: event.account_id, subject: event.data.subject, suppressed_at: suppressedAt })
+    .values(
+      [...latest].map(([subject, at]) => ({
+        account_id: accountId,
+        subject,
+        suppressed_at: new Date(at ?? erasedAt.get(subject)!),
+      })),
+    )
     .onConflict((oc) => oc.doNothing())
     .execute();
 }
 
-async function erase(trx: Transaction<Database>, event: EventOf<'lead.erased'>, context: ProjectionContext) {
-  const keys = context.personalDataKeys;
-  if (!keys) throw new Error('The projector needs the personal-data keys to apply lead.erased');
-  const accountId = event.account_id;
-  const { subject } = event.data;
-  const phones = await phonesOf(trx, keys, accountId, subject, event.data.phone);
+/** The people of one account erased in a run of `lead.erased`, forgotten together. */
+async function erase(
+  trx: Transaction<Database>,
+  accountId: string,
+  events: readonly EventOf<'lead.erased'>[],
+  keys: NonNullable<ProjectionContext['personalDataKeys']>,
+) {
+  const phonesBySubject = await phonesOfErased(trx, keys, accountId, events);
+  const subjectOfPhone = new Map(
+    [...phonesBySubject].flatMap(([subject, phones]) => phones.map((phone) => [phone, subject] as const)),
+  );
+  const phones = [...subjectOfPhone.keys()];
+  const namedLeads = events.flatMap((event) => (event.data.lead_id ? [event.data.lead_id] : []));
   const leads = await trx
     .deleteFrom('leads')
     .where('account_id', '=', accountId)
     .where((eb) =>
-      eb.or([eb('phone', 'in', phones), ...(event.data.lead_id ? [eb('id', '=', event.data.lead_id)] : [])]),
+      eb.or([eb('phone', 'in', phones), ...(namedLeads.length > 0 ? [eb('id', 'in', namedLeads)] : [])]),
     )
     .returning('id')
     .execute();
-  const leadIds = [
-    ...new Set([...leads.map((row) => row.id), ...(event.data.lead_id ? [event.data.lead_id] : [])]),
-  ];
+  const leadIds = [...new Set([...leads.map((row) => row.id), ...namedLeads])];
   if (leadIds.length > 0) {
     await trx.deleteFrom('lead_checklist_items').where('lead_id', 'in', leadIds).execute();
   }
@@ -107,9 +123,16 @@ async function erase(trx: Transaction<Database>, event: EventOf<'lead.erased'>, 
     .deleteFrom('conversations')
     .where('account_id', '=', accountId)
     .where('phone', 'in', phones)
-    .returning(['opted_out', 'opted_out_at'])
+    .returning(['phone', 'opted_out', 'opted_out_at'])
     .execute();
-  await keepOptOut(trx, event, conversations);
+  // When each person was erased: an opt-out without its time is kept from then.
+  const erasedAt = new Map(events.map((event) => [event.data.subject, event.occurred_at]));
+  await keepOptOuts(
+    trx,
+    accountId,
+    erasedAt,
+    conversations.map((row) => ({ ...row, subject: subjectOfPhone.get(row.phone)! })),
+  );
   await trx.deleteFrom('messages').where('account_id', '=', accountId).where('phone', 'in', phones).execute();
   // The totals follow the rows, as a deletion's do; the usage counters keep their counts (billing).
   if (leads.length > 0 || conversations.length > 0) {
@@ -134,6 +157,12 @@ export const erasureProjection = defineProjection(
   'erasure',
   ['lead.erased'],
   async (trx, events, context) => {
-    for (const event of events) await erase(trx, event, context);
+    const keys = context.personalDataKeys;
+    if (!keys) throw new Error('The projector needs the personal-data keys to apply lead.erased');
+    // A run holds only erasures (in log order, nothing between them), so an account's are one: a
+    // statement per table for all its people, not per person.
+    for (const [accountId, erased] of Map.groupBy(events, (event) => event.account_id)) {
+      await erase(trx, accountId, erased, keys);
+    }
   },
 );

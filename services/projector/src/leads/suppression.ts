@@ -1,5 +1,5 @@
 import type { EventOf } from '@leadline/events';
-import { rememberingSubjects, subjectOfPhone, type Database } from '@leadline/runtime';
+import { subjectOfPhone, type Database } from '@leadline/runtime';
 import { sql, type Transaction } from 'kysely';
 import { defineProjection } from '../projection';
 
@@ -46,7 +46,7 @@ export const suppressionProjection = defineProjection(
       ...new Set(events.map((event) => event.account_id)),
     ]);
     if (accounts.size === 0) return;
-    const keys = rememberingSubjects(context.personalDataKeys);
+    const keys = context.personalDataKeys;
     const concerned = events.filter((event) => accounts.has(event.account_id));
     const subjectOf = (event: SuppressionEvent) => subjectOfPhone(keys, event.account_id, event.data.phone);
     const lifted = concerned.filter((event) => event.type === 'lead.opted_in');
