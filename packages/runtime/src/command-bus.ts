@@ -411,12 +411,11 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
       const { events, result, position } = await inTransaction(db, async (trx) => {
         // Sorted, so two commands that share locks always take them in the same order.
         const topic = await timeStage('lock', async () => {
-          for (const lockKey of [...new Set(command.lockKeys)].sort()) {
-            await sql`select ${lockId(lockKey)}`.execute(trx);
-          }
-          // After the stream's locks: a cutover waits for the commands already deciding, not for
-          // those queued behind one account's lock; those are refused at once when their turn comes.
-          return topicsOf(await enterWriteFence(trx, { waitMs: 0 }))[stream.topic];
+          // The fence after the stream's locks, in the same statement: a cutover waits for the commands
+          // already deciding, not for those queued behind one account's lock; those are refused at once
+          // when their turn comes.
+          const locks = [...new Set(command.lockKeys)].sort().map(lockId);
+          return topicsOf(await enterWriteFence(trx, { waitMs: 0, locks }))[stream.topic];
         });
         // A write whose locks were held by a command stuck on the log is refused at once when its turn
         // comes, its bound spent in the queue. But if the log answered meanwhile, the holder waited on

@@ -1,6 +1,6 @@
 import { parseTopicName, topicNames, type TopicKind, type TopicNames } from '@leadline/events';
 import { unavailable } from '@leadline/domain';
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { Database, TopicOffsets } from './db/schema';
 import { forgetTopics } from './kafka';
 
@@ -109,19 +109,30 @@ const migrating = () =>
  * wait for it up to `waitMs` (a webhook that Twilio does not retry is better answered late than not
  * at all), then are refused the same way.
  *
+ * A command gives its stream's `locks` (lock calls, in the order they must be taken): they are taken
+ * first, in the same statement, each in a subquery the next one reads from, so the fence is tried only
+ * once they are all held (a cutover waits for the commands already deciding, not for those queued
+ * behind a lock) and the locks and the fence cost one round trip.
+ *
  * The generation is read after the fence is held, in its own statement: its snapshot is then taken
  * after any cutover that ended before, so no append goes to a generation that has stopped taking
  * writes.
  */
 export async function enterWriteFence(
   trx: Transaction<Database>,
-  { waitMs }: { waitMs: number },
+  { waitMs, locks = [] }: { waitMs: number; locks?: readonly RawBuilder<unknown>[] },
 ): Promise<LogGeneration> {
   if (waitMs <= 0) {
+    const held = locks.reduce<RawBuilder<unknown>>(
+      (inner, lock) => sql`(select ${lock} from ${inner} as held offset 0)`,
+      sql`(select 1)`,
+    );
     const { rows } = await sql<{ open: boolean }>`
-      select pg_try_advisory_xact_lock_shared(${LOG_FENCE_LOCK}) as open`.execute(trx);
+      select pg_try_advisory_xact_lock_shared(${LOG_FENCE_LOCK}) as open from ${held} as held`.execute(trx);
     if (!rows[0]?.open) throw migrating();
   } else {
+    // Facts wait out a cutover rather than be refused, and take no stream locks.
+    if (locks.length > 0) throw new Error('A write fence entered with a wait takes no stream locks');
     try {
       // The bound holds for this wait only: nothing after it in the transaction waits on a lock.
       await sql`
