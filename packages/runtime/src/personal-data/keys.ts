@@ -201,14 +201,46 @@ function destroyKeys(
     .execute();
 }
 
+/**
+ * The keyed hash naming a subject, remembered: a step's events name the same lead three or four times,
+ * and a consumer forgetting an erased lead hashes all the account's phones to find the lead's
+ * (phonesOfSubject), once per `lead.erased` of an account's erasure (a thousand leads would be a
+ * million keyed hashes). Kept no longer than keys are (`cacheMs`), and the newest 200,000 only: the
+ * phone is the entry's name, and an erased person's must not stay in memory (`forget`).
+ */
+function rememberedSubjects(hashKeyBytes: Buffer, { cacheMs, now }: { cacheMs: number; now: () => number }) {
+  // A KeyObject made once: given raw bytes, createHmac imports the key again on every subject hashed.
+  const hashKey = createSecretKey(hashKeyBytes);
+  const subjects = new Map<string, { subject: string; until: number }>();
+  return {
+    subjectOf(accountId: string, kind: DataSubjectKind, value: string): string {
+      const hashed = `${kind}\u0000${accountId}\u0000${value}`;
+      const cached = subjects.get(hashed);
+      if (cached && cached.until > now()) return cached.subject;
+      const subject = createHmac('sha256', hashKey)
+        .update(hashed)
+        .digest()
+        .subarray(0, 16)
+        .toString('base64url');
+      // Deleted first so that the entry moves to the end: the oldest is the first to go.
+      subjects.delete(hashed);
+      subjects.set(hashed, { subject, until: now() + cacheMs });
+      if (subjects.size > 200_000) subjects.delete(subjects.keys().next().value!);
+      return subject;
+    },
+    /** Forgets the entries `erased` picks, by what was hashed or by the subject it named. */
+    forget(erased: (hashed: string, subject: string) => boolean) {
+      for (const [hashed, { subject }] of subjects) if (erased(hashed, subject)) subjects.delete(hashed);
+    },
+  };
+}
+
 export function createPersonalDataKeys(
   db: Kysely<Database>,
   settings: PersonalDataKeySettings,
   { cacheMs = 60_000, now = Date.now } = {},
 ): PersonalDataKeys {
   const box: SecretBox = createSecretBox(settings.masterKeys);
-  // A KeyObject made once: given raw bytes, createHmac imports the key again on every subject hashed.
-  const hashKey = createSecretKey(settings.hashKey);
   const byId = new Map<string, Cached>();
   const liveBySubject = new Map<string, Cached>();
   const subjectKey = (accountId: string, subject: string, period: string | null = null) =>
@@ -252,32 +284,10 @@ export function createPersonalDataKeys(
     }
   }
   const fresh = (cached: Cached | undefined) => (cached && cached.until > now() ? cached.value : undefined);
-  // Subjects hashed lately: a step's events name the same lead three or four times, and a consumer
-  // forgetting an erased lead hashes all the account's phones to find the lead's (phonesOfSubject),
-  // once per `lead.erased` of an account's erasure (a thousand leads would be a million keyed hashes).
-  // Kept no longer than keys are, and the newest 200,000 only: the phone is the entry's name, and an
-  // erased person's must not stay in memory.
-  const subjects = new Map<string, { subject: string; until: number }>();
-  const forgetSubjects = (erased: (hashed: string, subject: string) => boolean) => {
-    for (const [hashed, { subject }] of subjects) if (erased(hashed, subject)) subjects.delete(hashed);
-  };
+  const subjects = rememberedSubjects(settings.hashKey, { cacheMs, now });
 
   return {
-    subjectOf(accountId, kind, value) {
-      const hashed = `${kind}\u0000${accountId}\u0000${value}`;
-      const cached = subjects.get(hashed);
-      if (cached && cached.until > now()) return cached.subject;
-      const subject = createHmac('sha256', hashKey)
-        .update(hashed)
-        .digest()
-        .subarray(0, 16)
-        .toString('base64url');
-      // Deleted first so that the entry moves to the end: the oldest is the first to go.
-      subjects.delete(hashed);
-      subjects.set(hashed, { subject, until: now() + cacheMs });
-      if (subjects.size > 200_000) subjects.delete(subjects.keys().next().value!);
-      return subject;
-    },
+    subjectOf: subjects.subjectOf,
 
     cachedSealingKey(accountId, subject, period = null) {
       return fresh(liveBySubject.get(subjectKey(accountId, subject, period)));
@@ -335,7 +345,7 @@ export function createPersonalDataKeys(
     async eraseSubject(accountId, subject, erasedAt) {
       const erased = await destroyKeys(db, accountId, erasedAt ?? sql<Date>`now()`, { subject });
       forget(accountId, erased);
-      forgetSubjects((_hashed, erased) => erased === subject);
+      subjects.forget((_hashed, erased) => erased === subject);
     },
 
     async hasPeriodsBefore(accountId, before) {
@@ -366,7 +376,7 @@ export function createPersonalDataKeys(
       // Every live key of the account this process remembers, whether this call erased it or not.
       const prefix = `${accountId}\u0000`;
       for (const key of liveBySubject.keys()) if (key.startsWith(prefix)) liveBySubject.delete(key);
-      forgetSubjects((hashed) => hashed.includes(`\u0000${prefix}`));
+      subjects.forget((hashed) => hashed.includes(`\u0000${prefix}`));
       return erased.length;
     },
   };
