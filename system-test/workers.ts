@@ -64,22 +64,32 @@ export function startTestSequencer(
  * phone when none is named, and has put what became of each on the log (a send is settled, then
  * appended, after its call).
  */
-export function outboxSettled({ services }: Pick<SystemParts, 'services'>, phone?: string) {
-  return eventually(
-    async () => {
-      let open = services.db
-        .selectFrom('sms_outbox')
-        .select('message_id')
-        .where((row) =>
-          row.or([
-            row('state', 'not in', ['sent', 'failed']),
-            row.and([row('report', 'is not', null), row('reported_at', 'is', null)]),
-          ]),
-        );
-      if (phone !== undefined) open = open.where('phone', '=', phone);
-      const rows = await open.execute();
-      return rows.length === 0 ? true : undefined;
-    },
-    { timeoutMs: 60_000 },
-  );
+export async function outboxSettled({ services }: Pick<SystemParts, 'services'>, phone?: string) {
+  let open: unknown[] = [];
+  try {
+    await eventually(
+      async () => {
+        let rows = services.db
+          .selectFrom('sms_outbox')
+          .select(['message_id', 'state', 'held_until'])
+          .select((row) =>
+            row.or([row('report', 'is', null), row('reported_at', 'is not', null)]).as('reported'),
+          )
+          .where((row) =>
+            row.or([
+              row('state', 'not in', ['sent', 'failed']),
+              row.and([row('report', 'is not', null), row('reported_at', 'is', null)]),
+            ]),
+          );
+        if (phone !== undefined) rows = rows.where('phone', '=', phone);
+        open = await rows.execute();
+        return open.length === 0 ? true : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+  } catch (error) {
+    throw new Error(`The gateway left messages unsettled or unreported: ${JSON.stringify(open)}`, {
+      cause: error,
+    });
+  }
 }

@@ -24,7 +24,6 @@ import { httpPartnerClient, type PartnerClient } from '../../../system-test/clie
 import { startCluster, type Cluster } from '../../../system-test/cluster';
 import { openEventStream, type EventStreamReader } from '../../../system-test/event-stream';
 import { readModelSnapshot } from '../../../system-test/log';
-import { outboxSettled } from '../../../system-test/workers';
 import { startWriteLoop } from '../../../system-test/write-loop';
 
 /**
@@ -117,14 +116,42 @@ async function consumersCaughtUp(services: CommandServices): Promise<string> {
 }
 
 /**
- * The read models once the gateway has settled every message and every consumer has caught up with a
- * log that no longer grows: services still append after the loop stops (the gateway's sends, Twilio's
- * status callbacks), and a snapshot taken before the projector applied those would differ from a
- * rebuild for no fault of the restart. A quiet log alone does not say the gateway is done: a send goes
- * on the log after its call, and a pass may still be under way.
+ * The sends the gateway is still working on are done: none waiting, none settled and not yet on the
+ * log, none in flight for less than the gateway's grace (a pass still under way settles it). One in
+ * flight longer was interrupted by the restart (its settlement failed with the database down); the
+ * gateway's reconciliation settles it from Twilio's status callback, which the fake does not send, or
+ * after ten minutes, so it stays as it is through the snapshot and the rebuild.
+ */
+function gatewayDone(services: CommandServices) {
+  return eventually(
+    async () => {
+      const { rows } = await sql<{ open: number }>`
+        select count(*)::int as open from sms_outbox
+        where state = 'pending' or (report is not null and reported_at is null)
+          or (state = 'sending' and sending_at > now() - make_interval(secs => ${SENDING_GRACE_S}))`.execute(
+        services.db,
+      );
+      return rows[0]!.open === 0 ? true : undefined;
+    },
+    {
+      timeoutMs: (SENDING_GRACE_S + 30) * 1000,
+      intervalMs: 500,
+      message: 'the gateway never finished its sends',
+    },
+  );
+}
+/** The gateway's grace for a send in flight: twice SMS_SEND_TIMEOUT_SECONDS (30 s by default). */
+const SENDING_GRACE_S = 60;
+
+/**
+ * The read models once the gateway is done and every consumer has caught up with a log that no longer
+ * grows: services still append after the loop stops (the gateway's sends, Twilio's status callbacks),
+ * and a snapshot taken before the projector applied those would differ from a rebuild for no fault of
+ * the restart. A quiet log alone does not say the gateway is done: a send goes on the log after its
+ * call, and a pass may still be under way.
  */
 async function settledReadModels(services: CommandServices) {
-  await outboxSettled({ services });
+  await gatewayDone(services);
   for (let attempt = 0; ; attempt++) {
     const end = await consumersCaughtUp(services);
     const snapshot = await readModelSnapshot(services.db);

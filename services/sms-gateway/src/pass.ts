@@ -352,14 +352,23 @@ export function accountPass(deps: PassDeps) {
       expiredBy(row, until, deps.maxQueueAgeMs) === undefined;
     /** How far ahead of its slot a row is claimed and marked: twice the last mark's time, on the clock. */
     let aheadMs = 0;
+    /** When the oldest outcome not yet on the log was known (gateway's clock), if any. */
+    let unreportedSince: number | undefined;
     /**
-     * Before a wait for the number's next slot, what went out so far is settled and put on the log: a
-     * paced number's `message.sent` follows its send by a slot at most, not by the whole pass. The send
-     * before settles on its own then (without a wait there is none: a backlog keeps one commit a send).
+     * Before a wait for the number's next slot, what went out so far is settled and put on the log, so
+     * a paced number's `message.sent` follows its send by about a second, not by the whole pass: before
+     * a wait of half a second or more (a number at 2 a second or slower: each send), or once the oldest
+     * outcome held is a second old (a fast number: a second's sends in one append). The send before
+     * then settles on its own (without a wait there is none: a backlog keeps one commit a send).
      */
-    const reportSoFar = async () => {
+    const reportBeforeWait = async (until: Date) => {
+      const now = clock.now().getTime();
+      if (owed || outcomes.length > 0) unreportedSince ??= now;
+      if (unreportedSince === undefined) return;
+      if (until.getTime() - now < 500 && now - unreportedSince < 1000) return;
       if (owed && (await settleSending(db, owed.messageId, clock.now(), owed.report))) owedSettled();
       owed = undefined;
+      unreportedSince = undefined;
       if (outcomes.length === 0) return;
       await report(deps, inRequestOrder(outcomes, rows));
       outcomes.length = 0;
@@ -381,7 +390,7 @@ export function accountPass(deps: PassDeps) {
           if (signal.aborted) break;
           let plan = await pace.plan(row, aheadMs);
           while (plan.kind === 'wait' && mayWait(row, plan.until)) {
-            await reportSoFar();
+            await reportBeforeWait(plan.until);
             if (!(await waitOnClock(clock, deps.timers, new Date(plan.until.getTime() - aheadMs), signal)))
               break;
             plan = await pace.plan(row, aheadMs);
