@@ -81,8 +81,12 @@ function startProcessInstance(): ChildProcess {
   return child;
 }
 
-/** The projector group's members once it is stable with `members` of them: the account partitions of each. */
-async function groupSettledAt(members: number) {
+/**
+ * The projector group's members once it is stable with `members` of them: the account partitions of
+ * each. `timeoutMs` is longer where a new process must start first (it compiles and connects while the
+ * rest of the suite shares the machine).
+ */
+async function groupSettledAt(members: number, timeoutMs = 60_000) {
   return eventually(
     async () => {
       const {
@@ -97,7 +101,7 @@ async function groupSettledAt(members: number) {
       );
     },
     {
-      timeoutMs: 60_000,
+      timeoutMs,
       message: `the projector group never settled at ${members} members\n${killedOutput.join('')}`,
     },
   );
@@ -124,7 +128,7 @@ describe('scaling the projector under a write loop', () => {
       assignments.push(await groupSettledAt(2));
       await loop.acknowledgedMore(40);
       killed = startProcessInstance();
-      assignments.push(await groupSettledAt(3));
+      assignments.push(await groupSettledAt(3, 150_000));
       await loop.acknowledgedMore(40);
       // Back to one: the second leaves gracefully (its batch in flight finished, its group left)...
       await second.projector.stop();
