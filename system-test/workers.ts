@@ -60,16 +60,15 @@ export function startTestSequencer(
 }
 
 /**
- * Waits until the gateway has settled (sent or refused) every message queued for `phone`, or for every
- * phone when none is named, and has put what became of each on the log (a send is settled, then
- * appended, after its call).
+ * Waits until the gateway has settled (sent or refused) every message queued for `phone` and has put
+ * what became of each on the log (a send is settled, then appended, after its call).
  */
-export async function outboxSettled({ services }: Pick<SystemParts, 'services'>, phone?: string) {
+export async function outboxSettled({ services }: Pick<SystemParts, 'services'>, phone: string) {
   let open: unknown[] = [];
   try {
     await eventually(
       async () => {
-        let rows = services.db
+        const rows = services.db
           .selectFrom('sms_outbox')
           .select(['message_id', 'state', 'held_until'])
           .select((row) =>
@@ -81,8 +80,7 @@ export async function outboxSettled({ services }: Pick<SystemParts, 'services'>,
               row.and([row('report', 'is not', null), row('reported_at', 'is', null)]),
             ]),
           );
-        if (phone !== undefined) rows = rows.where('phone', '=', phone);
-        open = await rows.execute();
+        open = await rows.where('phone', '=', phone).execute();
         return open.length === 0 ? true : undefined;
       },
       { timeoutMs: 60_000 },
