@@ -1,4 +1,5 @@
 import { v7 as uuidv7 } from 'uuid';
+import { randomBytesDrawn } from './random-bytes';
 
 /** Time and ids are inputs of the domain, so tests can fix them. */
 export interface Clock {
@@ -25,5 +26,27 @@ export const systemTimers: Timers = {
 
 export type NewId = () => string;
 
-/** Time-ordered ids (UUID v7): they index well and sort by creation. */
-export const newUuid: NewId = () => uuidv7();
+/**
+ * The uuid package's own order for ids made in one process: the time in milliseconds, and within one
+ * millisecond a counter that starts at random and counts up (RFC 9562, method 1). Kept here because
+ * the package keeps it only for the ids it draws its random bytes for itself.
+ */
+const v7Order = { msecs: Number.NEGATIVE_INFINITY, seq: 0 };
+
+/**
+ * Time-ordered ids (UUID v7): they index well and sort by creation. The random bytes are cut from a
+ * block drawn at once (an id was about 5 µs of a sequence step's CPU when each drew its own).
+ */
+export const newUuid: NewId = () => {
+  const random = randomBytesDrawn(16);
+  const now = Date.now();
+  if (now > v7Order.msecs) {
+    v7Order.msecs = now;
+    // The package's starting counter: 31 bits of the random bytes.
+    v7Order.seq = ((random[6]! & 0x7f) << 24) | (random[7]! << 16) | (random[8]! << 8) | random[9]!;
+  } else {
+    v7Order.seq = (v7Order.seq + 1) | 0;
+    if (v7Order.seq === 0) v7Order.msecs++;
+  }
+  return uuidv7({ msecs: v7Order.msecs, seq: v7Order.seq, random });
+};

@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, createHash, createSecretKey, type KeyObject } from 'node:crypto';
 import { z } from 'zod';
-import { randomIv } from './random-iv';
+import { randomIv } from './random-bytes';
 
 /** What a sealed webhook secret belongs to: it opens only for the same webhook of the same partner. */
 export interface SecretBinding {

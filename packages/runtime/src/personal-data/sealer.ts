@@ -5,7 +5,7 @@ import {
   type PersonalDataSealer,
   type PersonalValueSite,
 } from '@leadline/events';
-import { randomIv } from '../random-iv';
+import { randomIv } from '../random-bytes';
 import type { PersonalDataKeys, SubjectKey } from './keys';
 
 /**

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { DomainEvent } from '@leadline/events';
 import { describe, expect, it } from 'vitest';
-import { randomIv } from '../random-iv';
+import { randomIv } from '../random-bytes';
 import type { PersonalDataKeys, SubjectKey } from './keys';
 import { createPersonalDataSealer, UnknownPersonalDataKeyError } from './sealer';
 
