@@ -47,6 +47,34 @@ export interface UnstorableText {
  * undefined. Iterative, so a deeply nested document cannot overflow the stack.
  */
 export function findUnstorableText(value: unknown, root = ''): UnstorableText | undefined {
+  return isStorableThroughout(value) ? undefined : locateUnstorableText(value, root);
+}
+
+/**
+ * The check alone, without the paths: every event appended goes through it, and naming each value's
+ * path on the way (a string made for every field) cost more than the check itself.
+ */
+function isStorableThroughout(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const current = stack.pop();
+    if (typeof current === 'string') {
+      if (!isStorableText(current)) return false;
+    } else if (Array.isArray(current)) {
+      for (const item of current) stack.push(item);
+    } else if (current !== null && typeof current === 'object') {
+      for (const key in current) {
+        if (!Object.hasOwn(current, key)) continue;
+        if (!isStorableText(key)) return false;
+        stack.push((current as Record<string, unknown>)[key]);
+      }
+    }
+  }
+  return true;
+}
+
+/** The first string that is not storable, with its path, in the order a reader would look. */
+function locateUnstorableText(value: unknown, root: string): UnstorableText | undefined {
   const join = (path: string, key: string) => (path === '' ? key : `${path}.${key}`);
   const stack: [unknown, string][] = [[value, root]];
   while (stack.length > 0) {
