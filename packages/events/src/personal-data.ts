@@ -100,6 +100,21 @@ export const personalDataScopes: Partial<Record<DomainEvent['type'], readonly Pe
 };
 
 /**
+ * Event types that only report on work begun before them: the SMS gateway's sends, holds and failures
+ * and the carrier's delivery reports. Appended after the person was erased (a send or a report already
+ * under way), they must not key the person again, which would make the number readable on the log
+ * once more: where the lead's lasting key is erased and no new one is live, their values are written
+ * as erased. Anything else about an erased number (an import, a text from it) starts over under a new
+ * key, and a report after that uses it.
+ */
+export const reportsOnEarlierWork: ReadonlySet<DomainEvent['type']> = new Set([
+  'message.held',
+  'message.sent',
+  'message.failed',
+  'message.status_updated',
+]);
+
+/**
  * Text fields reviewed and kept clear, by name wherever they occur: identifiers we mint or a provider
  * mints, timestamps, enumerations kept as text, and business data of the account or the partner.
  */

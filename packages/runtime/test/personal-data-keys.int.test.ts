@@ -146,6 +146,75 @@ describe('personal-data keys', () => {
     expect(await sealerWith([newMaster]).sealer.open(again)).toEqual(later);
   });
 
+  it('writes a report on earlier work about an erased person as erased, without keying them again', async () => {
+    const { keys, sealer } = sealerWith([newMaster]);
+    const phone = '+15125550177';
+    await sealer.seal({
+      ...leadCreated('Idris Penhallow'),
+      data: { ...leadCreated('x').data, phone },
+    } as DomainEvent);
+    const subject = keys.subjectOf('acct_keys', 'lead', phone);
+    await keys.eraseSubject('acct_keys', subject);
+    const liveKeys = () =>
+      db
+        .selectFrom('personal_data_keys')
+        .select('key_id')
+        .where('account_id', '=', 'acct_keys')
+        .where('subject', '=', subject)
+        .where('erased_at', 'is', null)
+        .execute();
+
+    // The carrier's delivery report of a send made before the erasure, and the gateway's failure.
+    const report = (type: 'message.status_updated' | 'message.failed') =>
+      ({
+        id: crypto.randomUUID(),
+        type,
+        version: 1,
+        account_id: 'acct_keys',
+        partner_id: 'partner_keys',
+        occurred_at: new Date().toISOString(),
+        actor: { kind: 'system', service: 'test' },
+        correlation_id: 'c',
+        causation_id: null,
+        data:
+          type === 'message.failed'
+            ? {
+                message_id: 'message_1',
+                phone,
+                reason: 'provider_error',
+                error_code: '30006',
+                error_message: `Landline ${phone}`,
+              }
+            : {
+                message_id: 'message_1',
+                phone,
+                provider_message_id: 'SM1',
+                status: 'delivered',
+                provider_status: 'delivered',
+                error_code: null,
+              },
+      }) as DomainEvent;
+    for (const type of ['message.status_updated', 'message.failed'] as const) {
+      const sealed = await sealer.seal(report(type));
+      expect(JSON.stringify(sealed)).not.toContain('5125550177');
+      expect(sealed.data).toMatchObject({ phone: `erased:${subject}` });
+      expect(await sealerWith([newMaster]).sealer.open(sealed)).toMatchObject({
+        data: { phone: `erased:${subject}`, message_id: 'message_1' },
+      });
+    }
+    expect(await liveKeys()).toEqual([]);
+
+    // The person comes back (imported again): a new key, which a report then uses.
+    const imported = {
+      ...leadCreated('Idris Penhallow'),
+      data: { ...leadCreated('x').data, phone },
+    } as DomainEvent;
+    expect(await sealerWith([newMaster]).sealer.open(await sealer.seal(imported))).toEqual(imported);
+    expect(await liveKeys()).toHaveLength(1);
+    const delivered = report('message.status_updated');
+    expect(await sealerWith([newMaster]).sealer.open(await sealer.seal(delivered))).toEqual(delivered);
+  });
+
   it('refuses a value moved to another event or another field', async () => {
     const { sealer } = sealerWith([newMaster]);
     const sealed = (await sealer.seal(leadCreated('Tamsin Vale'))) as Extract<

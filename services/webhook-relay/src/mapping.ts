@@ -8,7 +8,7 @@ import {
   type WebhookEventData,
   type WebhookEventType,
 } from '@leadline/events';
-import type { DocumentLinks } from '@leadline/runtime';
+import { isErased, type DocumentLinks } from '@leadline/runtime';
 
 export { leadName, type LeadNameFields };
 
@@ -212,6 +212,10 @@ export function toWebhookEvent(
 ): WebhookEnvelope | undefined {
   const mapper = webhookMappings[event.type] as Mapper<EventType> | undefined;
   if (!mapper || event.account_id === null) return undefined;
+  // About a person erased before it was appended (a delivery report of a send already under way): the
+  // partner has nothing to be told of someone it asked to forget. The erasure itself maps to its lead id.
+  const data = event.data as { phone?: unknown };
+  if (event.type !== 'lead.erased' && isErased(data.phone)) return undefined;
   const mapped = mapper(event as EventOf<EventType>, leads, links);
   return {
     // The domain event's id: the same event id for every webhook and every retry.

@@ -362,6 +362,22 @@ describe('mapping domain events to webhook events', () => {
     ).not.toThrow();
   });
 
+  it('tells partners nothing of an event appended after its person was erased', () => {
+    const held = {
+      ...envelope,
+      type: 'message.held',
+      data: {
+        message_id: 'message-1',
+        phone: '+15125550123',
+        reason: 'quiet_hours',
+        next_attempt_at: '2026-03-08T13:00:00.000Z',
+      },
+    } satisfies DomainEvent;
+    expect(toWebhookEvent(held, names())?.type).toBe('message.held');
+    const afterErasure = { ...held, data: { ...held.data, phone: 'erased:hash-of-the-phone' } };
+    expect(toWebhookEvent(afterErasure, names())).toBeUndefined();
+  });
+
   it('tells partners nothing about events without a mapping', () => {
     expect(
       toWebhookEvent(

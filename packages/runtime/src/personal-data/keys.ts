@@ -17,11 +17,16 @@ export interface PersonalDataKeys {
    * The live key of each subject, created where there is none (one query for all that are new): the
    * subject's lasting key, or with `period` (a UTC day, `YYYY-MM-DD`) its key for that day's content,
    * which the account's retention destroys (see `expirePeriods`).
+   *
+   * With `startOver: false`, a subject whose lasting key was erased and who has no live one is not
+   * keyed again: it is answered with its erased lasting key (`key` null), and what would be sealed
+   * reads as erased (see `reportsOnEarlierWork`).
    */
   sealingKeys(
     accountId: string,
     subjects: readonly string[],
     period?: string | null,
+    options?: { startOver?: boolean },
   ): Promise<Map<string, SubjectKey>>;
   /** Each key by id: its bytes, or null when the subject was erased. Unknown ids are left out. */
   openingKeys(keyIds: readonly string[]): Promise<Map<string, SubjectKey>>;
@@ -108,7 +113,9 @@ interface Cached {
  * The live keys of `subjects` for `period`, and a new key for each that has none, in one statement: a
  * key is made and wrapped for every subject asked for (a few µs each, wasted where one is live), which
  * costs less than a second round trip for each new person. A subject keyed by another process a moment
- * ago keeps its key: ours is dropped (the insert does nothing), and theirs is read after.
+ * ago keeps its key: ours is dropped (the insert does nothing), and theirs is read after. Without
+ * `startOver`, an erased subject (an erased lasting key, no live one) gets no new key: its latest
+ * erased lasting key is among the `live` rows, with no key.
  */
 async function liveOrNewKeys(
   db: Kysely<Database>,
@@ -116,6 +123,7 @@ async function liveOrNewKeys(
   accountId: string,
   subjects: readonly string[],
   period: string | null,
+  startOver: boolean,
 ): Promise<{ made: SubjectKey[]; live: KeyRow[] }> {
   const made = new Map<string, Buffer>();
   const wanted = subjects.map((subject) => {
@@ -148,15 +156,27 @@ async function liveOrNewKeys(
       where account_id = ${accountId} and erased_at is null
         and period is not distinct from ${period}::date
         and subject in (select subject from wanted)
+    ), erased as (
+      select distinct on (subject) key_id, account_id, subject, null::text as wrapped_key
+      from personal_data_keys
+      where ${!startOver} and account_id = ${accountId} and period is null and erased_at is not null
+        and subject in (select subject from wanted)
+        and not exists (
+          select 1 from personal_data_keys k
+          where k.account_id = ${accountId} and k.subject = personal_data_keys.subject
+            and k.period is null and k.erased_at is null)
+      order by subject, erased_at desc
     ), inserted as (
       insert into personal_data_keys (key_id, account_id, subject, wrapped_key, period)
       select key_id, ${accountId}::text, subject, wrapped_key, ${period}::date from wanted
-      where subject not in (select subject from live)
+      where subject not in (select subject from live) and subject not in (select subject from erased)
       on conflict (account_id, subject, coalesce(period, '-infinity'::date)) where erased_at is null
       do nothing
       returning key_id, account_id, subject, wrapped_key
     )
     select *, false as made from live
+    union all
+    select *, false as made from erased
     union all
     select *, true as made from inserted`.execute(db);
   const live = answered.filter((row) => !row.made);
@@ -297,7 +317,7 @@ export function createPersonalDataKeys(
       return fresh(byId.get(keyId));
     },
 
-    async sealingKeys(accountId, subjects, period = null) {
+    async sealingKeys(accountId, subjects, period = null, { startOver = true } = {}) {
       const found = new Map<string, SubjectKey>();
       const missing: string[] = [];
       for (const subject of new Set(subjects)) {
@@ -306,7 +326,7 @@ export function createPersonalDataKeys(
         else missing.push(subject);
       }
       if (missing.length === 0) return found;
-      const { made, live } = await liveOrNewKeys(db, box, accountId, missing, period);
+      const { made, live } = await liveOrNewKeys(db, box, accountId, missing, period, startOver);
       for (const value of made) {
         // Used as made rather than unwrapped again.
         remember(accountId, value, period);

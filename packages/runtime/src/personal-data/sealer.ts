@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, createSecretKey, type KeyObject } from 'node:crypto';
 import {
   mapPersonalData,
+  reportsOnEarlierWork,
   type DomainEvent,
   type PersonalDataSealer,
   type PersonalValueSite,
@@ -89,17 +90,18 @@ export class UnknownPersonalDataKeyError extends Error {}
  */
 export function createPersonalDataSealer(keys: PersonalDataKeys): PersonalDataSealer {
   const sealingKey = batchPerTick(
-    async (items: { accountId: string; subject: string; period: string | null }[]) => {
+    async (items: { accountId: string; subject: string; period: string | null; startOver: boolean }[]) => {
       // One lookup per account and period: a bulk import's lasting keys, a day's messages' day keys.
-      const at = (item: { accountId: string; period: string | null }) =>
-        `${item.accountId}\u0000${item.period ?? ''}`;
+      const at = (item: { accountId: string; period: string | null; startOver: boolean }) =>
+        `${item.accountId}\u0000${item.period ?? ''}\u0000${item.startOver}`;
       const found = new Map<string, SubjectKey>();
       for (const entries of Map.groupBy(items, at).values()) {
-        const { accountId, period } = entries[0]!;
+        const { accountId, period, startOver } = entries[0]!;
         const keysOfAccount = await keys.sealingKeys(
           accountId,
           entries.map((entry) => entry.subject),
           period,
+          { startOver },
         );
         for (const [subject, key] of keysOfAccount) found.set(`${at(entries[0]!)}\u0000${subject}`, key);
       }
@@ -140,12 +142,17 @@ export function createPersonalDataSealer(keys: PersonalDataKeys): PersonalDataSe
       }
       if (wanted.size === 0) return event;
       const accountId = event.account_id ?? event.partner_id;
+      // A report on earlier work about an erased person does not key the person again.
+      const startOver = !reportsOnEarlierWork.has(event.type);
       const found = new Map<string, SubjectKey>();
       const missing: Promise<unknown>[] = [];
       for (const [name, { subject, period }] of wanted) {
         const cached = keys.cachedSealingKey(accountId, subject, period);
         if (cached) found.set(name, cached);
-        else missing.push(sealingKey({ accountId, subject, period }).then((key) => found.set(name, key)));
+        else
+          missing.push(
+            sealingKey({ accountId, subject, period, startOver }).then((key) => found.set(name, key)),
+          );
       }
       if (missing.length > 0) await Promise.all(missing);
       let scope = 0;
@@ -153,6 +160,8 @@ export function createPersonalDataSealer(keys: PersonalDataKeys): PersonalDataSe
         const { subject, expiring } = names[scope++]!;
         if (!subject) return undefined;
         const lasting = found.get(`${subject}\u0000`)!;
+        // The person was erased and this event may not key them again: every value reads as erased.
+        if (lasting.key === null) return () => `${ERASED_PREFIX}${lasting.subject}`;
         const daily = expiring ? found.get(`${subject}\u0000${day}`)! : lasting;
         return (value, site) =>
           isErased(value) ? value : seal(site.expiring ? daily : lasting, event, site, value);

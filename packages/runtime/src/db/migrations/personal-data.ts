@@ -36,4 +36,14 @@ export const personalDataOperationalMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0018_erased_lasting_keys': {
+    async up(db: Kysely<unknown>) {
+      await sql`
+        -- A report on earlier work (a delivery report) about an erased person finds the erasure's
+        -- record here rather than keying the person again.
+        create index personal_data_keys_erased_subjects
+          on personal_data_keys (account_id, subject) where erased_at is not null and period is null;
+      `.execute(db);
+    },
+  },
 };
