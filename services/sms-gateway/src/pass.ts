@@ -135,7 +135,10 @@ async function decide(
       const from = account?.phone_number ?? '';
       const rule = {
         enforced: deps.registrationEnforced,
-        campaignStatus: (await campaignStatuses(trx, [accountId])).get(accountId),
+        // Read only where the rule is enforced: elsewhere it decides nothing, and costs a statement a pass.
+        campaignStatus: deps.registrationEnforced
+          ? (await campaignStatuses(trx, [accountId])).get(accountId)
+          : undefined,
         from,
       };
       // The projected opt-outs, STOPs already answered whose decisions are still queued, and opt-outs
