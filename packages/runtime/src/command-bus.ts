@@ -17,6 +17,7 @@ import { isConnectionLost, isDatabaseBusy } from './db/database';
 import type { Database } from './db/schema';
 import { APPEND_MAX_BYTES, createEventProducer, partitionForKey } from './kafka';
 import { enterWriteFence, type LogGeneration } from './log-generations';
+import { createKeyedBatcher } from './keyed-batcher';
 import { createGroupAppender, createOffsetsCoalescer, type AppendPosition } from './log-writer';
 import { timeStage } from './metrics';
 import { refuseHeldStream } from './parking';
@@ -111,6 +112,9 @@ export interface CommandBusDeps {
   /** The most one command may append, encoded (see `APPEND_MAX_BYTES`); lowered only by tests. */
   appendMaxBytes?: number;
 }
+
+/** The most appends of facts that share one transaction in the write fence (see `append`). */
+const FACTS_PER_FENCE = 100;
 
 /** Bytes per extra millisecond allowed for an append: 250 ms more per MB, for compressing and sending. */
 const PER_EXTRA_MS_BYTES = 4096;
@@ -400,6 +404,35 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
     }
   }
 
+  /**
+   * Facts share the write fence: those appended while a fence transaction is open wait for it to end
+   * and then enter the next one together (group commit), so a burst of Twilio's webhooks or a gateway's
+   * reports pays the fence's statements (begin, the fence, the generation, commit) once per batch, not
+   * once each. Each keeps its own outcome (one refused as too large fails alone) and its own bound on
+   * the log from its append on; the fence itself waits out a cutover for all of them, as it did for each.
+   */
+  const appendFactsInFence = createKeyedBatcher<
+    { topic: EventStream['topic']; key: string; events: DomainEvent[] },
+    { position: AppendPosition } | { error: unknown }
+  >({
+    keyOf: () => 'facts',
+    conflicts: () => false,
+    maxBatch: FACTS_PER_FENCE,
+    run: (_key, batch) =>
+      // The fence is held until every append is acknowledged or given up on, as a command holds it.
+      inTransaction(db, async (trx) => {
+        const generation = await enterWriteFence(trx, { waitMs: eventLogTimeoutMs });
+        return Promise.all(
+          batch.map((facts) =>
+            appendToLog(topicsOf(generation)[facts.topic], facts.key, facts.events).then(
+              (position) => ({ position }),
+              (error: unknown) => ({ error }),
+            ),
+          ),
+        );
+      }),
+  });
+
   return {
     async execute(command) {
       const { stream, context } = command;
@@ -444,12 +477,14 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
     async append({ stream, context, events, readYourWrites }) {
       const stamped = events.map((event) => stamp(event, stream, context));
       if (stamped.length === 0) return stamped;
-      // The fence is held until the append is acknowledged or given up on, as a command holds it; facts
-      // wait out a cutover (within the log's bound) rather than be refused.
-      const position = await inTransaction(db, async (trx) => {
-        const generation = await enterWriteFence(trx, { waitMs: eventLogTimeoutMs });
-        return appendToLog(topicsOf(generation)[stream.topic], keyOf(stream, context), stamped);
+      // Facts wait out a cutover (within the log's bound) rather than be refused.
+      const appended = await appendFactsInFence({
+        topic: stream.topic,
+        key: keyOf(stream, context),
+        events: stamped,
       });
+      if ('error' in appended) throw appended.error;
+      const { position } = appended;
       if (readYourWrites !== false)
         await progress.waitFor(position.topic, position.partition, position.nextOffset, projectionWaitMs);
       return stamped;

@@ -13,7 +13,7 @@ import {
 } from '@leadline/runtime';
 import { accountEvents, logSize, readTopic, startKafkaProxy } from '@leadline/test-kit';
 import { Kafka, logLevel } from 'kafkajs';
-import { sql, type Transaction } from 'kysely';
+import { Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerClient, type PartnerClient } from '../../../system-test/client';
@@ -347,6 +347,74 @@ describe("a write queued behind its account's lock while the log is up", () => {
       await commands.execute(accountCommand(newUuid(), async () => undefined));
       await holder;
       expect(await queued).toBe('decided');
+    } finally {
+      await commands.close();
+      await db.destroy();
+    }
+  });
+});
+
+describe('facts appended at once', () => {
+  it('share one transaction in the write fence, each with its own outcome on the log', async () => {
+    let fences = 0;
+    const db = new Kysely<Database>({
+      dialect: new PostgresDialect({
+        pool: new pg.Pool({ connectionString: system.env.config.DATABASE_URL, max: 4 }),
+      }),
+      log: (event) => {
+        if (event.level === 'query' && event.query.sql.includes("hashtextextended('leadline.log-fence'"))
+          fences++;
+      },
+    });
+    // Topics of its own, which no consumer of the system reads.
+    const topic = `${system.env.config.TOPIC_PREFIX}facts-in-fence`;
+    await system.services.admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 2 }] });
+    const commands = createCommandBus({
+      ...system.services,
+      topics: { account: topic, partner: topic },
+      db,
+      clock: systemClock,
+      newId: newUuid,
+      projectionWaitMs: 5000,
+      appendMaxBytes: 4096,
+    });
+    try {
+      const accountId = newUuid();
+      const statusChanged = (leadPhone: string) =>
+        commands.append({
+          stream: { topic: 'account', accountId },
+          context: { partnerId: 'p', actor: { kind: 'system', service: 'test' }, correlationId: 'c' },
+          events: [
+            {
+              type: 'lead.status_changed',
+              data: { lead_id: newUuid(), phone: leadPhone, previous_status: 'new', new_status: 'contacted' },
+            },
+          ],
+          readYourWrites: false,
+        });
+      // Thirty facts at once, and one too large for the log among them.
+      const outcomes = await Promise.allSettled([
+        ...Array.from({ length: 15 }, (_, n) => statusChanged(phone(700 + n))),
+        statusChanged(`+1${'5'.repeat(5000)}`),
+        ...Array.from({ length: 15 }, (_, n) => statusChanged(phone(715 + n))),
+      ]);
+
+      expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(30);
+      expect(outcomes[15]).toMatchObject({
+        status: 'rejected',
+        reason: { status: 413, code: 'event_batch_too_large' },
+      });
+      // One fence for the first, one for those that came while it was open: not one each.
+      expect(fences).toBeLessThanOrEqual(2);
+      const appended = new Set<string>();
+      await readTopic(system.services, topic, async (_partition, message) => {
+        const event = await system.services.codec.decode(message.value!);
+        if (event.account_id === accountId) appended.add(event.id);
+      });
+      const ids = outcomes.flatMap((outcome) =>
+        outcome.status === 'fulfilled' ? [outcome.value[0]!.id] : [],
+      );
+      expect([...appended].sort()).toEqual(ids.sort());
     } finally {
       await commands.close();
       await db.destroy();
