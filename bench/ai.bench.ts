@@ -10,6 +10,8 @@ import { startFakeOpenAi } from '@leadline/test-kit';
 import OpenAI from 'openai';
 import { comparisonTable, measure, measureAtRate, percentile, throughput, type Measurement } from './stats';
 import { cpuWindow } from './cpu';
+import { profileWindowIfAsked } from './cpu-profile';
+import { countStatements, statementTotal } from './statements';
 import { expectStatus, startBenchSystem, type BenchSystem } from './system';
 
 const ACCOUNTS = 5;
@@ -186,7 +188,9 @@ function aiConversations(
 async function measureAgent({ exchange, agentPart }: ReturnType<typeof aiConversations>) {
   const endToEndSamples: number[] = [];
   const beforeClosed = await stageTotals();
+  const closedProfile = await profileWindowIfAsked('ai: 50 conversations, closed loop');
   const closedCpu = cpuWindow();
+  const closedStatements = countStatements();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: CONVERSATIONS }, async (_, conversation) => {
@@ -204,6 +208,9 @@ async function measureAgent({ exchange, agentPart }: ReturnType<typeof aiConvers
     samples: endToEndSamples,
     cpu: closedCpu.stop(),
   };
+  // Every statement of the process (the API, projector, inbound decider and agent all run here).
+  const statementsPerReply = statementTotal(closedStatements.stop()) / endToEnd.count;
+  await closedProfile.stop();
   // The same 50 conversations at half the capacity just measured, arriving at a steady rate. A
   // conversation still waiting for its previous answer sends once that answer is in.
   const afterClosed = await stageTotals();
@@ -257,7 +264,16 @@ async function measureAgent({ exchange, agentPart }: ReturnType<typeof aiConvers
     [afterClosed, afterSteady],
     [afterSteady, afterQuiet],
   ] as const;
-  return { endToEnd, agentSpan, steadyRate, steadyEndToEnd, steadySpan, quietSpan, phases };
+  return {
+    endToEnd,
+    agentSpan,
+    steadyRate,
+    steadyEndToEnd,
+    steadySpan,
+    quietSpan,
+    phases,
+    statementsPerReply,
+  };
 }
 
 /** The same model call, made directly with the SDK, as many times with the same concurrency. */
@@ -292,7 +308,16 @@ function aiReport(
   agent: Awaited<ReturnType<typeof measureAgent>>,
   { direct, directSteady, directOne }: Awaited<ReturnType<typeof measureDirectCalls>>,
 ): string {
-  const { endToEnd, agentSpan, steadyRate, steadyEndToEnd, steadySpan, quietSpan, phases } = agent;
+  const {
+    endToEnd,
+    agentSpan,
+    steadyRate,
+    steadyEndToEnd,
+    steadySpan,
+    quietSpan,
+    phases,
+    statementsPerReply,
+  } = agent;
   // Where the time went in each load: calls and mean ms of each stage (the command's, and the agent's own steps).
   const stageRows = [...phases[2][1].keys()].map((stage) => {
     const cells = phases.map(([from, to]) => {
@@ -319,6 +344,6 @@ function aiReport(
       '|---|---:|---:|---:|---:|---:|---:|',
       ...stageRows,
     ].join('\n'),
-    `Replies per second (closed loop, the capacity): ${throughput(endToEnd).toFixed(1)}. The agent adds at p50 over the model call, across ${CONVERSATIONS} conversations: ${added.toFixed(1)} ms in the closed loop, ${steadyAdded.toFixed(1)} ms at a steady ${steadyRate.toFixed(0)} messages/s; ${quietAdded.toFixed(1)} ms one conversation at a time (goal: at most 50 ms; the ops/s column of the one-at-a-time row is not meaningful).`,
+    `Replies per second (closed loop, the capacity): ${throughput(endToEnd).toFixed(1)}, each costing ${statementsPerReply.toFixed(1)} SQL statements of the system (begin and commit included). The agent adds at p50 over the model call, across ${CONVERSATIONS} conversations: ${added.toFixed(1)} ms in the closed loop, ${steadyAdded.toFixed(1)} ms at a steady ${steadyRate.toFixed(0)} messages/s; ${quietAdded.toFixed(1)} ms one conversation at a time (goal: at most 50 ms; the ops/s column of the one-at-a-time row is not meaningful).`,
   ].join('\n\n');
 }

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
-import pg from 'pg';
 import { cpuWindow } from './cpu';
 import { startCpuProfile, type CpuProfile } from './cpu-profile';
+import { countStatements, statementTotal } from './statements';
 import { cpuPerThousand } from './stats';
 import { expectStatus, startBenchSystem } from './system';
 
@@ -22,19 +22,6 @@ const CONCURRENCY = MODE === 'bulk' ? 1 : 16;
 const BULK_SIZE = 1000;
 
 type ProfileNode = CpuProfile['nodes'][number];
-
-// Every statement any pg client sends while counting is on, by its text.
-const statements = new Map<string, number>();
-let counting = false;
-const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
-pg.Client.prototype.query = function countedQuery(this: pg.Client, ...args: unknown[]) {
-  if (counting) {
-    const first = args[0] as string | { text?: string } | undefined;
-    const text = (typeof first === 'string' ? first : (first?.text ?? '?')).replace(/\s+/g, ' ').trim();
-    statements.set(text, (statements.get(text) ?? 0) + 1);
-  }
-  return query.apply(this, args);
-} as typeof pg.Client.prototype.query;
 
 const system = await startBenchSystem();
 const { baseUrl, headers } = system;
@@ -88,11 +75,11 @@ await imports(MODE === 'bulk' ? 2 : 200);
 
 const profiling = await startCpuProfile();
 const cpu = cpuWindow();
-counting = true;
+const counted = countStatements();
 const started = performance.now();
 await imports(IMPORTS);
 const seconds = (performance.now() - started) / 1000;
-counting = false;
+const statements = counted.stop();
 const used = cpu.stop();
 const profile = await profiling.stop();
 await system.close();
@@ -122,7 +109,6 @@ const tally = (key: (node: ProfileNode) => string) => {
 const share = (hits: number) => `${((hits / busyHits) * 100).toFixed(1)}%`;
 const perImport = (count: number) => (count / IMPORTS).toFixed(2);
 const cpuPer = cpuPerThousand({ name: 'profile', count: IMPORTS, seconds, samples: [], cpu: used });
-const statementTotal = [...statements.values()].reduce((sum, count) => sum + count, 0);
 
 console.log(
   [
@@ -131,7 +117,7 @@ console.log(
     `CPU seconds per 1,000 operations: node ${cpuPer.node.toFixed(2)}, postgres ${cpuPer.postgres.toFixed(2)}, kafka ${cpuPer.kafka.toFixed(2)}, registry ${cpuPer.registry.toFixed(2)}; total ${cpuPer.total.toFixed(2)}`,
     `This process was busy in ${((busyHits / totalHits) * 100).toFixed(0)}% of the profile's samples.`,
     '',
-    `SQL statements per operation: ${perImport(statementTotal)}`,
+    `SQL statements per operation: ${perImport(statementTotal(statements))}`,
     '',
     '| per operation | statement |',
     '|---:|---|',
