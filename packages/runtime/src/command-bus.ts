@@ -9,7 +9,7 @@ import {
   topicNames,
   UnstorableTextError,
 } from '@leadline/events';
-import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Admin, Kafka } from 'kafkajs';
 import { DomainError, unavailable } from '@leadline/domain';
 import type { Clock, NewId } from './clock';
@@ -302,8 +302,6 @@ function refusedIfBusy(error: unknown): never {
   throw error;
 }
 
-const lockId = (key: string) => sql`pg_advisory_xact_lock(hashtextextended(${key}, 0))`;
-
 /**
  * The decide-and-append path: Kafka is the only source of truth, and decisions are made against read
  * models that are provably caught up with it.
@@ -447,7 +445,7 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
           // The fence after the stream's locks, in the same statement: a cutover waits for the commands
           // already deciding, not for those queued behind one account's lock; those are refused at once
           // when their turn comes.
-          const locks = [...new Set(command.lockKeys)].sort().map(lockId);
+          const locks = [...new Set(command.lockKeys)].sort();
           return topicsOf(await enterWriteFence(trx, { waitMs: 0, locks }))[stream.topic];
         });
         // A write whose locks were held by a command stuck on the log is refused at once when its turn

@@ -1,6 +1,6 @@
 import { parseTopicName, topicNames, type TopicKind, type TopicNames } from '@leadline/events';
 import { unavailable } from '@leadline/domain';
-import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, TopicOffsets } from './db/schema';
 import { forgetTopics } from './kafka';
 
@@ -41,6 +41,9 @@ const toGeneration = (row: {
   startOffsets: row.start_offsets,
   endOffsets: row.end_offsets,
 });
+
+/** What `enter_write_fence` answers: whether the fence is held, and the active generation. */
+type FenceRow = { open: boolean } & Parameters<typeof toGeneration>[0];
 
 /** Every generation, oldest first. */
 export async function readGenerations(db: Reader): Promise<LogGeneration[]> {
@@ -109,41 +112,33 @@ const migrating = () =>
  * wait for it up to `waitMs` (a webhook that Twilio does not retry is better answered late than not
  * at all), then are refused the same way.
  *
- * A command gives its stream's `locks` (lock calls, in the order they must be taken): they are taken
- * first, in the same statement, each in a subquery the next one reads from, so the fence is tried only
- * once they are all held (a cutover waits for the commands already deciding, not for those queued
- * behind a lock) and the locks and the fence cost one round trip.
- *
- * The generation is read after the fence is held, in its own statement: its snapshot is then taken
- * after any cutover that ended before, so no append goes to a generation that has stopped taking
- * writes.
+ * A command gives its stream's `locks` (lock keys, in the order they must be taken): they are taken
+ * first, so the fence is tried only once they are all held (a cutover waits for the commands already
+ * deciding, not for those queued behind a lock). Locks, fence and generation are one round trip: the
+ * `enter_write_fence` function (migration 0019) reads the generation in a query of its own, after the
+ * fence is held, so its snapshot is taken after any cutover that ended before and no append goes to a
+ * generation that has stopped taking writes.
  */
 export async function enterWriteFence(
   trx: Transaction<Database>,
-  { waitMs, locks = [] }: { waitMs: number; locks?: readonly RawBuilder<unknown>[] },
+  { waitMs, locks = [] }: { waitMs: number; locks?: readonly string[] },
 ): Promise<LogGeneration> {
-  if (waitMs <= 0) {
-    const held = locks.reduce<RawBuilder<unknown>>(
-      (inner, lock) => sql`(select ${lock} from ${inner} as held offset 0)`,
-      sql`(select 1)`,
-    );
-    const { rows } = await sql<{ open: boolean }>`
-      select pg_try_advisory_xact_lock_shared(${LOG_FENCE_LOCK}) as open from ${held} as held`.execute(trx);
-    if (!rows[0]?.open) throw migrating();
-  } else {
-    // Facts wait out a cutover rather than be refused, and take no stream locks.
-    if (locks.length > 0) throw new Error('A write fence entered with a wait takes no stream locks');
-    try {
-      // The bound holds for this wait only: nothing after it in the transaction waits on a lock.
-      await sql`
-        with bound as (select set_config('lock_timeout', ${`${waitMs}ms`}, true))
-        select pg_advisory_xact_lock_shared(${LOG_FENCE_LOCK}) from bound`.execute(trx);
-    } catch (error) {
-      if ((error as { code?: string }).code === LOCK_NOT_AVAILABLE) throw migrating();
+  // Facts wait out a cutover rather than be refused, and take no stream locks.
+  if (waitMs > 0 && locks.length > 0)
+    throw new Error('A write fence entered with a wait takes no stream locks');
+  const { rows } = await sql<FenceRow>`
+    select * from enter_write_fence(${[...locks]}::text[], ${Math.ceil(waitMs)}::integer)`
+    .execute(trx)
+    .catch((error: unknown) => {
+      // Past a fact's wait for the fence. A stream lock not granted in time is the database's (503
+      // `database_busy`), and only commands take those.
+      if (waitMs > 0 && (error as { code?: string }).code === LOCK_NOT_AVAILABLE) throw migrating();
       throw error;
-    }
-  }
-  return activeGeneration(trx);
+    });
+  const row = rows[0];
+  if (!row) throw new Error('log_generations has no active generation');
+  if (!row.open) throw migrating();
+  return toGeneration(row);
 }
 
 /** How often processes look at the generations; a cutover's commands see it at once anyway. */

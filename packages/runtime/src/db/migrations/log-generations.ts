@@ -52,4 +52,48 @@ export const logGenerationMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0019_enter_write_fence': {
+    async up(db: Kysely<unknown>) {
+      await sql`
+        -- A writer's way into the log (see enterWriteFence in log-generations.ts), in one round trip:
+        -- its stream's locks in the order given, the write fence shared (tried at once for a command,
+        -- waited for up to wait_ms for plain facts), then the active generation. That last read is a
+        -- query of its own inside a volatile function, so it takes a snapshot of its own, after the
+        -- fence is held: it sees any cutover that ended before, which a single statement reading the
+        -- generation beside its lock calls would not.
+        create function enter_write_fence(stream_locks text[], wait_ms integer)
+        returns table (
+          open boolean, generation integer, partitions jsonb, state text, transform text,
+          start_offsets jsonb, end_offsets jsonb
+        )
+        language plpgsql volatile
+        set search_path = public
+        as $fence$
+        declare
+          stream_lock text;
+          timeout_before text := current_setting('lock_timeout');
+        begin
+          foreach stream_lock in array stream_locks loop
+            perform pg_advisory_xact_lock(hashtextextended(stream_lock, 0));
+          end loop;
+          if wait_ms <= 0 then
+            if not pg_try_advisory_xact_lock_shared(hashtextextended('leadline.log-fence', 0)) then
+              return query select false, null::integer, null::jsonb, null::text, null::text,
+                null::jsonb, null::jsonb;
+              return;
+            end if;
+          else
+            -- The bound is for this wait only (lock_not_available past it).
+            perform set_config('lock_timeout', wait_ms || 'ms', true);
+            perform pg_advisory_xact_lock_shared(hashtextextended('leadline.log-fence', 0));
+            perform set_config('lock_timeout', timeout_before, true);
+          end if;
+          return query select true, g.generation, g.partitions, g.state, g.transform, g.start_offsets,
+            g.end_offsets
+          from log_generations g where g.state = 'active';
+        end
+        $fence$;
+      `.execute(db);
+    },
+  },
 };
