@@ -1,6 +1,7 @@
 import type { PromptInput } from '@leadline/domain';
 import type { Database } from '@leadline/runtime';
 import type { Kysely } from 'kysely';
+import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres';
 
 /** Everything the prompt is composed from, read from the read models. */
 export async function loadPromptInput(
@@ -19,40 +20,61 @@ export async function loadPromptInput(
       }
     | undefined,
 ): Promise<PromptInput> {
-  const [settings, requirements, collected, files, pages] = await Promise.all([
-    db.selectFrom('ai_prompt_settings').selectAll().where('account_id', '=', account.id).executeTakeFirst(),
-    db
-      .selectFrom('requirements')
-      .select(['id', 'name', 'type', 'description', 'required'])
-      .where('account_id', '=', account.id)
-      .orderBy('created_at')
-      .orderBy('id')
-      .execute(),
-    lead
-      ? db
+  // One statement for the five reads (each a JSON value of the row): a turn of the AI agent reads them
+  // all, and a round trip each cost more than the reads. Text, booleans and null survive JSON as they
+  // are; no timestamp is read.
+  const { settings, requirements, collected, files, pages } = await db
+    .selectNoFrom((eb) => [
+      jsonObjectFrom(
+        eb
+          .selectFrom('ai_prompt_settings')
+          .select([
+            'mode',
+            'role_persona',
+            'tone_voice',
+            'response_style',
+            'conversation_rules',
+            'special_instructions',
+            'system_prompt',
+          ])
+          .where('account_id', '=', account.id),
+      ).as('settings'),
+      jsonArrayFrom(
+        eb
+          .selectFrom('requirements')
+          .select(['id', 'name', 'type', 'description', 'required'])
+          .where('account_id', '=', account.id)
+          .orderBy('created_at')
+          .orderBy('id'),
+      ).as('requirements'),
+      jsonArrayFrom(
+        eb
           .selectFrom('lead_checklist_items')
           .select(['requirement_id', 'value', 'document_id'])
-          .where('lead_id', '=', lead.id)
-          .execute()
-      : Promise.resolve([]),
-    db
-      .selectFrom('context_files')
-      .select(['name', 'content'])
-      .where('account_id', '=', account.id)
-      .orderBy('created_at')
-      .orderBy('id')
-      .execute(),
-    db
-      .selectFrom('context_urls')
-      .select(['url', 'title', 'content'])
-      .where('account_id', '=', account.id)
-      .orderBy('created_at')
-      .orderBy('id')
-      .execute(),
-  ]);
+          // No lead: no row (a lead id is never empty).
+          .where('lead_id', '=', lead?.id ?? ''),
+      ).as('collected'),
+      jsonArrayFrom(
+        eb
+          .selectFrom('context_files')
+          .select(['name', 'content'])
+          .where('account_id', '=', account.id)
+          .orderBy('created_at')
+          .orderBy('id'),
+      ).as('files'),
+      jsonArrayFrom(
+        eb
+          .selectFrom('context_urls')
+          .select(['url', 'title', 'content'])
+          .where('account_id', '=', account.id)
+          .orderBy('created_at')
+          .orderBy('id'),
+      ).as('pages'),
+    ])
+    .executeTakeFirstOrThrow();
   const byRequirement = new Map(collected.map((item) => [item.requirement_id, item]));
   return {
-    settings,
+    settings: settings ?? undefined,
     company: account.company_name,
     checklist: requirements.map((requirement) => {
       const item = byRequirement.get(requirement.id);
