@@ -308,16 +308,7 @@ function aiReport(
   agent: Awaited<ReturnType<typeof measureAgent>>,
   { direct, directSteady, directOne }: Awaited<ReturnType<typeof measureDirectCalls>>,
 ): string {
-  const {
-    endToEnd,
-    agentSpan,
-    steadyRate,
-    steadyEndToEnd,
-    steadySpan,
-    quietSpan,
-    phases,
-    statementsPerReply,
-  } = agent;
+  const { endToEnd, agentSpan, steadyRate, steadyEndToEnd, steadySpan, quietSpan, phases } = agent;
   // Where the time went in each load: calls and mean ms of each stage (the command's, and the agent's own steps).
   const stageRows = [...phases[2][1].keys()].map((stage) => {
     const cells = phases.map(([from, to]) => {
@@ -344,6 +335,6 @@ function aiReport(
       '|---|---:|---:|---:|---:|---:|---:|',
       ...stageRows,
     ].join('\n'),
-    `Replies per second (closed loop, the capacity): ${throughput(endToEnd).toFixed(1)}, each costing ${statementsPerReply.toFixed(1)} SQL statements of the system (begin and commit included). The agent adds at p50 over the model call, across ${CONVERSATIONS} conversations: ${added.toFixed(1)} ms in the closed loop, ${steadyAdded.toFixed(1)} ms at a steady ${steadyRate.toFixed(0)} messages/s; ${quietAdded.toFixed(1)} ms one conversation at a time (goal: at most 50 ms; the ops/s column of the one-at-a-time row is not meaningful).`,
+    `Replies per second (closed loop, the capacity): ${throughput(endToEnd).toFixed(1)}, each costing ${agent.statementsPerReply.toFixed(1)} SQL statements of the system (begin and commit included). The agent adds at p50 over the model call, across ${CONVERSATIONS} conversations: ${added.toFixed(1)} ms in the closed loop, ${steadyAdded.toFixed(1)} ms at a steady ${steadyRate.toFixed(0)} messages/s; ${quietAdded.toFixed(1)} ms one conversation at a time (goal: at most 50 ms; the ops/s column of the one-at-a-time row is not meaningful).`,
   ].join('\n\n');
 }

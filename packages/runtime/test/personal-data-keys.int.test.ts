@@ -34,10 +34,11 @@ const sealerWith = (masterKeys: Buffer[]) => {
   return { keys, sealer: createPersonalDataSealer(keys) };
 };
 
-const leadCreated = (name: string) =>
+/** An event of the test's account, happening now. */
+const eventOf = (type: DomainEvent['type'], data: Record<string, unknown>) =>
   ({
     id: crypto.randomUUID(),
-    type: 'lead.created',
+    type,
     version: 1,
     account_id: 'acct_keys',
     partner_id: 'partner_keys',
@@ -45,24 +46,27 @@ const leadCreated = (name: string) =>
     actor: { kind: 'system', service: 'test' },
     correlation_id: 'c',
     causation_id: null,
-    data: {
-      lead_id: 'lead_1',
-      phone: '+15125550188',
-      name,
-      first_name: null,
-      last_name: null,
-      email: 'rotation@example.com',
-      company: null,
-      notes: null,
-      source: null,
-      external_id: null,
-      property_address: null,
-      metadata: { income: 82000 },
-      status: 'new',
-      auto_sequence: false,
-      origin: 'api',
-    },
+    data,
   }) as DomainEvent;
+
+const leadCreated = (name: string, phone = '+15125550188') =>
+  eventOf('lead.created', {
+    lead_id: 'lead_1',
+    phone,
+    name,
+    first_name: null,
+    last_name: null,
+    email: 'rotation@example.com',
+    company: null,
+    notes: null,
+    source: null,
+    external_id: null,
+    property_address: null,
+    metadata: { income: 82000 },
+    status: 'new',
+    auto_sequence: false,
+    origin: 'api',
+  });
 
 describe('personal-data keys', () => {
   it('open what was sealed under the old master key after rotation, and only under the new one once re-wrapped', async () => {
@@ -149,10 +153,7 @@ describe('personal-data keys', () => {
   it('writes a report on earlier work about an erased person as erased, without keying them again', async () => {
     const { keys, sealer } = sealerWith([newMaster]);
     const phone = '+15125550177';
-    await sealer.seal({
-      ...leadCreated('Idris Penhallow'),
-      data: { ...leadCreated('x').data, phone },
-    } as DomainEvent);
+    await sealer.seal(leadCreated('Idris Penhallow', phone));
     const subject = keys.subjectOf('acct_keys', 'lead', phone);
     await keys.eraseSubject('acct_keys', subject);
     const liveKeys = () =>
@@ -166,34 +167,25 @@ describe('personal-data keys', () => {
 
     // The carrier's delivery report of a send made before the erasure, and the gateway's failure.
     const report = (type: 'message.status_updated' | 'message.failed') =>
-      ({
-        id: crypto.randomUUID(),
+      eventOf(
         type,
-        version: 1,
-        account_id: 'acct_keys',
-        partner_id: 'partner_keys',
-        occurred_at: new Date().toISOString(),
-        actor: { kind: 'system', service: 'test' },
-        correlation_id: 'c',
-        causation_id: null,
-        data:
-          type === 'message.failed'
-            ? {
-                message_id: 'message_1',
-                phone,
-                reason: 'provider_error',
-                error_code: '30006',
-                error_message: `Landline ${phone}`,
-              }
-            : {
-                message_id: 'message_1',
-                phone,
-                provider_message_id: 'SM1',
-                status: 'delivered',
-                provider_status: 'delivered',
-                error_code: null,
-              },
-      }) as DomainEvent;
+        type === 'message.failed'
+          ? {
+              message_id: 'message_1',
+              phone,
+              reason: 'provider_error',
+              error_code: '30006',
+              error_message: `Landline ${phone}`,
+            }
+          : {
+              message_id: 'message_1',
+              phone,
+              provider_message_id: 'SM1',
+              status: 'delivered',
+              provider_status: 'delivered',
+              error_code: null,
+            },
+      );
     for (const type of ['message.status_updated', 'message.failed'] as const) {
       const sealed = await sealer.seal(report(type));
       expect(JSON.stringify(sealed)).not.toContain('5125550177');
@@ -205,10 +197,7 @@ describe('personal-data keys', () => {
     expect(await liveKeys()).toEqual([]);
 
     // The person comes back (imported again): a new key, which a report then uses.
-    const imported = {
-      ...leadCreated('Idris Penhallow'),
-      data: { ...leadCreated('x').data, phone },
-    } as DomainEvent;
+    const imported = leadCreated('Idris Penhallow', phone);
     expect(await sealerWith([newMaster]).sealer.open(await sealer.seal(imported))).toEqual(imported);
     expect(await liveKeys()).toHaveLength(1);
     const delivered = report('message.status_updated');
