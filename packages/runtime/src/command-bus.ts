@@ -302,6 +302,45 @@ function refusedIfBusy(error: unknown): never {
   throw error;
 }
 
+/** Facts of one stream to append: their topic kind, their record key and the stamped events. */
+interface FactsToAppend {
+  topic: EventStream['topic'];
+  key: string;
+  events: DomainEvent[];
+}
+
+/**
+ * Facts share the write fence: those appended while a fence transaction is open wait for it to end
+ * and then enter the next one together (group commit), so a burst of Twilio's webhooks or a gateway's
+ * reports pays the fence (begin, `enter_write_fence`, commit) once per batch, not once each. Each keeps
+ * its own outcome (one refused as too large fails alone) and its own bound on the log from its append
+ * on; the fence itself waits out a cutover (up to `fenceWaitMs`) for all of them, as it did for each.
+ */
+function factsInFence(
+  db: Kysely<Database>,
+  fenceWaitMs: number,
+  appendIn: (generation: LogGeneration, facts: FactsToAppend) => Promise<AppendPosition>,
+) {
+  return createKeyedBatcher<FactsToAppend, { position: AppendPosition } | { error: unknown }>({
+    keyOf: () => 'facts',
+    conflicts: () => false,
+    maxBatch: FACTS_PER_FENCE,
+    run: (_key, batch) =>
+      // The fence is held until every append is acknowledged or given up on, as a command holds it.
+      inTransaction(db, async (trx) => {
+        const generation = await enterWriteFence(trx, { waitMs: fenceWaitMs });
+        return Promise.all(
+          batch.map((facts) =>
+            appendIn(generation, facts).then(
+              (position) => ({ position }),
+              (error: unknown) => ({ error }),
+            ),
+          ),
+        );
+      }),
+  });
+}
+
 /**
  * The decide-and-append path: Kafka is the only source of truth, and decisions are made against read
  * models that are provably caught up with it.
@@ -402,34 +441,9 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
     }
   }
 
-  /**
-   * Facts share the write fence: those appended while a fence transaction is open wait for it to end
-   * and then enter the next one together (group commit), so a burst of Twilio's webhooks or a gateway's
-   * reports pays the fence's statements (begin, the fence, the generation, commit) once per batch, not
-   * once each. Each keeps its own outcome (one refused as too large fails alone) and its own bound on
-   * the log from its append on; the fence itself waits out a cutover for all of them, as it did for each.
-   */
-  const appendFactsInFence = createKeyedBatcher<
-    { topic: EventStream['topic']; key: string; events: DomainEvent[] },
-    { position: AppendPosition } | { error: unknown }
-  >({
-    keyOf: () => 'facts',
-    conflicts: () => false,
-    maxBatch: FACTS_PER_FENCE,
-    run: (_key, batch) =>
-      // The fence is held until every append is acknowledged or given up on, as a command holds it.
-      inTransaction(db, async (trx) => {
-        const generation = await enterWriteFence(trx, { waitMs: eventLogTimeoutMs });
-        return Promise.all(
-          batch.map((facts) =>
-            appendToLog(topicsOf(generation)[facts.topic], facts.key, facts.events).then(
-              (position) => ({ position }),
-              (error: unknown) => ({ error }),
-            ),
-          ),
-        );
-      }),
-  });
+  const appendFactsInFence = factsInFence(db, eventLogTimeoutMs, (generation, facts) =>
+    appendToLog(topicsOf(generation)[facts.topic], facts.key, facts.events),
+  );
 
   return {
     async execute(command) {
