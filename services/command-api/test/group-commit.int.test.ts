@@ -9,6 +9,7 @@ import {
   systemClock,
   type AppendPosition,
   type Command,
+  type CommandBusDeps,
   type Database,
 } from '@leadline/runtime';
 import { accountEvents, logSize, readTopic, startKafkaProxy } from '@leadline/test-kit';
@@ -30,6 +31,17 @@ beforeAll(async () => {
   acme = partnerClient(system.app, key);
 });
 afterAll(() => system?.close());
+
+/** A command bus of the system's on connections of the test's own (`db`), with what the test varies. */
+const commandBusOn = (db: Kysely<Database>, options: Partial<CommandBusDeps> = {}) =>
+  createCommandBus({
+    ...system.services,
+    db,
+    clock: systemClock,
+    newId: newUuid,
+    projectionWaitMs: 5000,
+    ...options,
+  });
 
 const phone = (n: number) => `+1512555${String(n).padStart(4, '0')}`;
 
@@ -224,15 +236,7 @@ describe('commands running at once share high-watermark checks and appends', () 
 
   it('a request the log refuses fails every command in it with 503, and none of their decisions is visible', async () => {
     const db = createDb(system.env.config.DATABASE_URL, { maxConnections: 8 });
-    const commands = createCommandBus({
-      ...system.services,
-      db,
-      kafka: refusingKafka(),
-      clock: systemClock,
-      newId: newUuid,
-      projectionWaitMs: 5000,
-      eventLogTimeoutMs: 1000,
-    });
+    const commands = commandBusOn(db, { kafka: refusingKafka(), eventLogTimeoutMs: 1000 });
     const app = await system.appWith({ commands });
     try {
       // Six accounts, so the six commands do not queue on one lock but share the refused request.
@@ -325,14 +329,7 @@ describe("a write queued behind its account's lock while the log is up", () => {
 
   it('is not refused as event_log_unavailable for the time its lock holder spent on something else', async () => {
     const db = createDb(system.env.config.DATABASE_URL, { maxConnections: 4 });
-    const commands = createCommandBus({
-      ...system.services,
-      db,
-      clock: systemClock,
-      newId: newUuid,
-      projectionWaitMs: 5000,
-      eventLogTimeoutMs: 1000,
-    });
+    const commands = commandBusOn(db, { eventLogTimeoutMs: 1000 });
     try {
       const account = newUuid();
       // The holder decides for two and a half bounds of the log (as one waiting for a stalled
@@ -362,22 +359,13 @@ describe('facts appended at once', () => {
         pool: new pg.Pool({ connectionString: system.env.config.DATABASE_URL, max: 4 }),
       }),
       log: (event) => {
-        if (event.level === 'query' && event.query.sql.includes("hashtextextended('leadline.log-fence'"))
-          fences++;
+        if (event.level === 'query' && event.query.sql.includes('enter_write_fence(')) fences++;
       },
     });
     // Topics of its own, which no consumer of the system reads.
     const topic = `${system.env.config.TOPIC_PREFIX}facts-in-fence`;
     await system.services.admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 2 }] });
-    const commands = createCommandBus({
-      ...system.services,
-      topics: { account: topic, partner: topic },
-      db,
-      clock: systemClock,
-      newId: newUuid,
-      projectionWaitMs: 5000,
-      appendMaxBytes: 4096,
-    });
+    const commands = commandBusOn(db, { topics: { account: topic, partner: topic }, appendMaxBytes: 4096 });
     try {
       const accountId = newUuid();
       const statusChanged = (leadPhone: string) =>
@@ -405,6 +393,7 @@ describe('facts appended at once', () => {
         reason: { status: 413, code: 'event_batch_too_large' },
       });
       // One fence for the first, one for those that came while it was open: not one each.
+      expect(fences).toBeGreaterThanOrEqual(1);
       expect(fences).toBeLessThanOrEqual(2);
       const appended = new Set<string>();
       await readTopic(system.services, topic, async (_partition, message) => {
