@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { projections, rebuild } from '@leadline/projector';
+import { gatewayConfigSchema, sendingGraceMs } from '@leadline/sms-gateway';
 import { newUuid, type CommandServices } from '@leadline/runtime';
 import {
   createTestEnvironment,
@@ -115,6 +116,11 @@ async function consumersCaughtUp(services: CommandServices): Promise<string> {
   return [...ends].map(([partition, end]) => `${partition} ${end}`).join('\n');
 }
 
+/** The cluster's gateway process's grace for a send in flight, from its configuration's default. */
+const SENDING_GRACE_MS = sendingGraceMs({
+  SMS_SEND_TIMEOUT_SECONDS: gatewayConfigSchema.shape.SMS_SEND_TIMEOUT_SECONDS.parse(undefined),
+});
+
 /**
  * The sends the gateway is still working on are done: none waiting, none settled and not yet on the
  * log, none in flight for less than the gateway's grace (a pass still under way settles it). One in
@@ -128,20 +134,18 @@ function gatewayDone(services: CommandServices) {
       const { rows } = await sql<{ open: number }>`
         select count(*)::int as open from sms_outbox
         where state = 'pending' or (report is not null and reported_at is null)
-          or (state = 'sending' and sending_at > now() - make_interval(secs => ${SENDING_GRACE_S}))`.execute(
+          or (state = 'sending' and sending_at > now() - make_interval(secs => ${SENDING_GRACE_MS / 1000}))`.execute(
         services.db,
       );
       return rows[0]!.open === 0 ? true : undefined;
     },
     {
-      timeoutMs: (SENDING_GRACE_S + 30) * 1000,
+      timeoutMs: SENDING_GRACE_MS + 30_000,
       intervalMs: 500,
       message: 'the gateway never finished its sends',
     },
   );
 }
-/** The gateway's grace for a send in flight: twice SMS_SEND_TIMEOUT_SECONDS (30 s by default). */
-const SENDING_GRACE_S = 60;
 
 /**
  * The read models once the gateway is done and every consumer has caught up with a log that no longer

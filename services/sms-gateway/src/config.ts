@@ -14,15 +14,15 @@ export const gatewayConfigSchema = infrastructureConfig.extend({
   /** How long an interrupted send waits for Twilio's status callback before it counts as failed. */
   SMS_SENDING_TIMEOUT_MINUTES: z.coerce.number().int().positive().default(10),
   /**
+   * Bound on one call to the provider: past it the send's outcome is unknown (never retried) and the
+   * row is left to reconciliation, which looks at sends older than twice this (`sendingGraceMs`).
+   */
+  SMS_SEND_TIMEOUT_SECONDS: z.coerce.number().int().positive().default(30),
+  /**
    * A manual message or compliance reply older than this when its turn comes is failed (`expired`),
    * never sent: a backlog after an outage must not go out at night. Sequence and AI sends follow their
    * sending window instead.
    */
-  /**
-   * Bound on one call to the provider: past it the send's outcome is unknown (never retried) and the
-   * row is left to reconciliation, which looks at sends older than twice this.
-   */
-  SMS_SEND_TIMEOUT_SECONDS: z.coerce.number().int().positive().default(30),
   SMS_MAX_QUEUE_AGE_MINUTES: z.coerce.number().int().positive().default(60),
   /**
    * Messages a second each sending number may carry: a US long code's campaign is typically given 1
@@ -33,3 +33,7 @@ export const gatewayConfigSchema = infrastructureConfig.extend({
   SMS_BRAND_DAILY_CAP: z.coerce.number().int().positive().optional(),
 });
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
+
+/** How long a send may be in flight before reconciliation takes it for interrupted: twice its call's bound. */
+export const sendingGraceMs = (config: Pick<GatewayConfig, 'SMS_SEND_TIMEOUT_SECONDS'>) =>
+  config.SMS_SEND_TIMEOUT_SECONDS * 2000;

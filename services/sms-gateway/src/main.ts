@@ -13,7 +13,7 @@ import {
   twilioCredentials,
   twilioRisks,
 } from '@leadline/telephony';
-import { gatewayConfigSchema } from './config';
+import { gatewayConfigSchema, sendingGraceMs } from './config';
 import { startSmsGateway } from './gateway';
 
 const config = loadConfig(gatewayConfigSchema);
@@ -38,7 +38,7 @@ const gateway = await startSmsGateway({
   sendingTimeoutMs: config.SMS_SENDING_TIMEOUT_MINUTES * 60_000,
   maxQueueAgeMs: config.SMS_MAX_QUEUE_AGE_MINUTES * 60_000,
   sendTimeoutMs: config.SMS_SEND_TIMEOUT_SECONDS * 1000,
-  sendingGraceMs: config.SMS_SEND_TIMEOUT_SECONDS * 2000,
+  sendingGraceMs: sendingGraceMs(config),
   registrationEnforced: registrationEnforced(config),
   pacing: {
     messagesPerSecond: config.SMS_MESSAGES_PER_SECOND,
