@@ -64,23 +64,22 @@ export function startTestSequencer(
  * what became of each on the log (a send is settled, then appended, after its call).
  */
 export async function outboxSettled({ services }: Pick<SystemParts, 'services'>, phone: string) {
+  // The rows still open, kept so that a timeout names them.
   let open: unknown[] = [];
   try {
     await eventually(
       async () => {
-        const rows = services.db
+        open = await services.db
           .selectFrom('sms_outbox')
-          .select(['message_id', 'state', 'held_until'])
-          .select((row) =>
-            row.or([row('report', 'is', null), row('reported_at', 'is not', null)]).as('reported'),
-          )
+          .select(['message_id', 'state', 'held_until', 'reported_at'])
+          .where('phone', '=', phone)
           .where((row) =>
             row.or([
               row('state', 'not in', ['sent', 'failed']),
               row.and([row('report', 'is not', null), row('reported_at', 'is', null)]),
             ]),
-          );
-        open = await rows.where('phone', '=', phone).execute();
+          )
+          .execute();
         return open.length === 0 ? true : undefined;
       },
       { timeoutMs: 60_000 },

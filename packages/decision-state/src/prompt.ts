@@ -51,8 +51,7 @@ export async function loadPromptInput(
         eb
           .selectFrom('lead_checklist_items')
           .select(['requirement_id', 'value', 'document_id'])
-          // No lead: no row (a lead id is never empty).
-          .where('lead_id', '=', lead?.id ?? ''),
+          .where((row) => (lead ? row('lead_id', '=', lead.id) : row.lit(false))),
       ).as('collected'),
       jsonArrayFrom(
         eb

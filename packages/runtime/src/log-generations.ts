@@ -94,7 +94,8 @@ export const topicsOfKinds = (prefix: string, generation: number, kinds: readonl
 /**
  * The write fence. Every append holds it shared, for its whole transaction; the cutover of a
  * migration takes it exclusively, which waits for the appends in flight and refuses new ones, so the
- * end of the old generation read under it is final for every append that was acknowledged.
+ * end of the old generation read under it is final for every append that was acknowledged. The same
+ * name is written into `enter_write_fence` (migration 0019): a new name needs a new migration.
  */
 export const LOG_FENCE_LOCK = sql`hashtextextended('leadline.log-fence', 0)`;
 

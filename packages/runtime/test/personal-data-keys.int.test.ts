@@ -3,7 +3,7 @@ import { mkdtemp, readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { DomainEvent } from '@leadline/events';
-import { createTestEnvironment, type TestEnvironment } from '@leadline/test-kit';
+import { createTestEnvironment, newLeadData, type TestEnvironment } from '@leadline/test-kit';
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb } from '../src/db/database';
@@ -50,23 +50,16 @@ const eventOf = (type: DomainEvent['type'], data: Record<string, unknown>) =>
   }) as DomainEvent;
 
 const leadCreated = (name: string, phone = '+15125550188') =>
-  eventOf('lead.created', {
-    lead_id: 'lead_1',
-    phone,
-    name,
-    first_name: null,
-    last_name: null,
-    email: 'rotation@example.com',
-    company: null,
-    notes: null,
-    source: null,
-    external_id: null,
-    property_address: null,
-    metadata: { income: 82000 },
-    status: 'new',
-    auto_sequence: false,
-    origin: 'api',
-  });
+  eventOf(
+    'lead.created',
+    newLeadData({
+      lead_id: 'lead_1',
+      phone,
+      name,
+      email: 'rotation@example.com',
+      metadata: { income: 82000 },
+    }),
+  );
 
 describe('personal-data keys', () => {
   it('open what was sealed under the old master key after rotation, and only under the new one once re-wrapped', async () => {

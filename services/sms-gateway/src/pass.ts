@@ -355,7 +355,7 @@ export function accountPass(deps: PassDeps) {
       expiredBy(row, until, deps.maxQueueAgeMs) === undefined;
     /** How far ahead of its slot a row is claimed and marked: twice the last mark's time, on the clock. */
     let aheadMs = 0;
-    /** When the oldest outcome not yet on the log was known (gateway's clock), if any. */
+    /** Since when (gateway's clock) a wait has found outcomes not yet on the log, if one has. */
     let unreportedSince: number | undefined;
     /**
      * Before a wait for the number's next slot, what went out so far is settled and put on the log, so
