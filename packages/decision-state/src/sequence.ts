@@ -222,15 +222,23 @@ export async function autoEnrollState(
   };
 }
 
-export async function activeEnrollments(db: Kysely<Database>, accountId: string, phone: string) {
+/** The active enrollments of each of `phones` (one query, whatever their number); none for a phone without. */
+export async function activeEnrollments(
+  db: Kysely<Database>,
+  accountId: string,
+  phones: readonly string[],
+): Promise<Map<string, Enrollment[]>> {
+  const enrollments = new Map<string, Enrollment[]>(phones.map((phone) => [phone, []]));
+  if (phones.length === 0) return enrollments;
   const rows = await db
     .selectFrom('sequence_enrollments')
     .selectAll()
     .where('account_id', '=', accountId)
-    .where('phone', '=', phone)
+    .where('phone', 'in', [...new Set(phones)])
     .where('status', '=', 'active')
     .execute();
-  return rows.map(toEnrollment);
+  for (const row of rows) enrollments.get(row.phone)?.push(toEnrollment(row));
+  return enrollments;
 }
 
 /**

@@ -7,7 +7,7 @@ import {
   type Enrollment,
   type ReceiveMessage,
 } from '@leadline/domain';
-import { activeEnrollments, conversationState } from '@leadline/decision-state';
+import { activeEnrollments, conversationStates } from '@leadline/decision-state';
 import { leadName, type EventOf, type NewEvent } from '@leadline/events';
 import {
   claimReceipts,
@@ -128,7 +128,12 @@ async function decideChunk(
         .select(['id', 'status', 'company_name', 'ai_pause_minutes'])
         .where('id', '=', accountId)
         .executeTakeFirstOrThrow();
-      const senders = new Map<string, SenderState>();
+      const senders = await senderStates(
+        trx,
+        deps.personalDataKeys,
+        account,
+        facts.map((fact) => fact.data.phone),
+      );
       const events: EventToAppend[] = [];
       const outcomes: InboundOutcome[] = [];
       const now = clock.now();
@@ -142,11 +147,7 @@ async function decideChunk(
           continue;
         }
         seen.add(input.provider_message_id);
-        let sender = senders.get(input.phone);
-        if (!sender) {
-          sender = await senderState(trx, deps.personalDataKeys, account, input.phone);
-          senders.set(input.phone, sender);
-        }
+        const sender = senders.get(input.phone)!;
         const command: ReceiveMessage = { type: 'ReceiveMessage', message_id: messageIds[k]!, ...input };
         const decided = decideReceiveMessage(command, sender.conversation, { newId, now });
         const replies = decideSequenceReplies(sender.enrollments, {
@@ -165,17 +166,23 @@ async function decideChunk(
   return result;
 }
 
-async function senderState(
+/** Each sender's state before the batch, read for all of them at once (a query per table). */
+async function senderStates(
   trx: Transaction<Database>,
   keys: InboundDeps['personalDataKeys'],
-  account: Parameters<typeof conversationState>[2],
-  phone: string,
-): Promise<SenderState> {
-  const [conversation, enrollments] = await Promise.all([
-    conversationState(trx, keys, account, phone),
-    activeEnrollments(trx, account.id, phone),
+  account: Parameters<typeof conversationStates>[2],
+  phones: readonly string[],
+): Promise<Map<string, SenderState>> {
+  const [conversations, enrollments] = await Promise.all([
+    conversationStates(trx, keys, account, phones),
+    activeEnrollments(trx, account.id, phones),
   ]);
-  return { conversation, enrollments };
+  return new Map(
+    [...conversations].map(([phone, conversation]) => [
+      phone,
+      { conversation, enrollments: enrollments.get(phone)! },
+    ]),
+  );
 }
 
 /** The sender's state after `events`, as the projector will leave it: lead, conversation, enrollments. */
