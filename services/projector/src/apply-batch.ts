@@ -48,7 +48,7 @@ export async function applyBatch(
   records: readonly PositionedEvent[],
   options: { live: boolean; context?: ProjectionContext } = { live: true },
 ): Promise<number> {
-  const context = options.context ?? {};
+  const context: ProjectionContext = { ...options.context, suppressedAccounts: new Map() };
   const last = records.at(-1);
   if (!last) return 0;
   return db.transaction().execute(async (trx) => {

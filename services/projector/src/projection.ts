@@ -26,6 +26,11 @@ export interface Projection {
 export interface ProjectionContext {
   /** Absent only where no erasure is applied (a test applying a batch by hand). */
   personalDataKeys?: Pick<PersonalDataKeys, 'subjectOf'> | undefined;
+  /**
+   * Which accounts keep opt-outs past an erasure, as far as this batch's transaction has looked
+   * (leads/suppression.ts): a batch's runs ask once, not once each. A new map for every batch.
+   */
+  suppressedAccounts?: Map<string, boolean>;
 }
 
 export function defineProjection<const T extends EventType>(

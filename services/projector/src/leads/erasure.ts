@@ -163,6 +163,8 @@ export const erasureProjection = defineProjection(
     // statement per table for all its people, not per person.
     for (const [accountId, erased] of Map.groupBy(events, (event) => event.account_id)) {
       await erase(trx, accountId, erased, keys);
+      // Its opt-outs may now be kept as suppressions, which the batch's later runs must see.
+      context.suppressedAccounts?.delete(accountId);
     }
   },
 );

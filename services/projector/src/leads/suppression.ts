@@ -42,9 +42,11 @@ export const suppressionProjection = defineProjection(
     if (!context.personalDataKeys) return;
     // Most accounts have none: one look, and no number is hashed (a replayed bulk import's thousand
     // creates would cost a keyed hash each).
-    const accounts = await accountsWithSuppressions(trx, [
-      ...new Set(events.map((event) => event.account_id)),
-    ]);
+    const accounts = await accountsWithSuppressions(
+      trx,
+      [...new Set(events.map((event) => event.account_id))],
+      context.suppressedAccounts ?? new Map(),
+    );
     if (accounts.size === 0) return;
     const keys = context.personalDataKeys;
     const concerned = events.filter((event) => accounts.has(event.account_id));
@@ -69,11 +71,21 @@ export const suppressionProjection = defineProjection(
   },
 );
 
-async function accountsWithSuppressions(trx: Transaction<Database>, accountIds: readonly string[]) {
-  const { rows } = await sql<{ account_id: string }>`
-    select a.account_id from unnest(${accountIds}::text[]) as a (account_id)
-    where exists (select 1 from opt_out_suppressions s where s.account_id = a.account_id)`.execute(trx);
-  return new Set(rows.map((row) => row.account_id));
+/** Of `accountIds`, those that keep any suppression; `known` remembers the answers for the batch. */
+async function accountsWithSuppressions(
+  trx: Transaction<Database>,
+  accountIds: readonly string[],
+  known: Map<string, boolean>,
+) {
+  const unknown = accountIds.filter((id) => !known.has(id));
+  if (unknown.length > 0) {
+    const { rows } = await sql<{ account_id: string }>`
+      select a.account_id from unnest(${unknown}::text[]) as a (account_id)
+      where exists (select 1 from opt_out_suppressions s where s.account_id = a.account_id)`.execute(trx);
+    const keeping = new Set(rows.map((row) => row.account_id));
+    for (const id of unknown) known.set(id, keeping.has(id));
+  }
+  return new Set(accountIds.filter((id) => known.get(id)));
 }
 
 async function liftSuppressions(trx: Transaction<Database>, subjects: readonly [string, string][]) {
