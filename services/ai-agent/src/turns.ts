@@ -105,40 +105,22 @@ export async function turnDueAt(
 
 /**
  * Takes an answered turn out of the queue with the messages it answered. Returns true when messages
- * arrived meanwhile: they are the next burst, due when their own delay ends, and the turn stays for them.
+ * arrived meanwhile: they are the next burst, due when their own delay ends, and the turn stays for them
+ * (a sequence step's turn never does). One statement, `finish_ai_turn` (migration 0020): it locks the
+ * turn's row before it looks for such messages, so a message queued meanwhile (its intake upserts this
+ * row) is either committed and seen, or queued after it under a new row. Without the lock, a turn
+ * deleted after the intake's upsert left that message with no turn to answer it.
  */
 export async function finishTurn(
   db: Kysely<Database>,
   turn: TurnRow,
   messageIds: readonly string[],
 ): Promise<boolean> {
-  return db.transaction().execute(async (trx) => {
-    // The turn's row first: a message queued meanwhile (its intake upserts this row) is then either
-    // committed and seen below, or queued after this transaction, under a new row. Without the lock,
-    // a turn deleted after the intake's upsert left that message with no turn to answer it.
-    await trx.selectFrom('ai_pending_turns').select('id').where('id', '=', turn.id).forUpdate().execute();
-    if (messageIds.length > 0)
-      await trx
-        .deleteFrom('ai_pending_messages')
-        .where('message_id', 'in', [...messageIds])
-        .execute();
-    const remaining = await trx
-      .selectFrom('ai_pending_messages')
-      .select('message_id')
-      .where('turn_id', '=', turn.id)
-      .limit(1)
-      .execute();
-    if (turn.kind === 'step' || remaining.length === 0) {
-      await trx.deleteFrom('ai_pending_turns').where('id', '=', turn.id).execute();
-      return false;
-    }
-    await trx
-      .updateTable('ai_pending_turns')
-      .set({ lease_until: null, attempts: 0, first_failure_at: null })
-      .where('id', '=', turn.id)
-      .execute();
-    return true;
-  });
+  const keepForNextBurst = turn.kind !== 'step';
+  const finished = sql<{ next_burst: boolean }>`
+    select finish_ai_turn(${turn.id}, ${[...messageIds]}::text[], ${keepForNextBurst}) as next_burst`;
+  const { rows } = await finished.execute(db);
+  return rows[0]!.next_burst;
 }
 
 /** When the next turn falls due, or a lease another worker holds runs out. */

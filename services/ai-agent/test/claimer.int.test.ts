@@ -150,7 +150,7 @@ describe('claiming turns', () => {
     await eventually(async () => {
       const { rows } = await sql<{ waiting: number }>`
         select count(*)::int as waiting from pg_stat_activity
-        where wait_event_type = 'Lock' and query ilike '%ai_pending_turns%'
+        where wait_event_type = 'Lock' and query ilike '%finish_ai_turn%'
           and pid <> pg_backend_pid()`.execute(db);
       return rows[0]!.waiting > 0 ? true : undefined;
     });

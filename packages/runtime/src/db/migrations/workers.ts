@@ -136,4 +136,33 @@ export const workerOperationalMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0020_finish_ai_turn': {
+    async up(db: Kysely<unknown>) {
+      await sql`
+        -- Takes an answered turn out of the AI agent's queue with the messages it answered, in one
+        -- round trip (finishTurn in the AI agent's turns.ts). The turn's row is locked first; every
+        -- statement after it is a query of its own inside a volatile function, so it takes a snapshot
+        -- of its own after the lock: a message whose intake held the row (it upserts it) is committed
+        -- by then and seen, and the turn stays for it as the next burst (the answer is true).
+        create function finish_ai_turn(finished_turn text, answered text[], keep_for_next_burst boolean)
+        returns boolean
+        language plpgsql volatile
+        set search_path = public
+        as $finish$
+        begin
+          perform 1 from ai_pending_turns t where t.id = finished_turn for update;
+          delete from ai_pending_messages m where m.message_id = any(answered);
+          if keep_for_next_burst
+            and exists (select 1 from ai_pending_messages m where m.turn_id = finished_turn) then
+            update ai_pending_turns t set lease_until = null, attempts = 0, first_failure_at = null
+            where t.id = finished_turn;
+            return true;
+          end if;
+          delete from ai_pending_turns t where t.id = finished_turn;
+          return false;
+        end
+        $finish$;
+      `.execute(db);
+    },
+  },
 };
