@@ -100,18 +100,22 @@ export const personalDataScopes: Partial<Record<DomainEvent['type'], readonly Pe
 };
 
 /**
- * Event types that only report on work begun before them: the SMS gateway's sends, holds and failures
- * and the carrier's delivery reports. Appended after the person was erased (a send or a report already
- * under way), they must not key the person again, which would make the number readable on the log
- * once more: where the lead's lasting key is erased and no new one is live, their values are written
- * as erased. Anything else about an erased number (an import, a text from it) starts over under a new
- * key, and a report after that uses it.
+ * Event types that only report on work begun before them: the SMS gateway's sends, holds and failures,
+ * the carrier's delivery reports, and the end of an AI turn (a reply to the lead's messages or a
+ * sequence step, whose model call may still be under way when the lead is erased: the turn is then
+ * skipped as `lead_not_found`, its summary written as erased). Appended after the person was erased,
+ * they must not key the person again, which would make the number (and what the AI wrote of them)
+ * readable on the log once more: where the lead's lasting key is erased and no new one is live, their
+ * values are written as erased. Anything else about an erased number (an import, a text from it)
+ * starts over under a new key, and a report after that uses it.
  */
 export const reportsOnEarlierWork: ReadonlySet<DomainEvent['type']> = new Set([
   'message.held',
   'message.sent',
   'message.failed',
   'message.status_updated',
+  'ai.turn_completed',
+  'sequence.ai_step_failed',
 ]);
 
 /**
