@@ -189,20 +189,16 @@ describe('personal-data keys', () => {
     }
     // An AI turn whose model call was under way at the erasure, skipped since: what the AI wrote of
     // the person goes as erased too.
-    const skippedTurn = {
-      ...report('message.status_updated'),
-      type: 'ai.turn_completed',
-      data: {
-        phone,
-        message_ids: ['message_2'],
-        sequence_step: null,
-        outcome: 'skipped',
-        reason: 'lead_not_found',
-        reply_message_id: null,
-        summary: 'Idris Penhallow asked about refinancing.',
-        responder: 'model',
-      },
-    } as DomainEvent;
+    const skippedTurn = eventOf('ai.turn_completed', {
+      phone,
+      message_ids: ['message_2'],
+      sequence_step: null,
+      outcome: 'skipped',
+      reason: 'lead_not_found',
+      reply_message_id: null,
+      summary: 'Idris Penhallow asked about refinancing.',
+      responder: 'model',
+    });
     const sealedTurn = await sealer.seal(skippedTurn);
     expect(JSON.stringify(sealedTurn)).not.toMatch(/5125550177|Penhallow/);
     expect(sealedTurn.data).toMatchObject({ phone: `erased:${subject}`, summary: `erased:${subject}` });
