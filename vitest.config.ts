@@ -1,5 +1,22 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Tests that break the infrastructure under a write loop and bound how long the product takes to come
+ * back (a Kafka node killed, PostgreSQL restarted). They run their own nodes beside the shared ones, so
+ * they run last and one at a time: with the rest of the suite beside them on two cores, the machine's
+ * load, not the product, decided whether an outage bound held.
+ */
+const faultTests = [
+  'services/command-api/test/broker-kill.int.test.ts',
+  'services/command-api/test/postgres-restart.int.test.ts',
+];
+
+const integration = {
+  globalSetup: ['packages/test-kit/src/global-setup.ts'],
+  testTimeout: 180_000,
+  hookTimeout: 120_000,
+};
+
 // Tiers by file suffix (see README): unit tests are pure and fast; integration tests run against the
 // real Kafka, schema registry and PostgreSQL that scripts/infra starts (or testcontainers with Docker).
 export default defineConfig({
@@ -18,9 +35,8 @@ export default defineConfig({
         test: {
           name: 'int',
           include: ['{packages,services}/*/{src,test}/**/*.int.test.ts', 'examples/test/**/*.int.test.ts'],
-          globalSetup: ['packages/test-kit/src/global-setup.ts'],
-          testTimeout: 180_000,
-          hookTimeout: 120_000,
+          exclude: ['**/node_modules/**', ...faultTests],
+          ...integration,
         },
       },
       {
@@ -28,9 +44,16 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['apps/*/test/**/*.e2e.test.ts'],
-          globalSetup: ['packages/test-kit/src/global-setup.ts'],
-          testTimeout: 180_000,
-          hookTimeout: 120_000,
+          ...integration,
+        },
+      },
+      {
+        test: {
+          name: 'faults',
+          include: faultTests,
+          ...integration,
+          fileParallelism: false,
+          sequence: { groupOrder: 1 },
         },
       },
     ],
