@@ -24,7 +24,8 @@ import { checkpointConsumers, type CheckpointTable, type PositionedEvent } from 
 import { watchConsumerLag } from './metrics';
 import { parkedTableOf, type ParkedRecordNotice } from './parking';
 import { parkingHandler } from './log-consumer/parking-handler';
-import { CheckpointBehindError, decodeAll, LogGapError, passOver } from './log-consumer/records';
+import { PASS_OVER_FLUSH_MS, passedOverRuns } from './log-consumer/pass-over';
+import { CheckpointBehindError, decodeAll, LogGapError } from './log-consumer/records';
 
 export {
   advanceCheckpoint,
@@ -58,8 +59,9 @@ export interface LogConsumerDeps {
   /**
    * The events the consumer acts on, for one that reads a topic mostly for others (the AI agent and
    * the inbound decider read every account event for a few types): a batch holding none of them and
-   * nothing to park only moves the checkpoint, in one statement, instead of going through
-   * `handleBatch` (its transactions and the parking lookups, for every batch the topic carries).
+   * nothing to park does not go through `handleBatch` (its transactions and the parking lookups, for
+   * every batch the topic carries); the checkpoint moves past such batches within a second, or with
+   * the next batch handled (see log-consumer/pass-over.ts).
    */
   actsOn?: (event: DomainEvent) => boolean;
   /**
@@ -305,8 +307,20 @@ async function consumeTopics(
       .executeTakeFirst();
     return BigInt(row?.next_offset ?? '0');
   };
+  const passedOver = passedOverRuns({
+    db,
+    table: deps.checkpoints,
+    seekBack: (topic, partition, offset) => {
+      try {
+        consumer.seek({ topic, partition, offset: offset.toString() });
+      } catch {
+        // Stopped: whoever is assigned the partition next starts from its checkpoint anyway.
+      }
+    },
+  });
   consumer.on(consumer.events.GROUP_JOIN, async ({ payload }) => {
     seekedTo.clear();
+    passedOver.clear();
     for (const [topic, partitions] of Object.entries(payload.memberAssignment)) {
       for (const partition of partitions) {
         consumer.seek({ topic, partition, offset: (await checkpointOf(topic, partition)).toString() });
@@ -346,20 +360,23 @@ async function consumeTopics(
       const fetchedFrom = (batch as typeof batch & { fetchedOffset?: string }).fetchedOffset;
       if (fetchedFrom !== undefined && records[0]) records[0] = { ...records[0], fetchedFrom };
       const actsOn = deps.actsOn;
-      if (
-        actsOn &&
-        records.every((record) => !record.failure && !(record.event && actsOn(record.event))) &&
-        (await passOver(db, deps.checkpoints, batch.topic, batch.partition, records))
-      ) {
-        seekedTo.delete(key);
+      if (actsOn && records.every((record) => !record.failure && !(record.event && actsOn(record.event)))) {
+        await passedOver.add(batch.topic, batch.partition, records);
         resolveOffset(batch.lastOffset());
         await heartbeat();
         return;
       }
+      await passedOver.settled(batch.topic, batch.partition);
       try {
-        await handle(batch.topic, batch.partition, records);
+        await handle(
+          batch.topic,
+          batch.partition,
+          passedOver.continuing(batch.topic, batch.partition, records),
+        );
+        passedOver.forget(batch.topic, batch.partition);
       } catch (error) {
         if (!(error instanceof CheckpointBehindError)) throw error;
+        passedOver.forget(batch.topic, batch.partition);
         const from = error.checkpoint;
         // Seek back once; if the log itself no longer holds those records (deleted, or a different
         // topic behind the same name), stop with a clear error rather than skip them silently.
@@ -381,6 +398,11 @@ async function consumeTopics(
   });
 
   const releasing = parking.startReleasing();
+  // Runs passed over are written once due even when no batch follows them (a quiet partition).
+  const flushing = setInterval(
+    () => void passedOver.flush().catch((error) => console.warn(`${groupId}: ${(error as Error).message}`)),
+    PASS_OVER_FLUSH_MS / 2,
+  );
 
   // Lag is read at scrape time: the partitions' ends from the broker, the checkpoints from Postgres.
   const unwatchLag = watchConsumerLag({
@@ -395,7 +417,10 @@ async function consumeTopics(
     async stop() {
       unwatchLag();
       releasing.stop();
+      clearInterval(flushing);
       await consumer.disconnect();
+      // What was passed over is not read again by the next consumer of these partitions.
+      await passedOver.flush(true).catch(() => undefined);
       await admin.disconnect();
     },
   };

@@ -135,23 +135,15 @@ describe('where the log consumer continues', () => {
     }
   });
 
-  it('past a batch it does not act on only when the batch continues from its checkpoint (a restore)', async () => {
-    const { admin, db, topics } = system.services;
+  /**
+   * A consumer that acts on accounts named "Acted on …" and passes over every batch without one (the
+   * AI agent's table: no agent runs in this system), and its checkpoint and the log's end on the
+   * partition of `accountId`.
+   */
+  async function startPassingOver(accountId: string) {
+    const { admin, topics } = system.services;
     const topic = topics.account;
-    const partition = partitionForKey(topic, 'acc-passed', (await admin.fetchTopicOffsets(topic)).length);
-    const checkpointOf = async () =>
-      (
-        await db
-          .selectFrom('ai_agent_checkpoints')
-          .select('next_offset')
-          .where('topic', '=', topic)
-          .where('partition', '=', partition)
-          .executeTakeFirst()
-      )?.next_offset;
-    const highOf = async () =>
-      (await admin.fetchTopicOffsets(topic)).find((entry) => entry.partition === partition)!.high;
-    // A consumer that acts on accounts named "Acted on …" and passes over every batch without one (the
-    // AI agent's table: no agent runs in this system).
+    const partition = partitionForKey(topic, accountId, (await admin.fetchTopicOffsets(topic)).length);
     const actedOn: string[] = [];
     const consumerDb = createDb(system.env.config.DATABASE_URL, { maxConnections: 2 });
     const consumer = await startLogConsumer({
@@ -172,9 +164,38 @@ describe('where the log consumer continues', () => {
           await advanceCheckpoint(trx, 'ai_agent_checkpoints', topic, partition, records.at(-1)!.offset, now);
         }),
     });
+    const checkpointOf = async () =>
+      (
+        await system.services.db
+          .selectFrom('ai_agent_checkpoints')
+          .select('next_offset')
+          .where('topic', '=', topic)
+          .where('partition', '=', partition)
+          .executeTakeFirst()
+      )?.next_offset;
+    const highOf = async () =>
+      (await admin.fetchTopicOffsets(topic)).find((entry) => entry.partition === partition)!.high;
+    return {
+      topic,
+      partition,
+      actedOn,
+      checkpointOf,
+      caughtUp: () =>
+        eventually(async () => ((await checkpointOf()) === (await highOf()) ? true : undefined)),
+      async stop() {
+        await consumer.stop();
+        await consumerDb.destroy();
+      },
+    };
+  }
+
+  it('past a batch it does not act on only when the batch continues from its checkpoint (a restore)', async () => {
+    const { db } = system.services;
+    const consumer = await startPassingOver('acc-passed');
+    const { topic, partition, actedOn, checkpointOf } = consumer;
     try {
       await append('acc-passed', 'Acted on 1');
-      await eventually(async () => ((await checkpointOf()) === (await highOf()) ? true : undefined));
+      await consumer.caughtUp();
       expect(actedOn).toEqual(['Acted on 1']);
 
       // PostgreSQL goes back to before that record; the consumer's next batch holds nothing it acts on
@@ -186,11 +207,27 @@ describe('where the log consumer continues', () => {
         .where('partition', '=', partition)
         .execute();
       await append('acc-passed', 'Passed over');
-      await eventually(async () => ((await checkpointOf()) === (await highOf()) ? true : undefined));
+      await consumer.caughtUp();
       expect(actedOn).toEqual(['Acted on 1', 'Acted on 1']);
     } finally {
       await consumer.stop();
-      await consumerDb.destroy();
+    }
+  });
+
+  it('moves past the batches it passes over with the next batch it acts on, or on its own once they are due', async () => {
+    const consumer = await startPassingOver('acc-runs');
+    try {
+      // A run of batches passed over, then one acted on: acted on once, the checkpoint past them all.
+      for (let i = 0; i < 4; i++) await append('acc-runs', `Passed ${i}`);
+      await append('acc-runs', 'Acted on 2');
+      await consumer.caughtUp();
+      expect(consumer.actedOn).toEqual(['Acted on 2']);
+      // Then only batches passed over, and the partition goes quiet: the checkpoint still reaches the end.
+      for (let i = 0; i < 3; i++) await append('acc-runs', `Passed again ${i}`);
+      await consumer.caughtUp();
+      expect(consumer.actedOn).toEqual(['Acted on 2']);
+    } finally {
+      await consumer.stop();
     }
   });
 

@@ -1,5 +1,5 @@
 import { UnknownEventTypeError, type EventCodec } from '@leadline/events';
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { Database } from '../db/schema';
 import type { CheckpointTable, PositionedEvent } from '../log-records';
 import { parkedTableOf, parkingFailure, sortOutRecords } from '../parking';
@@ -141,31 +141,4 @@ export async function advanceCheckpoint(
     } from moved`.execute(trx);
   if (!rows[0]) throw new Error(`No checkpoint in ${table} for ${topic}/${partition}`);
   return rows[0].next_offset;
-}
-
-/**
- * Moves the checkpoint past a batch that holds nothing for the consumer, if the batch continues from
- * it (the condition `freshRecords` checks under its lock); false otherwise, and the batch goes the
- * whole way, which finds the checkpoint behind and seeks back to it.
- */
-export async function passOver(
-  db: Kysely<Database>,
-  table: CheckpointTable,
-  topic: string,
-  partition: number,
-  records: readonly PositionedEvent[],
-): Promise<boolean> {
-  const first = records[0]!;
-  const next = (BigInt(records.at(-1)!.offset) + 1n).toString();
-  const { numUpdatedRows } = await db
-    .updateTable(table)
-    .set((eb) => ({
-      next_offset: eb.fn<string>('greatest', [eb.ref('next_offset'), eb.val(next)]),
-      updated_at: new Date(),
-    }))
-    .where('topic', '=', topic)
-    .where('partition', '=', partition)
-    .where('next_offset', '>=', first.fetchedFrom ?? first.offset)
-    .executeTakeFirst();
-  return numUpdatedRows > 0n;
 }
