@@ -36,9 +36,21 @@ export type InboundSms = EventData<'message.inbound_received'>;
  */
 export async function acceptInboundSms(deps: InboundDeps, input: InboundSms): Promise<boolean> {
   const { db, commands, clock } = deps;
+  // The number's account, and whether the SID has a receipt already, in one round trip.
   const owner = await db
     .selectFrom('accounts')
-    .select(['id', 'partner_id'])
+    .select((eb) => [
+      'id',
+      'partner_id',
+      eb
+        .exists(
+          eb
+            .selectFrom('inbound_receipts')
+            .select('account_id')
+            .where('message_sid', '=', input.provider_message_id),
+        )
+        .as('received'),
+    ])
     .where('phone_number', '=', input.to)
     // A released number belongs to no account here, even while the old account still shows it; nor
     // does an erased account's: it keeps nothing a person sends it.
@@ -46,12 +58,7 @@ export async function acceptInboundSms(deps: InboundDeps, input: InboundSms): Pr
     .where('erased_at', 'is', null)
     .executeTakeFirst();
   if (!owner) throw notFound('phone_number');
-  const receipt = await db
-    .selectFrom('inbound_receipts')
-    .select('account_id')
-    .where('message_sid', '=', input.provider_message_id)
-    .executeTakeFirst();
-  if (receipt) return false;
+  if (owner.received) return false;
   await commands.append({
     stream: { topic: 'account', accountId: owner.id },
     context: {
