@@ -1,8 +1,8 @@
 import { optOutOf } from '@leadline/domain';
 import type { EventData } from '@leadline/events';
 import {
-  claimReceipts,
   notFound,
+  recordReceipts,
   type Clock,
   type CommandBus,
   type Database,
@@ -90,6 +90,6 @@ export async function acceptInboundSms(deps: InboundDeps, input: InboundSms): Pr
       )
       .execute();
   }
-  await claimReceipts(db, [{ sid: input.provider_message_id, accountId: owner.id, at: clock.now() }]);
+  await recordReceipts(db, [{ sid: input.provider_message_id, accountId: owner.id, at: clock.now() }]);
   return true;
 }
