@@ -11,7 +11,7 @@ import OpenAI from 'openai';
 import { comparisonTable, measure, measureAtRate, percentile, throughput, type Measurement } from './stats';
 import { cpuWindow } from './cpu';
 import { profileWindowIfAsked } from './cpu-profile';
-import { countStatements, statementTotal } from './statements';
+import { countStatements, statementsPer, statementTotal } from './statements';
 import { expectStatus, startBenchSystem, type BenchSystem } from './system';
 
 const ACCOUNTS = 5;
@@ -102,7 +102,11 @@ async function startBenchAgent({ env, services }: BenchSystem, fake: FakeOpenAi)
   };
 }
 
-/** Watches the log: when each inbound message and each AI reply appeared, by phone. */
+/**
+ * Watches the log: when each inbound message and each AI reply appeared, by the inbound MessageSid (the
+ * reply's correlation id). It opens no personal value: the bench's own watcher is not the product's
+ * work, and decrypting every phone and body it reads would be charged to the row's CPU.
+ */
 async function watchReplies({ env, services }: BenchSystem) {
   const received = new Map<string, number>();
   const waiting = new Map<string, (at: number) => void>();
@@ -117,11 +121,11 @@ async function watchReplies({ env, services }: BenchSystem) {
     eachMessage: async ({ message }) => {
       const type = message.headers?.['event-type']?.toString();
       if (type !== 'message.received' && type !== 'message.outbound_requested') return;
-      const event = await services.codec.decode(message.value!);
+      const event = await services.codec.decode(message.value!, { opens: () => false });
       const at = performance.now();
-      if (event.type === 'message.received') received.set(event.data.phone, at);
+      if (event.type === 'message.received') received.set(event.data.provider_message_id, at);
       if (event.type === 'message.outbound_requested' && event.data.source === 'ai')
-        waiting.get(event.data.phone)?.(at);
+        waiting.get(event.correlation_id)?.(at);
     },
   });
 
@@ -165,11 +169,11 @@ function aiConversations(
 
   // Each conversation texts again only once its previous message is answered (as a lead would).
   async function exchange(conversation: number, round: number) {
-    const phone = phoneOf(conversation);
-    const replied = new Promise<number>((resolve) => waiting.set(phone, resolve));
+    const messageSid = `SMai${++sid}`;
+    const replied = new Promise<number>((resolve) => waiting.set(messageSid, resolve));
     const body = new URLSearchParams({
-      MessageSid: `SMai${++sid}`,
-      From: phone,
+      MessageSid: messageSid,
+      From: phoneOf(conversation),
       To: accounts[conversation % ACCOUNTS]!.phone_number,
       Body: `Hello, round ${round}`,
       NumMedia: '0',
@@ -178,8 +182,9 @@ function aiConversations(
     if (posted.status !== 200) throw new Error(`inbound answered ${posted.status}`);
     await posted.arrayBuffer();
     const at = await replied;
-    waiting.delete(phone);
-    agentPart.push(at - received.get(phone)!);
+    waiting.delete(messageSid);
+    agentPart.push(at - received.get(messageSid)!);
+    received.delete(messageSid);
   }
   return { exchange, agentPart };
 }
@@ -209,7 +214,9 @@ async function measureAgent({ exchange, agentPart }: ReturnType<typeof aiConvers
     cpu: closedCpu.stop(),
   };
   // Every statement of the process (the API, projector, inbound decider and agent all run here).
-  const statementsPerReply = statementTotal(closedStatements.stop()) / endToEnd.count;
+  const closedCounts = closedStatements.stop();
+  const statementsPerReply = statementTotal(closedCounts) / endToEnd.count;
+  if (process.env.BENCH_STATEMENTS) console.log(statementsPer(closedCounts, endToEnd.count, 'reply'));
   await closedProfile.stop();
   // The same 50 conversations at half the capacity just measured, arriving at a steady rate. A
   // conversation still waiting for its previous answer sends once that answer is in.

@@ -30,3 +30,14 @@ export function countStatements(): { stop(): Map<string, number> } {
 /** How many statements a count holds in all. */
 export const statementTotal = (statements: Map<string, number>) =>
   [...statements.values()].reduce((sum, count) => sum + count, 0);
+
+/**
+ * The statements of a count per operation, most frequent first, one line each (`BENCH_STATEMENTS=1`
+ * prints them for the rows that count statements): where a row's round trips go.
+ */
+export function statementsPer(statements: Map<string, number>, operations: number, operation: string) {
+  const lines = [...statements]
+    .sort((a, b) => b[1] - a[1])
+    .map(([text, count]) => `${(count / operations).toFixed(2).padStart(7)}  ${text.slice(0, 160)}`);
+  return [`SQL statements per ${operation}, by text:`, ...lines].join('\n');
+}
