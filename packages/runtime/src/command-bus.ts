@@ -13,8 +13,9 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Admin, Kafka } from 'kafkajs';
 import { DomainError, unavailable } from '@leadline/domain';
 import type { Clock, NewId } from './clock';
-import { isConnectionLost, isDatabaseBusy } from './db/database';
+import { inTransaction } from './command-transaction';
 import type { Database } from './db/schema';
+import { eventLogBudget, eventLogCalls, type EventLogBudget } from './event-log-budget';
 import { APPEND_MAX_BYTES, createEventProducer, partitionForKey } from './kafka';
 import { enterWriteFence, type LogGeneration } from './log-generations';
 import { createKeyedBatcher } from './keyed-batcher';
@@ -136,89 +137,6 @@ export function encodedSize(
   return bytes;
 }
 
-/**
- * One write's time for the event log: its bound counts from the write's start, less the time it spent
- * waiting for the read models (their own bound, `PROJECTION_WAIT_MS`).
- */
-interface EventLogBudget {
-  readonly startedAt: number;
-  remainingMs(): number;
-  excluding<T>(wait: () => Promise<T>): Promise<T>;
-  /** Starts the bound again from now. */
-  restart(): void;
-}
-
-function eventLogBudget(boundMs: number): EventLogBudget {
-  let startedAt = Date.now();
-  let excludedMs = 0;
-  return {
-    get startedAt() {
-      return startedAt;
-    },
-    remainingMs: () => boundMs - (Date.now() - startedAt - excludedMs),
-    restart() {
-      startedAt = Date.now();
-      excludedMs = 0;
-    },
-    async excluding(wait) {
-      const waitStarted = Date.now();
-      try {
-        return await wait();
-      } finally {
-        excludedMs += Date.now() - waitStarted;
-      }
-    },
-  };
-}
-
-/**
- * A call to Kafka, bounded: a broker that is down or silent is a 503 within the bound, never a hang.
- * `extraMs` is for work that grows with the payload (compressing and sending a bulk import), which a
- * fixed bound would refuse on every retry alike.
- */
-async function boundedLogCall<T>(
-  eventLogTimeoutMs: number,
-  what: string,
-  call: () => Promise<T>,
-  extraMs = 0,
-  budget?: EventLogBudget,
-): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const boundMs = (budget ? budget.remainingMs() : eventLogTimeoutMs) + extraMs;
-  // Its time went waiting (for a lock a command stuck on the log held, for a connection): refused
-  // now, rather than a whole bound later, so a queue behind an outage drains at once.
-  if (boundMs <= 0) {
-    throw unavailable('event_log_unavailable', `The event log is unavailable (${what}): no time left`);
-  }
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${boundMs} ms`)), boundMs);
-  });
-  try {
-    return await Promise.race([call(), deadline]);
-  } catch (error) {
-    if (error instanceof DomainError) throw error;
-    throw unavailable(
-      'event_log_unavailable',
-      `The event log is unavailable (${what}): ${(error as Error).message}`,
-    );
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** Bounded calls to the log, remembering when it last answered one (see the lock stage of `execute`). */
-function eventLogCalls(eventLogTimeoutMs: number) {
-  let answeredAt = 0;
-  return {
-    async fromEventLog<T>(what: string, call: () => Promise<T>, extraMs = 0, budget?: EventLogBudget) {
-      const answer = await boundedLogCall(eventLogTimeoutMs, what, call, extraMs, budget);
-      answeredAt = Date.now();
-      return answer;
-    },
-    answeredSince: (time: number) => answeredAt >= time,
-  };
-}
-
 /** The event as the log keeps it: its id, version, stream, time, actor and the request it traces to. */
 const stampEvent = (
   { newId, clock }: Pick<CommandBusDeps, 'newId' | 'clock'>,
@@ -251,55 +169,6 @@ async function encodeForLog(codec: EventCodec, event: DomainEvent) {
       errors: [{ field: error.problem.field, message: error.problem.message }],
     });
   }
-}
-
-/**
- * The command's transaction. A lock or statement timeout (a setting of the database or of the
- * command), a connection refused ("too many clients") or not given in time is the database being
- * busy, not a bug: 503 `database_busy`, nothing written, retry. So is a connection lost before the
- * work finished (a restart, a failover): the session's locks went with it and nothing was appended.
- *
- * A connection lost once the work has finished fails only the COMMIT or ROLLBACK, and the work's own
- * outcome stands: its result (its events are on the log, the only source of truth, so the write
- * happened, and a lost session releases its locks), or its error (a conflict stays a conflict rather
- * than becoming whatever the failed ROLLBACK said). A decision's own rows (the unique reservations of
- * a new account) may then be lost with the COMMIT, as they were when this answered 500.
- */
-async function inTransaction<T>(
-  db: Kysely<Database>,
-  work: (trx: Transaction<Database>) => Promise<T>,
-): Promise<T> {
-  let finished: { value: T } | { error: unknown } | undefined;
-  try {
-    return await db.transaction().execute(async (trx) => {
-      try {
-        const value = await work(trx);
-        finished = { value };
-        return value;
-      } catch (error) {
-        finished = { error };
-        throw error;
-      }
-    });
-  } catch (error) {
-    const ending = finished !== undefined && !('error' in finished && finished.error === error);
-    if (ending && isConnectionLost(error)) {
-      if ('value' in finished!) return finished.value;
-      return refusedIfBusy((finished as { error: unknown }).error);
-    }
-    return refusedIfBusy(error);
-  }
-}
-
-/** Rethrows `error`, as 503 `database_busy` if the database was busy or the connection lost. */
-function refusedIfBusy(error: unknown): never {
-  if (isDatabaseBusy(error) || isConnectionLost(error)) {
-    throw unavailable(
-      'database_busy',
-      'The database did not answer in time; nothing was written, retry shortly.',
-    );
-  }
-  throw error;
 }
 
 /** Facts of one stream to append: their topic kind, their record key and the stamped events. */
