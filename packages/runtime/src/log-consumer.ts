@@ -362,6 +362,7 @@ async function consumeTopics(
       const actsOn = deps.actsOn;
       if (actsOn && records.every((record) => !record.failure && !(record.event && actsOn(record.event)))) {
         await passedOver.add(batch.topic, batch.partition, records);
+        seekedTo.delete(key);
         resolveOffset(batch.lastOffset());
         await heartbeat();
         return;

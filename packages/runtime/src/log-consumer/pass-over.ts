@@ -23,8 +23,8 @@ const startOf = (records: readonly PositionedEvent[]) =>
  * read every account event for a few types) move its checkpoint lazily. Each partition's run of such
  * records is remembered and written at most once a `flushMs`, or folded into the next batch the
  * consumer handles, which then counts as fetched from where the run began: its transaction moves the
- * checkpoint past both. A statement per passed-over batch, for each such consumer, was a fifth of the
- * statements the AI agent's closed loop made the database run.
+ * checkpoint past both. Written at once, every such batch would cost a durable write for each consumer
+ * passing it over.
  *
  * Nothing is skipped that was not passed over: the checkpoint moves past a run only if it has reached
  * the run's start (the condition `freshRecords` checks under its lock), and a run found behind it (a
