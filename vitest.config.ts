@@ -2,9 +2,10 @@ import { defineConfig } from 'vitest/config';
 
 /**
  * Tests that break the infrastructure under a write loop and bound how long the product takes to come
- * back (a Kafka node killed, PostgreSQL restarted). They run their own nodes beside the shared ones, so
- * they run last and one at a time: with the rest of the suite beside them on two cores, the machine's
- * load, not the product, decided whether an outage bound held.
+ * back (a Kafka node killed, PostgreSQL restarted). They start nodes of their own beside the shared
+ * ones, so they never run beside another test file: in a group of their own, one at a time. Where the
+ * suite runs files side by side, that group comes after the others; where vitest runs one file at a
+ * time (two cores), it puts every other file in a group that comes last, so these run first.
  */
 const faultTests = [
   'services/command-api/test/broker-kill.int.test.ts',
