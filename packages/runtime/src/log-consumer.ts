@@ -35,6 +35,7 @@ export {
   LogGapError,
 } from './log-consumer/records';
 export { parkingHandler, type ParkingHandlerDeps } from './log-consumer/parking-handler';
+export { passedOverRuns } from './log-consumer/pass-over';
 
 export interface LogConsumerDeps {
   kafka: Kafka;
@@ -310,9 +311,10 @@ async function consumeTopics(
   const passedOver = passedOverRuns({
     db,
     table: deps.checkpoints,
-    seekBack: (topic, partition, offset) => {
+    seekBack: async (topic, partition) => {
+      const offset = (await checkpointOf(topic, partition)).toString();
       try {
-        consumer.seek({ topic, partition, offset: offset.toString() });
+        consumer.seek({ topic, partition, offset });
       } catch {
         // Stopped: whoever is assigned the partition next starts from its checkpoint anyway.
       }

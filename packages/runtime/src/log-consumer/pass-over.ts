@@ -35,8 +35,8 @@ export function passedOverRuns(deps: {
   db: Kysely<Database>;
   table: CheckpointTable;
   flushMs?: number;
-  /** The consumer continues this partition from `offset` (the checkpoint, behind a run). */
-  seekBack: (topic: string, partition: number, offset: bigint) => void;
+  /** The consumer continues this partition from its checkpoint, found behind a run. */
+  seekBack: (topic: string, partition: number) => Promise<void>;
 }) {
   const { db, table } = deps;
   const flushMs = deps.flushMs ?? PASS_OVER_FLUSH_MS;
@@ -57,14 +57,7 @@ export function passedOverRuns(deps: {
       .where('partition', '=', run.partition)
       .where('next_offset', '>=', run.from.toString())
       .executeTakeFirst();
-    if (numUpdatedRows > 0n) return;
-    const row = await db
-      .selectFrom(table)
-      .select('next_offset')
-      .where('topic', '=', run.topic)
-      .where('partition', '=', run.partition)
-      .executeTakeFirst();
-    deps.seekBack(run.topic, run.partition, BigInt(row?.next_offset ?? '0'));
+    if (numUpdatedRows === 0n) await deps.seekBack(run.topic, run.partition);
   }
 
   async function take(key: string) {
