@@ -3,10 +3,13 @@ import { projections, startProjector } from '@leadline/projector';
 import type { DomainEvent, NewEvent } from '@leadline/events';
 import {
   advanceCheckpoint,
+  CheckpointBehindError,
   createDb,
   freshRecords,
   partitionForKey,
+  passedOverRuns,
   startLogConsumer,
+  type PositionedEvent,
 } from '@leadline/runtime';
 import { eventually } from '@leadline/test-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -212,6 +215,50 @@ describe('where the log consumer continues', () => {
     } finally {
       await consumer.stop();
     }
+  });
+
+  it('writes a run of passed-over batches once, with the next batch handled or when flushed, and reads a run behind its checkpoint again', async () => {
+    const { db } = system.services;
+    const table = 'ai_agent_checkpoints';
+    const topic = `passed-over-${randomUUID()}`;
+    await db
+      .insertInto(table)
+      .values({ topic, partition: 0, next_offset: '10', updated_at: new Date() })
+      .execute();
+    const checkpoint = async () =>
+      (await db.selectFrom(table).select('next_offset').where('topic', '=', topic).executeTakeFirstOrThrow())
+        .next_offset;
+    const records = (...offsets: number[]): PositionedEvent[] =>
+      offsets.map((offset) => ({ offset: String(offset), key: 'acc', value: null, event: undefined }));
+    const handle = (batch: PositionedEvent[]) =>
+      db.transaction().execute((trx) => freshRecords(trx, table, topic, 0, batch, new Date()));
+    const seekedBack: string[] = [];
+    const runs = passedOverRuns({
+      db,
+      table,
+      flushMs: 60_000,
+      seekBack: async () => {
+        seekedBack.push(await checkpoint());
+      },
+    });
+
+    // Two batches passed over: nothing written yet.
+    await runs.add(topic, 0, records(10, 11));
+    await runs.add(topic, 0, records(12));
+    expect(await checkpoint()).toBe('10');
+    // The next batch, on its own, starts past the checkpoint; as continuing the run, it is handled.
+    await expect(handle(records(13))).rejects.toBeInstanceOf(CheckpointBehindError);
+    const fresh = await handle(runs.continuing(topic, 0, records(13)));
+    expect(fresh.map((record) => record.offset)).toEqual(['13']);
+
+    // Flushed, the run moves the checkpoint past it in one write.
+    await runs.flush(true);
+    expect(await checkpoint()).toBe('13');
+    // A run that starts past the checkpoint (a restore put it back) is not written: it is read again.
+    await runs.add(topic, 0, records(20));
+    await runs.flush(true);
+    expect(await checkpoint()).toBe('13');
+    expect(seekedBack).toEqual(['13']);
   });
 
   it('moves past the batches it passes over with the next batch it acts on, or on its own once they are due', async () => {
