@@ -1,78 +1,117 @@
 import type { PromptInput } from '@leadline/domain';
 import type { Database } from '@leadline/runtime';
-import type { Kysely } from 'kysely';
+import type { ExpressionBuilder, Kysely } from 'kysely';
 import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres';
 
-/** Everything the prompt is composed from, read from the read models. */
-export async function loadPromptInput(
-  db: Kysely<Database>,
-  account: { id: string; company_name: string },
-  lead:
-    | {
-        id: string;
-        phone: string;
-        name: string | null;
-        first_name: string | null;
-        last_name: string | null;
-        email: string | null;
-        company: string | null;
-        property_address: string | null;
-      }
-    | undefined,
-): Promise<PromptInput> {
-  // One statement for the five reads (each a JSON value of the row): a turn of the AI agent reads them
-  // all, and a round trip each cost more than the reads. Text, booleans and null survive JSON as they
-  // are; no timestamp is read.
-  const { settings, requirements, collected, files, pages } = await db
-    .selectNoFrom((eb) => [
-      jsonObjectFrom(
-        eb
-          .selectFrom('ai_prompt_settings')
-          .select([
-            'mode',
-            'role_persona',
-            'tone_voice',
-            'response_style',
-            'conversation_rules',
-            'special_instructions',
-            'system_prompt',
-          ])
-          .where('account_id', '=', account.id),
-      ).as('settings'),
-      jsonArrayFrom(
-        eb
-          .selectFrom('requirements')
-          .select(['id', 'name', 'type', 'description', 'required'])
-          .where('account_id', '=', account.id)
-          .orderBy('created_at')
-          .orderBy('id'),
-      ).as('requirements'),
-      jsonArrayFrom(
-        eb
-          .selectFrom('lead_checklist_items')
-          .select(['requirement_id', 'value', 'document_id'])
-          .where((row) => (lead ? row('lead_id', '=', lead.id) : row.lit(false))),
-      ).as('collected'),
-      jsonArrayFrom(
-        eb
-          .selectFrom('context_files')
-          .select(['name', 'content'])
-          .where('account_id', '=', account.id)
-          .orderBy('created_at')
-          .orderBy('id'),
-      ).as('files'),
-      jsonArrayFrom(
-        eb
-          .selectFrom('context_urls')
-          .select(['url', 'title', 'content'])
-          .where('account_id', '=', account.id)
-          .orderBy('created_at')
-          .orderBy('id'),
-      ).as('pages'),
-    ])
-    .executeTakeFirstOrThrow();
+/** The lead a prompt names: text only, so it survives JSON as it is. */
+export interface PromptLead {
+  id: string;
+  phone: string;
+  name: string | null;
+  first_name: string | null;
+  last_name: string | null;
+  email: string | null;
+  company: string | null;
+  property_address: string | null;
+}
+
+/**
+ * Everything a prompt is composed from, each a JSON value of one select (Kysely's jsonArrayFrom and
+ * jsonObjectFrom): the settings, the checklist with what the lead collected, the files and pages, and
+ * the lead with `phone` (none without one). Text, booleans and null survive JSON as they are; no
+ * timestamp is read. A caller adds its own reads to the same statement (the AI agent, the history), so
+ * a turn pays one round trip for all of them: the round trips cost more than the reads.
+ */
+export function promptInputSelections(
+  eb: ExpressionBuilder<Database, never>,
+  accountId: string,
+  phone: string | undefined,
+) {
+  const leadWithPhone = (inner: ExpressionBuilder<Database, never>) =>
+    inner
+      .selectFrom('leads')
+      .where('account_id', '=', accountId)
+      .where('phone', '=', phone ?? '');
+  return [
+    jsonObjectFrom(
+      eb
+        .selectFrom('ai_prompt_settings')
+        .select([
+          'mode',
+          'role_persona',
+          'tone_voice',
+          'response_style',
+          'conversation_rules',
+          'special_instructions',
+          'system_prompt',
+        ])
+        .where('account_id', '=', accountId),
+    ).as('settings'),
+    jsonArrayFrom(
+      eb
+        .selectFrom('requirements')
+        .select(['id', 'name', 'type', 'description', 'required'])
+        .where('account_id', '=', accountId)
+        .orderBy('created_at')
+        .orderBy('id'),
+    ).as('requirements'),
+    jsonArrayFrom(
+      eb
+        .selectFrom('lead_checklist_items')
+        .select(['requirement_id', 'value', 'document_id'])
+        .where((row) =>
+          phone === undefined ? row.lit(false) : row('lead_id', '=', leadWithPhone(eb).select('id')),
+        ),
+    ).as('collected'),
+    jsonArrayFrom(
+      eb
+        .selectFrom('context_files')
+        .select(['name', 'content'])
+        .where('account_id', '=', accountId)
+        .orderBy('created_at')
+        .orderBy('id'),
+    ).as('files'),
+    jsonArrayFrom(
+      eb
+        .selectFrom('context_urls')
+        .select(['url', 'title', 'content'])
+        .where('account_id', '=', accountId)
+        .orderBy('created_at')
+        .orderBy('id'),
+    ).as('pages'),
+    jsonObjectFrom(
+      leadWithPhone(eb).select([
+        'id',
+        'phone',
+        'name',
+        'first_name',
+        'last_name',
+        'email',
+        'company',
+        'property_address',
+      ]),
+    ).as('lead'),
+  ] as const;
+}
+
+type PromptReads = {
+  settings: PromptInput['settings'] | null;
+  requirements: (Pick<PromptInput['checklist'][number], 'name' | 'type' | 'description' | 'required'> & {
+    id: string;
+  })[];
+  collected: { requirement_id: string; value: string | null; document_id: string | null }[];
+  files: PromptInput['files'][number][];
+  pages: PromptInput['pages'][number][];
+  lead: PromptLead | null;
+};
+
+/** The prompt's input from what `promptInputSelections` read, and the lead it names (if any). */
+export function toPromptInput(
+  account: { company_name: string },
+  { settings, requirements, collected, files, pages, lead }: PromptReads,
+): { input: PromptInput; lead: PromptLead | undefined } {
   const byRequirement = new Map(collected.map((item) => [item.requirement_id, item]));
-  return {
+  const input: PromptInput = {
     settings: settings ?? undefined,
     company: account.company_name,
     checklist: requirements.map((requirement) => {
@@ -100,4 +139,17 @@ export async function loadPromptInput(
         }
       : {},
   };
+  return { input, lead: lead ?? undefined };
+}
+
+/** Everything the prompt is composed from, for the lead with `phone` (if given), in one statement. */
+export async function loadPromptInput(
+  db: Kysely<Database>,
+  account: { id: string; company_name: string },
+  phone?: string,
+): Promise<{ input: PromptInput; lead: PromptLead | undefined }> {
+  const row = await db
+    .selectNoFrom((eb) => promptInputSelections(eb, account.id, phone))
+    .executeTakeFirstOrThrow();
+  return toPromptInput(account, row);
 }

@@ -1,8 +1,9 @@
 import { composeSystemPrompt } from '@leadline/domain';
-import { loadPromptInput } from '@leadline/decision-state';
+import { promptInputSelections, toPromptInput } from '@leadline/decision-state';
 import type { TopicNames } from '@leadline/events';
 import type { Clock, Database, DocumentStore, NewId, ProjectionProgress } from '@leadline/runtime';
 import type { Kysely } from 'kysely';
+import { jsonArrayFrom } from 'kysely/helpers/postgres';
 import { loadAttachments } from './media';
 import type { TurnInput } from './turn';
 import type { PendingMessage, TurnRow } from './turns';
@@ -34,28 +35,27 @@ export async function buildInput(
 ): Promise<TurnInput> {
   const { db, clock, onError } = deps;
   const burstIds = messages.map((message) => message.message_id);
-  // Three independent reads side by side: the lead and then its prompt input, the history, the media.
-  const leadAndPrompt = db
-    .selectFrom('leads')
-    .selectAll()
-    .where('account_id', '=', account.id)
-    .where('phone', '=', turn.phone)
-    .executeTakeFirst()
-    .then(async (lead) => ({ leadRow: lead, promptInput: await loadPromptInput(db, account, lead) }));
-  const [{ leadRow, promptInput }, history, attachments] = await Promise.all([
-    leadAndPrompt,
+  // Two independent reads side by side: the prompt's input, the lead and the history in one statement,
+  // and the media.
+  const [reads, attachments] = await Promise.all([
     db
-      .selectFrom('messages')
-      .select(['id', 'direction', 'body'])
-      .where('account_id', '=', account.id)
-      .where('phone', '=', turn.phone)
-      // What the account's retention expired is gone for the model too (an empty turn tells it nothing).
-      .where('content_expired', '=', false)
-      .$if(burstIds.length > 0, (query) => query.where('id', 'not in', burstIds))
-      .orderBy('sent_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(HISTORY_MESSAGES)
-      .execute(),
+      .selectNoFrom((eb) => [
+        ...promptInputSelections(eb, account.id, turn.phone),
+        jsonArrayFrom(
+          eb
+            .selectFrom('messages')
+            .select(['id', 'direction', 'body'])
+            .where('account_id', '=', account.id)
+            .where('phone', '=', turn.phone)
+            // What the account's retention expired is gone for the model too (an empty turn tells it nothing).
+            .where('content_expired', '=', false)
+            .$if(burstIds.length > 0, (query) => query.where('id', 'not in', burstIds))
+            .orderBy('sent_at', 'desc')
+            .orderBy('id', 'desc')
+            .limit(HISTORY_MESSAGES),
+        ).as('history'),
+      ])
+      .executeTakeFirstOrThrow(),
     loadAttachments(
       {
         db,
@@ -70,11 +70,12 @@ export async function buildInput(
       onError,
     ),
   ]);
+  const { input: promptInput, lead } = toPromptInput(account, reads);
   return {
     systemPrompt: composeSystemPrompt(promptInput),
     company: account.company_name,
-    leadFirstName: leadRow?.first_name ?? leadRow?.name?.split(' ')[0] ?? null,
-    history: history.reverse().map((message) => ({ direction: message.direction, body: message.body })),
+    leadFirstName: lead?.first_name ?? lead?.name?.split(' ')[0] ?? null,
+    history: reads.history.reverse().map((message) => ({ direction: message.direction, body: message.body })),
     burst: messages.map((message) => ({ message_id: message.message_id, body: message.body })),
     attachments,
     checklist: promptInput.checklist,

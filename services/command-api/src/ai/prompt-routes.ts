@@ -17,19 +17,11 @@ async function promptSettingsOf(
   account: Pick<AccountRow, 'id' | 'company_name'>,
   phone?: string,
 ) {
-  const [settings, lead] = await Promise.all([
+  const [settings, { input, lead }] = await Promise.all([
     db.selectFrom('ai_prompt_settings').selectAll().where('account_id', '=', account.id).executeTakeFirst(),
-    phone
-      ? db
-          .selectFrom('leads')
-          .selectAll()
-          .where('account_id', '=', account.id)
-          .where('phone', '=', phone)
-          .executeTakeFirst()
-      : Promise.resolve(undefined),
+    loadPromptInput(db, account, phone),
   ]);
   if (phone && !lead) throw notFound('lead');
-  const input = await loadPromptInput(db, account, lead);
   const shown = settings ?? defaultPromptSettings;
   return {
     mode: shown.mode,
