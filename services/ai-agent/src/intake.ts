@@ -1,5 +1,5 @@
 import { keywordOf, optOutOf } from '@leadline/domain';
-import type { DomainEvent, EventType } from '@leadline/events';
+import type { DomainEvent, EventOf, EventType } from '@leadline/events';
 import {
   advanceCheckpoint,
   freshRecords,
@@ -9,7 +9,7 @@ import {
   type PersonalDataKeys,
   type PositionedEvent,
 } from '@leadline/runtime';
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Insertable, type Kysely, type Transaction } from 'kysely';
 import { forgetErasedLead, forgetExpiredContent } from './erasure';
 
 /** What the intake takes in; the consumer passes over batches holding none of these. */
@@ -36,67 +36,101 @@ export interface IntakeDeps {
   documents: DocumentStore;
 }
 
+type PendingMessageRow = Insertable<Database['ai_pending_messages']>;
+type PendingTurnRow = Insertable<Database['ai_pending_turns']>;
+
 /**
- * Queues what the log brings: `message.received` into a pending turn per conversation, due
- * `replyDelayMs` after the latest message of the burst, and `sequence.ai_step_requested` into a pending
- * step; `lead.erased` takes the lead's out. Written in the same transaction as the consumer's
+ * The inbound messages of a run of consecutive records, queued in one statement: each message, and a
+ * pending turn per conversation due `replyDelayMs` after the latest message of its burst. A later
+ * message pushes the answer back and names the turn's cause; an earlier redelivery does not move it.
+ */
+function createInboundQueue(trx: Transaction<Database>, deps: IntakeDeps, partition: number) {
+  const messages = new Map<string, PendingMessageRow>();
+  const turns = new Map<string, PendingTurnRow & { due_at: Date }>();
+  return {
+    add({ event, offset }: PositionedEvent & { event: EventOf<'message.received'> }) {
+      const { data } = event;
+      const turnId = inboundTurnId(event.account_id, data.phone);
+      if (!messages.has(data.message_id))
+        messages.set(data.message_id, {
+          message_id: data.message_id,
+          turn_id: turnId,
+          account_id: event.account_id,
+          phone: data.phone,
+          body: data.body,
+          media: JSON.stringify(data.media),
+          received_at: event.occurred_at,
+          log_partition: partition,
+          log_next_offset: BigInt(offset) + 1n,
+        });
+      const due = new Date(new Date(event.occurred_at).getTime() + deps.replyDelayMs);
+      const earlier = turns.get(turnId);
+      // As the statement's upsert does with a row already queued: the latest due, the latest cause.
+      turns.set(turnId, {
+        ...(earlier ?? {
+          id: turnId,
+          kind: 'inbound',
+          account_id: event.account_id,
+          partner_id: event.partner_id,
+          phone: data.phone,
+          lease_until: null,
+          first_failure_at: null,
+          step: null,
+        }),
+        due_at: earlier && earlier.due_at > due ? earlier.due_at : due,
+        causation_id: event.id,
+        correlation_id: event.correlation_id,
+      });
+    },
+    async flush() {
+      if (turns.size === 0) return;
+      await trx
+        .with('queued', (db) =>
+          db
+            .insertInto('ai_pending_messages')
+            .values([...messages.values()])
+            .onConflict((oc) => oc.doNothing())
+            .returning('message_id'),
+        )
+        .insertInto('ai_pending_turns')
+        .values([...turns.values()])
+        .onConflict((oc) =>
+          oc.column('id').doUpdateSet({
+            due_at: sql`greatest(ai_pending_turns.due_at, excluded.due_at)`,
+            causation_id: sql`excluded.causation_id`,
+            correlation_id: sql`excluded.correlation_id`,
+          }),
+        )
+        .execute();
+      messages.clear();
+      turns.clear();
+    },
+  };
+}
+
+/**
+ * Queues what the log brings: `message.received` into a pending turn per conversation (consecutive
+ * ones together, see `createInboundQueue`), and `sequence.ai_step_requested` into a pending step;
+ * `lead.erased` takes the lead's out. In log order, and in the same transaction as the consumer's
  * checkpoint, so nothing is queued twice or lost.
  */
 async function intake(
   trx: Transaction<Database>,
   deps: IntakeDeps,
-  partition: number,
+  inbound: ReturnType<typeof createInboundQueue>,
   record: PositionedEvent & { event: DomainEvent },
 ) {
   const { event } = record;
   if (event.type === 'message.received') {
-    const { data } = event;
     // Keywords and revocations in words are the messaging decider's (it confirms an opt-out once).
-    if (keywordOf(data.body) || optOutOf(data.body)) return;
-    const at = new Date(event.occurred_at);
-    if (deps.clock.now().getTime() - at.getTime() > MAX_INTAKE_AGE_MS) return;
-    const turnId = inboundTurnId(event.account_id, data.phone);
-    await trx
-      .insertInto('ai_pending_messages')
-      .values({
-        message_id: data.message_id,
-        turn_id: turnId,
-        account_id: event.account_id,
-        phone: data.phone,
-        body: data.body,
-        media: JSON.stringify(data.media),
-        received_at: event.occurred_at,
-        log_partition: partition,
-        log_next_offset: BigInt(record.offset) + 1n,
-      })
-      .onConflict((oc) => oc.doNothing())
-      .execute();
-    const due = new Date(at.getTime() + deps.replyDelayMs);
-    await trx
-      .insertInto('ai_pending_turns')
-      .values({
-        id: turnId,
-        kind: 'inbound',
-        account_id: event.account_id,
-        partner_id: event.partner_id,
-        phone: data.phone,
-        due_at: due,
-        lease_until: null,
-        first_failure_at: null,
-        step: null,
-        causation_id: event.id,
-        correlation_id: event.correlation_id,
-      })
-      .onConflict((oc) =>
-        oc.column('id').doUpdateSet({
-          // A later message of the burst pushes the answer back; an earlier redelivery does not.
-          due_at: sql`greatest(ai_pending_turns.due_at, excluded.due_at)`,
-          causation_id: sql`excluded.causation_id`,
-          correlation_id: sql`excluded.correlation_id`,
-        }),
-      )
-      .execute();
-  } else if (event.type === 'lead.erased') {
+    if (keywordOf(event.data.body) || optOutOf(event.data.body)) return;
+    if (deps.clock.now().getTime() - new Date(event.occurred_at).getTime() > MAX_INTAKE_AGE_MS) return;
+    inbound.add({ ...record, event });
+    return;
+  }
+  // Anything else comes after the messages before it.
+  await inbound.flush();
+  if (event.type === 'lead.erased') {
     // In log order with the intake: what the lead sent before its erasure is forgotten, a message from
     // the same number after it (a new lead) is queued as any other.
     await forgetErasedLead(trx, deps, event);
@@ -136,8 +170,10 @@ export async function intakeBatch(
   const { db, clock } = deps;
   await db.transaction().execute(async (trx) => {
     const fresh = await freshRecords(trx, 'ai_agent_checkpoints', topic, partition, records, clock.now());
+    const inbound = createInboundQueue(trx, deps, partition);
     for (const record of fresh)
-      if (record.event) await intake(trx, deps, partition, { ...record, event: record.event });
+      if (record.event) await intake(trx, deps, inbound, { ...record, event: record.event });
+    await inbound.flush();
     await advanceCheckpoint(trx, 'ai_agent_checkpoints', topic, partition, last.offset, clock.now());
   });
 }
