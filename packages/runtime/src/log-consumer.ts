@@ -308,25 +308,21 @@ async function consumeTopics(
       .executeTakeFirst();
     return BigInt(row?.next_offset ?? '0');
   };
-  const passedOver = passedOverRuns({
-    db,
-    table: deps.checkpoints,
-    seekBack: async (topic, partition) => {
-      const offset = (await checkpointOf(topic, partition)).toString();
-      try {
-        consumer.seek({ topic, partition, offset });
-      } catch {
-        // Stopped: whoever is assigned the partition next starts from its checkpoint anyway.
-      }
-    },
-  });
+  /** Continues the partition from its checkpoint (on assignment, and when a batch ran ahead of it). */
+  const seekToCheckpoint = async (topic: string, partition: number) => {
+    const offset = (await checkpointOf(topic, partition)).toString();
+    try {
+      consumer.seek({ topic, partition, offset });
+    } catch {
+      // Stopped meanwhile: whoever is assigned the partition next starts from its checkpoint anyway.
+    }
+  };
+  const passedOver = passedOverRuns({ db, table: deps.checkpoints, seekBack: seekToCheckpoint });
   consumer.on(consumer.events.GROUP_JOIN, async ({ payload }) => {
     seekedTo.clear();
     passedOver.clear();
     for (const [topic, partitions] of Object.entries(payload.memberAssignment)) {
-      for (const partition of partitions) {
-        consumer.seek({ topic, partition, offset: (await checkpointOf(topic, partition)).toString() });
-      }
+      for (const partition of partitions) await seekToCheckpoint(topic, partition);
     }
   });
   consumer.on(consumer.events.CRASH, ({ payload }) => deps.onCrash?.(payload.error, payload.restart));
