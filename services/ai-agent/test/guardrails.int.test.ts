@@ -208,18 +208,28 @@ describe('staying quiet', () => {
 
   it('sends at most the daily number of AI messages to a lead', async () => {
     const { system, partner } = world;
+    // One a day: the first message is answered, the second (counted against the first reply) is not.
     const capped = await world.startAgent({
       groupId: `${system.env.config.TOPIC_PREFIX}ai-agent-capped-${newUuid()}`,
-      maxMessagesPerLeadPerDay: 0,
+      maxMessagesPerLeadPerDay: 1,
     });
     await world.agents[0]!.stop();
     world.agents.shift();
     const account = await newAccount(partner);
     const phone = '+15125550207';
-    const sid = await inbound(system, account.number, phone, 'Hi');
+    const aiReplies = async () =>
+      (await messagesOf(partner, account.id, phone)).filter((m) => m.source === 'ai');
+
+    const first = await inbound(system, account.number, phone, 'Hi');
     clock.advance(5_000);
     await capped.work();
-    await handled(system, account.id, [await messageIdOf(system, sid)]);
-    expect((await messagesOf(partner, account.id, phone)).filter((m) => m.source === 'ai')).toEqual([]);
+    await handled(system, account.id, [await messageIdOf(system, first)]);
+    await eventually(async () => ((await aiReplies()).length === 1 ? true : undefined));
+
+    const second = await inbound(system, account.number, phone, 'Are you there?');
+    clock.advance(5_000);
+    await capped.work();
+    await handled(system, account.id, [await messageIdOf(system, second)]);
+    expect(await aiReplies()).toHaveLength(1);
   });
 });
