@@ -1,6 +1,6 @@
 import { aiPaused, DEFAULT_SENDING_WINDOW, stepHold, type AiTurnState } from '@leadline/domain';
 import type { Database } from '@leadline/runtime';
-import type { Kysely, Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import { consentStateOf, consentStatuses } from './consent';
 import { conversationStates, type SubjectKeys } from './conversation';
 import { proactiveSends } from './sequence';
@@ -17,6 +17,34 @@ export const loadAiAccount = (reader: Kysely<Database>, accountId: string): Prom
     .select(['id', 'status', 'company_name', 'ai_pause_minutes', 'sending_window', 'consent_required'])
     .where('id', '=', accountId)
     .executeTakeFirst();
+
+/**
+ * Which of `keys` were handled already, and how many AI messages each of `phones` was sent in the last
+ * 24 hours: one statement for both, since every AI turn reads them (its pre-check and its recording).
+ */
+async function handledAndToday(
+  reader: Kysely<Database>,
+  accountId: string,
+  keys: readonly string[],
+  phones: readonly string[],
+  now: Date,
+): Promise<{ handledKeys: Set<string>; todayOf: Map<string, number> }> {
+  const { rows } = await sql<{ kind: 'handled' | 'today'; value: string; count: string }>`
+    select 'handled' as kind, turn_key as value, 0::bigint as count from ai_handled_turns
+    where account_id = ${accountId} and turn_key = any(${keys}::text[])
+    union all
+    select 'today', phone, count(*) from messages
+    where account_id = ${accountId} and phone = any(${phones}::text[]) and direction = 'outbound'
+      and source = 'ai' and sent_at > ${new Date(now.getTime() - 24 * 3600_000)}
+    group by phone`.execute(reader);
+  const handledKeys = new Set<string>();
+  const todayOf = new Map<string, number>();
+  for (const { kind, value, count } of rows) {
+    if (kind === 'handled') handledKeys.add(value);
+    else todayOf.set(value, Number(count));
+  }
+  return { handledKeys, todayOf };
+}
 
 /** One turn to load the state of: its number, its sequence step (if any), its keys, and whether its decision needs the checklist. */
 export interface AiTurnRequest {
@@ -44,27 +72,10 @@ export async function aiTurnStates(
   const stepPhones = [...new Set(requests.flatMap((request) => (request.step ? [request.phone] : [])))];
   const enrollmentIds = requests.flatMap((request) => (request.step ? [request.step.enrollment_id] : []));
   const keys = requests.flatMap((request) => request.keys);
-  const [conversations, handled, today, requirements, sent, enrollments, consents] = await Promise.all([
+  const [conversations, turnCounts, requirements, sent, enrollments, consents] = await Promise.all([
     // With the STOPs answered to Twilio whose decision is still queued: they silence the AI too.
     conversationStates(reader, subjects, account, phones),
-    keys.length === 0
-      ? Promise.resolve([])
-      : reader
-          .selectFrom('ai_handled_turns')
-          .select('turn_key')
-          .where('account_id', '=', account.id)
-          .where('turn_key', 'in', keys)
-          .execute(),
-    reader
-      .selectFrom('messages')
-      .select((eb) => ['phone', eb.fn.countAll<string>().as('count')])
-      .where('account_id', '=', account.id)
-      .where('phone', 'in', phones)
-      .where('direction', '=', 'outbound')
-      .where('source', '=', 'ai')
-      .where('sent_at', '>', new Date(now.getTime() - 24 * 3600_000))
-      .groupBy('phone')
-      .execute(),
+    handledAndToday(reader, account.id, keys, phones, now),
     requests.some((request) => request.withChecklist)
       ? reader
           .selectFrom('requirements')
@@ -100,8 +111,7 @@ export async function aiTurnStates(
           .select(['lead_id', 'requirement_id'])
           .where('lead_id', 'in', checklistLeads)
           .execute();
-  const handledKeys = new Set(handled.map((row) => row.turn_key));
-  const todayOf = new Map(today.map((row) => [row.phone, Number(row.count)]));
+  const { handledKeys, todayOf } = turnCounts;
   const enrollmentOf = new Map(enrollments.map((row) => [row.id, row]));
   return requests.map(({ phone, step, keys: turnKeys, withChecklist }) => {
     const conversation = conversations.get(phone)!;
