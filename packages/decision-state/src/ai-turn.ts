@@ -1,5 +1,5 @@
 import { aiPaused, DEFAULT_SENDING_WINDOW, stepHold, type AiTurnState } from '@leadline/domain';
-import type { Database } from '@leadline/runtime';
+import { optOutHoldsQuery, type Database } from '@leadline/runtime';
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { consentStateOf, consentStatuses } from './consent';
 import { conversationStates, type SubjectKeys } from './conversation';
@@ -19,31 +19,49 @@ export const loadAiAccount = (reader: Kysely<Database>, accountId: string): Prom
     .executeTakeFirst();
 
 /**
- * Which of `keys` were handled already, and how many AI messages each of `phones` was sent in the last
- * 24 hours: one statement for both, since every AI turn reads them (its pre-check and its recording).
+ * Which of `keys` were handled already, how many AI messages each of `phones` was sent in the last 24
+ * hours, and the numbers' opt-out holds (see `optOutHolds`): one statement for the three, since every
+ * AI turn reads them (its pre-check and its recording).
  */
-async function handledAndToday(
+function turnChecks(
   reader: Kysely<Database>,
+  subjects: SubjectKeys,
   accountId: string,
   keys: readonly string[],
   phones: readonly string[],
   now: Date,
-): Promise<{ handledKeys: Set<string>; todayOf: Map<string, number> }> {
-  const { rows } = await sql<{ kind: 'handled' | 'today'; value: string; count: string }>`
-    select 'handled' as kind, turn_key as value, 0::bigint as count from ai_handled_turns
+) {
+  const holds = optOutHoldsQuery(subjects, accountId, phones);
+  const rows = sql<{ kind: 'handled' | 'today' | 'pending' | 'suppressed'; value: string; count: string }>`
+    select hold as kind, value, 0::bigint as count from (${holds.query}) as holds
+    union all
+    select 'handled', turn_key, 0 from ai_handled_turns
     where account_id = ${accountId} and turn_key = any(${keys}::text[])
     union all
     select 'today', phone, count(*) from messages
     where account_id = ${accountId} and phone = any(${phones}::text[]) and direction = 'outbound'
       and source = 'ai' and sent_at > ${new Date(now.getTime() - 24 * 3600_000)}
-    group by phone`.execute(reader);
-  const handledKeys = new Set<string>();
-  const todayOf = new Map<string, number>();
-  for (const { kind, value, count } of rows) {
-    if (kind === 'handled') handledKeys.add(value);
-    else todayOf.set(value, Number(count));
-  }
-  return { handledKeys, todayOf };
+    group by phone`
+    .execute(reader)
+    .then((result) => result.rows);
+  return {
+    holds: rows.then((all) =>
+      holds.read(
+        all.flatMap(({ kind, value }) =>
+          kind === 'pending' || kind === 'suppressed' ? [{ hold: kind, value }] : [],
+        ),
+      ),
+    ),
+    counts: rows.then((all) => {
+      const handledKeys = new Set<string>();
+      const todayOf = new Map<string, number>();
+      for (const { kind, value, count } of all) {
+        if (kind === 'handled') handledKeys.add(value);
+        else if (kind === 'today') todayOf.set(value, Number(count));
+      }
+      return { handledKeys, todayOf };
+    }),
+  };
 }
 
 /** One turn to load the state of: its number, its sequence step (if any), its keys, and whether its decision needs the checklist. */
@@ -72,10 +90,11 @@ export async function aiTurnStates(
   const stepPhones = [...new Set(requests.flatMap((request) => (request.step ? [request.phone] : [])))];
   const enrollmentIds = requests.flatMap((request) => (request.step ? [request.step.enrollment_id] : []));
   const keys = requests.flatMap((request) => request.keys);
+  const checks = turnChecks(reader, subjects, account.id, keys, phones, now);
   const [conversations, turnCounts, requirements, sent, enrollments, consents] = await Promise.all([
     // With the STOPs answered to Twilio whose decision is still queued: they silence the AI too.
-    conversationStates(reader, subjects, account, phones),
-    handledAndToday(reader, account.id, keys, phones, now),
+    conversationStates(reader, subjects, account, phones, checks.holds),
+    checks.counts,
     requests.some((request) => request.withChecklist)
       ? reader
           .selectFrom('requirements')

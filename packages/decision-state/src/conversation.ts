@@ -114,18 +114,20 @@ export async function conversationState(
 
 /**
  * `conversationState` for many numbers of one account, in three queries whatever their number (a command
- * deciding for several conversations at once).
+ * deciding for several conversations at once), or two when the caller reads the opt-out holds itself,
+ * in a statement it sends anyway (`holds`, read with `optOutHoldsQuery`).
  */
 export async function conversationStates(
   db: Kysely<Database>,
   keys: SubjectKeys,
   account: StateAccount,
   phones: readonly string[],
+  holds?: Promise<OptOutHolds>,
 ): Promise<Map<string, ConversationState>> {
   const wanted = [...new Set(phones)];
   const states = new Map<string, ConversationState>();
   if (wanted.length === 0) return states;
-  const [conversations, leads, holds] = await Promise.all([
+  const [conversations, leads, held] = await Promise.all([
     db
       .selectFrom('conversations')
       .selectAll()
@@ -138,14 +140,14 @@ export async function conversationStates(
       .where('account_id', '=', account.id)
       .where('phone', 'in', wanted)
       .execute(),
-    optOutHolds(db, keys, account.id, wanted),
+    holds ?? optOutHolds(db, keys, account.id, wanted),
   ]);
   const conversationOf = new Map(conversations.map((row) => [row.phone, row]));
   const leadOf = new Map(leads.map((row) => [row.phone, row]));
   for (const phone of wanted)
     states.set(
       phone,
-      toConversationState(account, conversationOf.get(phone), leadOf.get(phone), holds, phone),
+      toConversationState(account, conversationOf.get(phone), leadOf.get(phone), held, phone),
     );
   return states;
 }

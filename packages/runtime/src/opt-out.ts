@@ -17,6 +17,44 @@ export interface OptOutHolds {
   suppressed: Set<string>;
 }
 
+type Hold = 'pending' | 'suppressed' | 'projected';
+
+/**
+ * The query behind `optOutHolds` (rows of `hold` and `value`), for a caller that sends it inside a
+ * statement of its own, and how to read its rows. With `projected`, also the numbers opted out on
+ * their conversation (`conversations.opted_out`).
+ */
+export function optOutHoldsQuery(
+  keys: SubjectOf,
+  accountId: string,
+  phones: readonly string[],
+  projected = false,
+) {
+  const wanted = [...new Set(phones)];
+  const phoneOf = new Map(wanted.map((phone) => [subjectOfPhone(keys, accountId, phone), phone]));
+  const query = sql<{ hold: Hold; value: string }>`
+    select 'pending' as hold, phone as value from opt_out_guards
+    where account_id = ${accountId} and phone = any(${wanted}::text[])
+    union all
+    select 'suppressed', subject from opt_out_suppressions
+    where account_id = ${accountId} and subject = any(${[...phoneOf.keys()]}::text[])
+    ${
+      projected
+        ? sql`union all select 'projected', phone from conversations
+            where account_id = ${accountId} and phone = any(${wanted}::text[]) and opted_out`
+        : sql``
+    }`;
+  const read = (rows: readonly { hold: Hold; value: string }[]) => {
+    const holds = { pending: new Set<string>(), suppressed: new Set<string>(), projected: new Set<string>() };
+    for (const { hold, value } of rows) {
+      if (hold === 'suppressed') holds.suppressed.add(phoneOf.get(value)!);
+      else holds[hold].add(value);
+    }
+    return holds;
+  };
+  return { query, read };
+}
+
 /**
  * Of `phones`, those with an opt-out decided elsewhere than on their conversation row: pending (see
  * `OptOutHolds`), suppressed past an erasure, and, with `projected`, opted out on the conversation
@@ -29,28 +67,9 @@ async function holdsOf(
   phones: readonly string[],
   projected: boolean,
 ): Promise<OptOutHolds & { projected: Set<string> }> {
-  const wanted = [...new Set(phones)];
-  const holds = { pending: new Set<string>(), suppressed: new Set<string>(), projected: new Set<string>() };
-  if (wanted.length === 0) return holds;
-  const subjects = keys;
-  const phoneOf = new Map(wanted.map((phone) => [subjectOfPhone(subjects, accountId, phone), phone]));
-  const { rows } = await sql<{ hold: 'pending' | 'suppressed' | 'projected'; value: string }>`
-    select 'pending' as hold, phone as value from opt_out_guards
-    where account_id = ${accountId} and phone = any(${wanted}::text[])
-    union all
-    select 'suppressed', subject from opt_out_suppressions
-    where account_id = ${accountId} and subject = any(${[...phoneOf.keys()]}::text[])
-    ${
-      projected
-        ? sql`union all select 'projected', phone from conversations
-            where account_id = ${accountId} and phone = any(${wanted}::text[]) and opted_out`
-        : sql``
-    }`.execute(db);
-  for (const { hold, value } of rows) {
-    if (hold === 'suppressed') holds.suppressed.add(phoneOf.get(value)!);
-    else holds[hold].add(value);
-  }
-  return holds;
+  const { query, read } = optOutHoldsQuery(keys, accountId, phones, projected);
+  if (phones.length === 0) return read([]);
+  return read((await query.execute(db)).rows);
 }
 
 /**
