@@ -121,6 +121,14 @@ describe('the model through Chat Completions with tools', () => {
     }
     const lead = (await partner.get(`/accounts/${account.id}/leads/${encodeURIComponent(phone)}`)).body;
     expect(lead.checklist.items[1].file_url).toBe(checklist.checklist[1].file_url);
+    // The prompt composed for this lead shows both as collected (for another number, as missing).
+    const promptFor = async (number: string) =>
+      (await partner.get(`/accounts/${account.id}/settings/prompt?phone=${encodeURIComponent(number)}`)).body
+        .composed_system_prompt as string;
+    expect((await promptFor(phone)).match(/\[collected: document received\]/g)).toHaveLength(2);
+    const other = '+15125550303';
+    expect((await partner.post(`/accounts/${account.id}/leads`, { phone: other })).status).toBe(201);
+    expect((await promptFor(other)).match(/\[MISSING\]/g)).toHaveLength(2);
   });
 
   it('keeps a prompt injection inside the conversation: no tool can reach another lead', async () => {
