@@ -1,19 +1,21 @@
 import type { PromptInput } from '@leadline/domain';
 import type { Database } from '@leadline/runtime';
-import type { ExpressionBuilder, Kysely } from 'kysely';
+import type { ExpressionBuilder, Kysely, Selectable } from 'kysely';
 import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres';
 
-/** The lead a prompt names: text only, so it survives JSON as it is. */
-export interface PromptLead {
-  id: string;
-  phone: string;
-  name: string | null;
-  first_name: string | null;
-  last_name: string | null;
-  email: string | null;
-  company: string | null;
-  property_address: string | null;
-}
+/** The lead's fields a prompt names: text only, so they survive JSON as they are. */
+const promptLeadColumns = [
+  'id',
+  'phone',
+  'name',
+  'first_name',
+  'last_name',
+  'email',
+  'company',
+  'property_address',
+] as const;
+
+export type PromptLead = Pick<Selectable<Database['leads']>, (typeof promptLeadColumns)[number]>;
 
 /**
  * Everything a prompt is composed from, each a JSON value of one select (Kysely's jsonArrayFrom and
@@ -27,11 +29,11 @@ export function promptInputSelections(
   accountId: string,
   phone: string | undefined,
 ) {
-  const leadWithPhone = (inner: ExpressionBuilder<Database, never>) =>
-    inner
-      .selectFrom('leads')
-      .where('account_id', '=', accountId)
-      .where('phone', '=', phone ?? '');
+  // The lead with `phone`; no lead at all without one.
+  const lead = eb
+    .selectFrom('leads')
+    .where('account_id', '=', accountId)
+    .where((row) => (phone === undefined ? row.lit(false) : row('phone', '=', phone)));
   return [
     jsonObjectFrom(
       eb
@@ -59,9 +61,7 @@ export function promptInputSelections(
       eb
         .selectFrom('lead_checklist_items')
         .select(['requirement_id', 'value', 'document_id'])
-        .where((row) =>
-          phone === undefined ? row.lit(false) : row('lead_id', '=', leadWithPhone(eb).select('id')),
-        ),
+        .where('lead_id', 'in', lead.select('id')),
     ).as('collected'),
     jsonArrayFrom(
       eb
@@ -79,18 +79,7 @@ export function promptInputSelections(
         .orderBy('created_at')
         .orderBy('id'),
     ).as('pages'),
-    jsonObjectFrom(
-      leadWithPhone(eb).select([
-        'id',
-        'phone',
-        'name',
-        'first_name',
-        'last_name',
-        'email',
-        'company',
-        'property_address',
-      ]),
-    ).as('lead'),
+    jsonObjectFrom(lead.select(promptLeadColumns)).as('lead'),
   ] as const;
 }
 
