@@ -85,6 +85,9 @@ export async function aiTurnStates(
   requests: readonly AiTurnRequest[],
   now: Date,
 ): Promise<AiTurnState[]> {
+  // Nothing asked, nothing read: with no numbers, `conversationStates` returns without awaiting the
+  // holds `turnChecks` reads for it, and a failure of that read would go unhandled.
+  if (requests.length === 0) return [];
   const window = account.sending_window ?? DEFAULT_SENDING_WINDOW;
   const phones = [...new Set(requests.map((request) => request.phone))];
   const stepPhones = [...new Set(requests.flatMap((request) => (request.step ? [request.phone] : [])))];
