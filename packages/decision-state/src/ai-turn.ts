@@ -2,7 +2,7 @@ import { aiPaused, DEFAULT_SENDING_WINDOW, stepHold, type AiTurnState } from '@l
 import { optOutHoldsQuery, type Database } from '@leadline/runtime';
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { consentStateOf, consentStatuses } from './consent';
-import { conversationStates, type SubjectKeys } from './conversation';
+import { conversationRows, conversationStatesOf, type SubjectKeys } from './conversation';
 import { proactiveSends } from './sequence';
 
 /** The account as an AI turn's decision reads it: its status, settings and sending window. */
@@ -23,7 +23,7 @@ export const loadAiAccount = (reader: Kysely<Database>, accountId: string): Prom
  * hours, and the numbers' opt-out holds (see `optOutHolds`): one statement for the three, since every
  * AI turn reads them (its pre-check and its recording).
  */
-function turnChecks(
+async function turnChecks(
   reader: Kysely<Database>,
   subjects: SubjectKeys,
   accountId: string,
@@ -32,7 +32,11 @@ function turnChecks(
   now: Date,
 ) {
   const holds = optOutHoldsQuery(subjects, accountId, phones);
-  const rows = sql<{ kind: 'handled' | 'today' | 'pending' | 'suppressed'; value: string; count: string }>`
+  const { rows } = await sql<{
+    kind: 'handled' | 'today' | 'pending' | 'suppressed';
+    value: string;
+    count: string;
+  }>`
     select hold as kind, value, 0::bigint as count from (${holds.query}) as holds
     union all
     select 'handled', turn_key, 0 from ai_handled_turns
@@ -41,26 +45,21 @@ function turnChecks(
     select 'today', phone, count(*) from messages
     where account_id = ${accountId} and phone = any(${phones}::text[]) and direction = 'outbound'
       and source = 'ai' and sent_at > ${new Date(now.getTime() - 24 * 3600_000)}
-    group by phone`
-    .execute(reader)
-    .then((result) => result.rows);
+    group by phone`.execute(reader);
+  const handledKeys = new Set<string>();
+  const todayOf = new Map<string, number>();
+  for (const { kind, value, count } of rows) {
+    if (kind === 'handled') handledKeys.add(value);
+    else if (kind === 'today') todayOf.set(value, Number(count));
+  }
   return {
-    holds: rows.then((all) =>
-      holds.read(
-        all.flatMap(({ kind, value }) =>
-          kind === 'pending' || kind === 'suppressed' ? [{ hold: kind, value }] : [],
-        ),
+    holds: holds.read(
+      rows.flatMap(({ kind, value }) =>
+        kind === 'pending' || kind === 'suppressed' ? [{ hold: kind, value }] : [],
       ),
     ),
-    counts: rows.then((all) => {
-      const handledKeys = new Set<string>();
-      const todayOf = new Map<string, number>();
-      for (const { kind, value, count } of all) {
-        if (kind === 'handled') handledKeys.add(value);
-        else if (kind === 'today') todayOf.set(value, Number(count));
-      }
-      return { handledKeys, todayOf };
-    }),
+    handledKeys,
+    todayOf,
   };
 }
 
@@ -85,19 +84,15 @@ export async function aiTurnStates(
   requests: readonly AiTurnRequest[],
   now: Date,
 ): Promise<AiTurnState[]> {
-  // Nothing asked, nothing read: with no numbers, `conversationStates` returns without awaiting the
-  // holds `turnChecks` reads for it, and a failure of that read would go unhandled.
   if (requests.length === 0) return [];
   const window = account.sending_window ?? DEFAULT_SENDING_WINDOW;
   const phones = [...new Set(requests.map((request) => request.phone))];
   const stepPhones = [...new Set(requests.flatMap((request) => (request.step ? [request.phone] : [])))];
   const enrollmentIds = requests.flatMap((request) => (request.step ? [request.step.enrollment_id] : []));
   const keys = requests.flatMap((request) => request.keys);
-  const checks = turnChecks(reader, subjects, account.id, keys, phones, now);
-  const [conversations, turnCounts, requirements, sent, enrollments, consents] = await Promise.all([
-    // With the STOPs answered to Twilio whose decision is still queued: they silence the AI too.
-    conversationStates(reader, subjects, account, phones, checks.holds),
-    checks.counts,
+  const [rows, checks, requirements, sent, enrollments, consents] = await Promise.all([
+    conversationRows(reader, account.id, phones),
+    turnChecks(reader, subjects, account.id, keys, phones, now),
     requests.some((request) => request.withChecklist)
       ? reader
           .selectFrom('requirements')
@@ -121,6 +116,8 @@ export async function aiTurnStates(
     // Only a sequence step's message may be held for consent.
     stepPhones.length === 0 ? Promise.resolve(new Map()) : consentStatuses(reader, account.id, stepPhones),
   ]);
+  // With the STOPs answered to Twilio whose decision is still queued: they silence the AI too.
+  const conversations = conversationStatesOf(account, phones, rows, checks.holds);
   const checklistLeads = requests.flatMap(({ phone, withChecklist }) => {
     const lead = conversations.get(phone)?.lead;
     return withChecklist && lead ? [lead.lead_id] : [];
@@ -133,7 +130,7 @@ export async function aiTurnStates(
           .select(['lead_id', 'requirement_id'])
           .where('lead_id', 'in', checklistLeads)
           .execute();
-  const { handledKeys, todayOf } = turnCounts;
+  const { handledKeys, todayOf } = checks;
   const enrollmentOf = new Map(enrollments.map((row) => [row.id, row]));
   return requests.map(({ phone, step, keys: turnKeys, withChecklist }) => {
     const conversation = conversations.get(phone)!;

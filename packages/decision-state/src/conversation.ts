@@ -112,42 +112,58 @@ export async function conversationState(
   return toConversationState(account, conversation, lead, holds, phone);
 }
 
+/** The conversation and lead rows of many numbers of one account (at least one): two queries whatever their number. */
+export async function conversationRows(db: Kysely<Database>, accountId: string, phones: readonly string[]) {
+  const [conversations, leads] = await Promise.all([
+    db
+      .selectFrom('conversations')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('phone', 'in', phones)
+      .execute(),
+    db
+      .selectFrom('leads')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('phone', 'in', phones)
+      .execute(),
+  ]);
+  return {
+    conversationOf: new Map(conversations.map((row) => [row.phone, row])),
+    leadOf: new Map(leads.map((row) => [row.phone, row])),
+  };
+}
+
+/** The states of `phones` from their rows and opt-out holds, read together by a caller that reads more beside them. */
+export function conversationStatesOf(
+  account: StateAccount,
+  phones: readonly string[],
+  { conversationOf, leadOf }: Awaited<ReturnType<typeof conversationRows>>,
+  holds: OptOutHolds,
+): Map<string, ConversationState> {
+  return new Map(
+    phones.map((phone) => [
+      phone,
+      toConversationState(account, conversationOf.get(phone), leadOf.get(phone), holds, phone),
+    ]),
+  );
+}
+
 /**
  * `conversationState` for many numbers of one account, in three queries whatever their number (a command
- * deciding for several conversations at once), or two when the caller reads the opt-out holds itself,
- * in a statement it sends anyway (`holds`, read with `optOutHoldsQuery`).
+ * deciding for several conversations at once).
  */
 export async function conversationStates(
   db: Kysely<Database>,
   keys: SubjectKeys,
   account: StateAccount,
   phones: readonly string[],
-  holds?: Promise<OptOutHolds>,
 ): Promise<Map<string, ConversationState>> {
   const wanted = [...new Set(phones)];
-  const states = new Map<string, ConversationState>();
-  if (wanted.length === 0) return states;
-  const [conversations, leads, held] = await Promise.all([
-    db
-      .selectFrom('conversations')
-      .selectAll()
-      .where('account_id', '=', account.id)
-      .where('phone', 'in', wanted)
-      .execute(),
-    db
-      .selectFrom('leads')
-      .selectAll()
-      .where('account_id', '=', account.id)
-      .where('phone', 'in', wanted)
-      .execute(),
-    holds ?? optOutHolds(db, keys, account.id, wanted),
+  if (wanted.length === 0) return new Map();
+  const [rows, holds] = await Promise.all([
+    conversationRows(db, account.id, wanted),
+    optOutHolds(db, keys, account.id, wanted),
   ]);
-  const conversationOf = new Map(conversations.map((row) => [row.phone, row]));
-  const leadOf = new Map(leads.map((row) => [row.phone, row]));
-  for (const phone of wanted)
-    states.set(
-      phone,
-      toConversationState(account, conversationOf.get(phone), leadOf.get(phone), held, phone),
-    );
-  return states;
+  return conversationStatesOf(account, wanted, rows, holds);
 }
