@@ -1,6 +1,6 @@
 import type { PromptInput } from '@leadline/domain';
 import type { Database } from '@leadline/runtime';
-import type { ExpressionBuilder, Kysely, Selectable } from 'kysely';
+import type { ExpressionBuilder, Selectable } from 'kysely';
 import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres';
 
 /** The lead's fields a prompt names: text only, so they survive JSON as they are. */
@@ -129,16 +129,4 @@ export function toPromptInput(
       : {},
   };
   return { input, lead: lead ?? undefined };
-}
-
-/** Everything the prompt is composed from, for the lead with `phone` (if given), in one statement. */
-export async function loadPromptInput(
-  db: Kysely<Database>,
-  account: { id: string; company_name: string },
-  phone?: string,
-): Promise<{ input: PromptInput; lead: PromptLead | undefined }> {
-  const row = await db
-    .selectNoFrom((eb) => promptInputSelections(eb, account.id, phone))
-    .executeTakeFirstOrThrow();
-  return toPromptInput(account, row);
 }

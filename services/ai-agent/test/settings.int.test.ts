@@ -61,6 +61,8 @@ describe('AI configuration', () => {
     const account = await newAccount(partner, [
       { name: 'Pay stub', type: 'document', description: 'Most recent one' },
     ]);
+    const defaults = await partner.get(`/accounts/${account.id}/settings/prompt`);
+    expect(defaults.body).toMatchObject({ mode: 'guided', updated_at: null });
     const guided = await partner.patch(`/accounts/${account.id}/settings/prompt`, {
       mode: 'guided',
       role_persona: 'Maya, the loan assistant of {{company}}',
@@ -70,6 +72,7 @@ describe('AI configuration', () => {
     expect(guided.body).toMatchObject({
       mode: 'guided',
       role_persona: 'Maya, the loan assistant of {{company}}',
+      updated_at: clock.now().toISOString(),
     });
     expect(guided.body.composed_system_prompt).toContain('You are Maya, the loan assistant of Sunrise.');
     expect(guided.body.composed_system_prompt).toContain(

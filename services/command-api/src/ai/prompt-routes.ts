@@ -1,4 +1,4 @@
-import { loadPromptInput } from '@leadline/decision-state';
+import { promptInputSelections, toPromptInput } from '@leadline/decision-state';
 import { composeSystemPrompt, defaultPromptSettings, normalizePhone } from '@leadline/domain';
 import { DomainError, notFound, type Database } from '@leadline/runtime';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
@@ -12,17 +12,25 @@ const tags = ['AI configuration'];
 
 const badRequest = (code: string, message: string) => new DomainError(400, code, message);
 
+/** The stored settings (defaults until first saved) and the prompt they compose, in one statement. */
 async function promptSettingsOf(
   db: Kysely<Database>,
   account: Pick<AccountRow, 'id' | 'company_name'>,
   phone?: string,
 ) {
-  const [settings, { input, lead }] = await Promise.all([
-    db.selectFrom('ai_prompt_settings').selectAll().where('account_id', '=', account.id).executeTakeFirst(),
-    loadPromptInput(db, account, phone),
-  ]);
+  const reads = await db
+    .selectNoFrom((eb) => [
+      ...promptInputSelections(eb, account.id, phone),
+      eb
+        .selectFrom('ai_prompt_settings')
+        .select('updated_at')
+        .where('account_id', '=', account.id)
+        .as('updated_at'),
+    ])
+    .executeTakeFirstOrThrow();
+  const { input, lead } = toPromptInput(account, reads);
   if (phone && !lead) throw notFound('lead');
-  const shown = settings ?? defaultPromptSettings;
+  const shown = reads.settings ?? defaultPromptSettings;
   return {
     mode: shown.mode,
     role_persona: shown.role_persona,
@@ -32,7 +40,7 @@ async function promptSettingsOf(
     special_instructions: shown.special_instructions,
     system_prompt: shown.system_prompt,
     composed_system_prompt: composeSystemPrompt(input),
-    updated_at: settings?.updated_at.toISOString() ?? null,
+    updated_at: reads.updated_at?.toISOString() ?? null,
   };
 }
 
