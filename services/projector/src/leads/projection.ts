@@ -5,21 +5,9 @@ import { sql, type Transaction } from 'kysely';
 import { defineProjection } from '../projection';
 import { runsByType } from '../runs';
 import { addUsage } from '../usage/counters';
+import { addToTotals, countById } from '../usage/totals';
 
 type LeadEvent = EventOf<'lead.created' | 'lead.updated' | 'lead.status_changed' | 'lead.deleted'>;
-
-/** Keeps each account's `total_leads` in step with the rows actually inserted or deleted. */
-async function adjustLeadTotals(trx: Transaction<Database>, accountIds: readonly string[], sign: 1 | -1) {
-  const byAccount = new Map<string, number>();
-  for (const id of accountIds) byAccount.set(id, (byAccount.get(id) ?? 0) + sign);
-  for (const [accountId, delta] of byAccount) {
-    await trx
-      .updateTable('accounts')
-      .set({ total_leads: sql`total_leads + ${delta}` })
-      .where('id', '=', accountId)
-      .execute();
-  }
-}
 
 async function created(trx: Transaction<Database>, events: readonly EventOf<'lead.created'>[]) {
   // Returning only the rows inserted now keeps totals and usage exact if a create is seen twice.
@@ -54,10 +42,11 @@ async function created(trx: Transaction<Database>, events: readonly EventOf<'lea
     .execute();
   const fresh = new Set(inserted.map((row) => row.id));
   const freshEvents = events.filter((event) => fresh.has(event.data.lead_id));
-  await adjustLeadTotals(
+  // Each account's `total_leads` follows the rows actually inserted.
+  await addToTotals(
     trx,
-    freshEvents.map((event) => event.account_id),
-    1,
+    { table: 'accounts', column: 'total_leads' },
+    countById(freshEvents.map((event) => event.account_id)),
   );
   // Leads that texted in first were not imported; billing counts imports.
   await addUsage(
@@ -113,10 +102,13 @@ async function deleted(trx: Transaction<Database>, events: readonly EventOf<'lea
   const ids = events.map((event) => event.data.lead_id);
   const removed = await trx.deleteFrom('leads').where('id', 'in', ids).returning('account_id').execute();
   await trx.deleteFrom('lead_checklist_items').where('lead_id', 'in', ids).execute();
-  await adjustLeadTotals(
+  await addToTotals(
     trx,
-    removed.map((row) => row.account_id),
-    -1,
+    { table: 'accounts', column: 'total_leads' },
+    countById(
+      removed.map((row) => row.account_id),
+      -1,
+    ),
   );
 }
 

@@ -5,6 +5,7 @@ import { sql, type RawBuilder, type Transaction } from 'kysely';
 import { defineProjection } from '../projection';
 import { runsByType } from '../runs';
 import { addUsage } from '../usage/counters';
+import { addToTotals, countById } from '../usage/totals';
 
 const handled = [
   'message.received',
@@ -250,15 +251,11 @@ async function started(trx: Trx, events: readonly EventOf<'conversation.started'
     .returning(['account_id', 'phone'])
     .execute();
   const fresh = startedRows.map((row) => first.get(`${row.account_id}\u0000${row.phone}`)!);
-  const perAccount = new Map<string, number>();
-  for (const event of fresh) perAccount.set(event.account_id, (perAccount.get(event.account_id) ?? 0) + 1);
-  for (const [accountId, count] of perAccount) {
-    await trx
-      .updateTable('accounts')
-      .set({ total_conversations: sql`total_conversations + ${count}` })
-      .where('id', '=', accountId)
-      .execute();
-  }
+  await addToTotals(
+    trx,
+    { table: 'accounts', column: 'total_conversations' },
+    countById(fresh.map((event) => event.account_id)),
+  );
   await addUsage(trx, 'conversations', fresh);
 }
 
@@ -295,6 +292,20 @@ async function setFlags(trx: Trx, event: MessagingEvent) {
     .execute();
 }
 
+/**
+ * A run of failures as one statement (a sequencer batch can fail many sends at once). A message failed
+ * twice keeps its first failure, as applying them one by one would: the second finds it failed already.
+ */
+async function failed(trx: Trx, events: readonly EventOf<'message.failed'>[]) {
+  const firstOf = new Map<string, string>();
+  for (const { data } of events)
+    if (!firstOf.has(data.message_id)) firstOf.set(data.message_id, data.error_code ?? data.reason);
+  await sql`
+    update messages set status = 'failed', error_code = f.error_code, held_reason = null, held_until = null
+    from unnest(${[...firstOf.keys()]}::text[], ${[...firstOf.values()]}::text[]) as f (id, error_code)
+    where messages.id = f.id and messages.status in ('queued', 'sent')`.execute(trx);
+}
+
 async function applyRun(trx: Trx, run: MessagingEvent[]) {
   const first = run[0]!;
   switch (first.type) {
@@ -309,20 +320,7 @@ async function applyRun(trx: Trx, run: MessagingEvent[]) {
     case 'message.status_updated':
       return statusUpdated(trx, run as EventOf<'message.status_updated'>[]);
     case 'message.failed':
-      for (const { data } of run as EventOf<'message.failed'>[]) {
-        await trx
-          .updateTable('messages')
-          .set({
-            status: 'failed',
-            error_code: data.error_code ?? data.reason,
-            held_reason: null,
-            held_until: null,
-          })
-          .where('id', '=', data.message_id)
-          .where('status', 'in', ['queued', 'sent'])
-          .execute();
-      }
-      return;
+      return failed(trx, run as EventOf<'message.failed'>[]);
     case 'conversation.started':
       return started(trx, run as EventOf<'conversation.started'>[]);
     case 'conversation.ai_paused':

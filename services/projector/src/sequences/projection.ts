@@ -5,21 +5,16 @@ import { sql, type Transaction } from 'kysely';
 import { defineProjection } from '../projection';
 import { runsByType } from '../runs';
 import { addUsage } from '../usage/counters';
+import { addToTotals, countById } from '../usage/totals';
 
 type Trx = Transaction<Database>;
 
 /** `stats.active_sequences` counts the account's sequences with `is_active` true. */
 async function recountActiveSequences(trx: Trx, accountIds: ReadonlySet<string>) {
-  for (const accountId of accountIds) {
-    await trx
-      .updateTable('accounts')
-      .set({
-        active_sequences: sql`(select count(*) from sequences
-          where account_id = ${accountId} and is_active)::int`,
-      })
-      .where('id', '=', accountId)
-      .execute();
-  }
+  if (accountIds.size === 0) return;
+  await sql`update accounts set active_sequences = (select count(*) from sequences
+      where sequences.account_id = accounts.id and is_active)::int
+    where accounts.id = any(${[...accountIds]}::text[])`.execute(trx);
 }
 
 /** The enrollment columns a change may set, with their SQL types (for a batch's recordset). */
@@ -161,16 +156,11 @@ async function countCompletions(
   done: ReadonlySet<string>,
 ) {
   const counted = run.filter((event) => done.has(event.data.enrollment_id));
-  const bySequence = new Map<string, number>();
-  for (const event of counted)
-    bySequence.set(event.data.sequence_id, (bySequence.get(event.data.sequence_id) ?? 0) + 1);
-  for (const [sequenceId, count] of bySequence) {
-    await trx
-      .updateTable('sequences')
-      .set({ completed_count: sql`completed_count + ${count}` })
-      .where('id', '=', sequenceId)
-      .execute();
-  }
+  await addToTotals(
+    trx,
+    { table: 'sequences', column: 'completed_count' },
+    countById(counted.map((event) => event.data.sequence_id)),
+  );
   await addUsage(trx, 'sequences_completed', counted);
 }
 
