@@ -1,7 +1,7 @@
 import { conversationChange } from '@leadline/domain';
 import type { DomainEvent, EventOf } from '@leadline/events';
 import { isErased, type Database } from '@leadline/runtime';
-import { sql, type RawBuilder, type Transaction } from 'kysely';
+import { sql, type Insertable, type RawBuilder, type Transaction } from 'kysely';
 import { defineProjection } from '../projection';
 import { runsByType } from '../runs';
 import { addUsage } from '../usage/counters';
@@ -33,51 +33,62 @@ const rank = (status: RawBuilder<unknown>) =>
   sql`(case ${status} when 'queued' then 0 when 'sent' then 1 else 2 end)`;
 const rankOf = (status: string) => (status === 'queued' ? 0 : status === 'sent' ? 1 : 2);
 
-interface Touch {
-  account_id: string;
-  phone: string;
-  body: string;
-  at: string;
-}
-
 /**
- * Counts new messages on their conversations (created on first sight) with one statement: count,
- * preview and last_message_at, whatever order the rows come in.
+ * Inserts a run's messages and counts the ones actually inserted on their conversations (created on
+ * first sight: count, preview and last_message_at, whatever order the rows come in), in one statement.
+ * Answers the ids inserted: a message seen twice (by id or by provider id) is stored and counted once.
  */
-async function touchConversations(trx: Trx, touches: readonly Touch[]) {
-  const byKey = new Map<string, Touch & { count: number }>();
-  for (const touch of touches) {
-    const key = `${touch.account_id}\u0000${touch.phone}`;
-    const entry = byKey.get(key);
-    if (!entry) byKey.set(key, { ...touch, count: 1 });
-    else byKey.set(key, { ...(touch.at >= entry.at ? touch : entry), count: entry.count + 1 });
-  }
-  if (byKey.size === 0) return;
-  await trx
-    .insertInto('conversations')
-    .values(
-      [...byKey.values()].map((entry) => ({
-        account_id: entry.account_id,
-        phone: entry.phone,
-        started_at: null,
-        preview: entry.body.slice(0, 160),
-        last_message_at: entry.at,
-        message_count: entry.count,
-        ai_paused_until: null,
-        opted_out_at: null,
-      })),
+async function insertMessages(
+  trx: Trx,
+  rows: readonly Insertable<Database['messages']>[],
+): Promise<Set<string>> {
+  const inserted = await trx
+    .with('inserted', (db) =>
+      db
+        .insertInto('messages')
+        .values(rows)
+        .onConflict((oc) => oc.doNothing())
+        .returning(['id', 'account_id', 'phone', 'body', 'sent_at']),
     )
-    .onConflict((oc) =>
-      oc.columns(['account_id', 'phone']).doUpdateSet({
-        message_count: sql`conversations.message_count + excluded.message_count`,
-        // Every SET expression sees the row as it was, so this compares with the old last_message_at.
-        preview: sql`case when conversations.last_message_at is null
-          or excluded.last_message_at >= conversations.last_message_at
-          then excluded.preview else conversations.preview end`,
-        last_message_at: sql`greatest(conversations.last_message_at, excluded.last_message_at)`,
-      }),
+    .with('touched', (db) =>
+      db
+        .insertInto('conversations')
+        .columns(['account_id', 'phone', 'preview', 'last_message_at', 'message_count'])
+        .expression((eb) =>
+          eb
+            .selectFrom('inserted')
+            // The newest message of each conversation names its preview (the later id on the same instant).
+            .distinctOn(['account_id', 'phone'])
+            .select((row) => [
+              'account_id',
+              'phone',
+              sql<string>`left(body, 160)`.as('preview'),
+              'sent_at',
+              row.fn
+                .countAll<number>()
+                .over((over) => over.partitionBy(['account_id', 'phone']))
+                .as('count'),
+            ])
+            .orderBy('account_id')
+            .orderBy('phone')
+            .orderBy('sent_at', 'desc')
+            .orderBy('id', 'desc'),
+        )
+        .onConflict((oc) =>
+          oc.columns(['account_id', 'phone']).doUpdateSet({
+            message_count: sql`conversations.message_count + excluded.message_count`,
+            // Every SET expression sees the row as it was, so this compares with the old last_message_at.
+            preview: sql`case when conversations.last_message_at is null
+              or excluded.last_message_at >= conversations.last_message_at
+              then excluded.preview else conversations.preview end`,
+            last_message_at: sql`greatest(conversations.last_message_at, excluded.last_message_at)`,
+          }),
+        ),
     )
+    .selectFrom('inserted')
+    .select('id')
     .execute();
+  return new Set(inserted.map((row) => row.id));
 }
 
 /**
@@ -93,74 +104,52 @@ function content(data: { body: string; media?: { url: string; content_type: stri
 }
 
 async function received(trx: Trx, events: readonly EventOf<'message.received'>[]) {
-  // A MessageSid seen twice (by id or by provider id) is stored once and counted once.
-  const inserted = await trx
-    .insertInto('messages')
-    .values(
-      events.map(({ account_id, occurred_at, data }) => {
-        const { body, media, content_expired } = content(data);
-        return {
-          id: data.message_id,
-          account_id,
-          phone: data.phone,
-          direction: 'inbound' as const,
-          body,
-          source: null,
-          sender_name: null,
-          status: 'received' as const,
-          provider_message_id: data.provider_message_id,
-          error_code: null,
-          media: JSON.stringify(media),
-          sent_at: occurred_at,
-          content_expired,
-        };
-      }),
-    )
-    .onConflict((oc) => oc.doNothing())
-    .returning('id')
-    .execute();
-  const fresh = new Set(inserted.map((row) => row.id));
-  const freshEvents = events.filter((event) => fresh.has(event.data.message_id));
-  await touchConversations(
+  const fresh = await insertMessages(
     trx,
-    freshEvents.map((event) => ({
-      ...event,
-      ...event.data,
-      body: content(event.data).body,
-      at: event.occurred_at,
-    })),
-  );
-  await addUsage(trx, 'messages_received', freshEvents);
-}
-
-async function outboundRequested(trx: Trx, events: readonly EventOf<'message.outbound_requested'>[]) {
-  const inserted = await trx
-    .insertInto('messages')
-    .values(
-      events.map(({ account_id, occurred_at, data }) => ({
+    events.map(({ account_id, occurred_at, data }) => {
+      const { body, media, content_expired } = content(data);
+      return {
         id: data.message_id,
         account_id,
         phone: data.phone,
-        direction: 'outbound' as const,
-        body: content(data).body,
-        source: data.source,
-        sender_name: data.sender_name,
-        status: 'queued' as const,
-        provider_message_id: null,
+        direction: 'inbound' as const,
+        body,
+        source: null,
+        sender_name: null,
+        status: 'received' as const,
+        provider_message_id: data.provider_message_id,
         error_code: null,
+        media: JSON.stringify(media),
         sent_at: occurred_at,
-        content_expired: content(data).content_expired,
-      })),
-    )
-    .onConflict((oc) => oc.doNothing())
-    .returning('id')
-    .execute();
-  const fresh = new Set(inserted.map((row) => row.id));
-  await touchConversations(
+        content_expired,
+      };
+    }),
+  );
+  // Once each, a message twice in the run included.
+  await addUsage(
     trx,
-    events
-      .filter((event) => fresh.has(event.data.message_id))
-      .map((event) => ({ ...event, ...event.data, body: content(event.data).body, at: event.occurred_at })),
+    'messages_received',
+    events.filter((event) => fresh.delete(event.data.message_id)),
+  );
+}
+
+async function outboundRequested(trx: Trx, events: readonly EventOf<'message.outbound_requested'>[]) {
+  await insertMessages(
+    trx,
+    events.map(({ account_id, occurred_at, data }) => ({
+      id: data.message_id,
+      account_id,
+      phone: data.phone,
+      direction: 'outbound' as const,
+      body: content(data).body,
+      source: data.source,
+      sender_name: data.sender_name,
+      status: 'queued' as const,
+      provider_message_id: null,
+      error_code: null,
+      sent_at: occurred_at,
+      content_expired: content(data).content_expired,
+    })),
   );
 }
 
