@@ -11,7 +11,13 @@ import {
 import { optedOutPhones, optOutHolds, type Database } from '@leadline/runtime';
 import type { Kysely, Selectable } from 'kysely';
 import { consentState, consentStateOf, consentStatuses } from './consent';
-import { conversationState, conversationView, toLead, type SubjectKeys } from './conversation';
+import {
+  conversationRows,
+  conversationState,
+  conversationView,
+  toLead,
+  type SubjectKeys,
+} from './conversation';
 
 type AccountRow = Selectable<Database['accounts']>;
 type SequenceRow = Selectable<Database['sequences']>;
@@ -267,21 +273,10 @@ export async function accountStepStates(
   const sequenceIds = [...new Set(rows.map((row) => row.sequence_id))];
   const phones = [...new Set(rows.map((row) => row.phone))];
   const withSteps = withWindow(account);
-  const [sequences, versions, conversations, leads, sent, holds, consents] = await Promise.all([
+  const [sequences, versions, { conversationOf, leadOf }, sent, holds, consents] = await Promise.all([
     db.selectFrom('sequences').select(['id', 'is_active']).where('id', 'in', sequenceIds).execute(),
     db.selectFrom('sequence_step_versions').selectAll().where('sequence_id', 'in', sequenceIds).execute(),
-    db
-      .selectFrom('conversations')
-      .selectAll()
-      .where('account_id', '=', accountId)
-      .where('phone', 'in', phones)
-      .execute(),
-    db
-      .selectFrom('leads')
-      .selectAll()
-      .where('account_id', '=', accountId)
-      .where('phone', 'in', phones)
-      .execute(),
+    conversationRows(db, accountId, phones),
     proactiveSends(db, accountId, withSteps.sending_window, phones, now),
     // An opt-out answered to Twilio whose decision is still queued holds the step as a projected one
     // does; one kept past an erasure is the conversation's.
@@ -290,8 +285,6 @@ export async function accountStepStates(
   ]);
   const sequenceById = new Map(sequences.map((row) => [row.id, row]));
   const stepsOf = new Map(versions.map((row) => [`${row.sequence_id}/${row.version}`, row.steps]));
-  const conversationOf = new Map(conversations.map((row) => [row.phone, row]));
-  const leadOf = new Map(leads.map((row) => [row.phone, row]));
   for (const row of rows) {
     const conversation = conversationOf.get(row.phone);
     const lead = leadOf.get(row.phone);
