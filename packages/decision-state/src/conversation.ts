@@ -134,11 +134,13 @@ export async function conversationRows(db: Kysely<Database>, accountId: string, 
   };
 }
 
+export type ConversationRows = Awaited<ReturnType<typeof conversationRows>>;
+
 /** The states of `phones` from their rows and opt-out holds, read together by a caller that reads more beside them. */
 export function conversationStatesOf(
   account: StateAccount,
   phones: readonly string[],
-  { conversationOf, leadOf }: Awaited<ReturnType<typeof conversationRows>>,
+  { conversationOf, leadOf }: ConversationRows,
   holds: OptOutHolds,
 ): Map<string, ConversationState> {
   return new Map(

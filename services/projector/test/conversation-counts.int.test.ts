@@ -34,13 +34,16 @@ const requested = (id: string, to: string, body: string, second: number): Domain
   occurred_at: at(second),
 });
 
-const conversation = (number: string) =>
+/** Each number's conversation: its count, preview and last message's time. */
+const conversations = () =>
   log.infrastructure.db
     .selectFrom('conversations')
-    .select(['message_count', 'preview', 'last_message_at'])
+    .select(['phone', 'message_count', 'preview', 'last_message_at'])
     .where('account_id', '=', accountId)
-    .where('phone', '=', number)
-    .executeTakeFirstOrThrow();
+    .execute()
+    .then((rows) =>
+      Object.fromEntries(rows.map(({ phone: number, ...conversation }) => [number, conversation])),
+    );
 const messagesReceived = () =>
   log.infrastructure.db
     .selectFrom('usage_counters')
@@ -61,33 +64,22 @@ describe('a run of messages on its conversations', () => {
     ];
     const later = [
       received('m5', phone, 'Delivered late, sent before all the others', 5),
-      requested('m6', other, 'Sent last of all', 40),
+      requested('m6', other, '🙂'.repeat(200), 40),
     ];
     const { topic, partition, records } = await log.append(accountId, [...first, ...later]);
 
     await applyBatch(log.infrastructure.db, projections, topic, partition, records(first, 0));
-    expect(await conversation(phone)).toEqual({
-      message_count: 3,
-      preview: 'The newest, logged first',
-      last_message_at: new Date(at(30)),
-    });
-    expect(await conversation(other)).toEqual({
-      message_count: 1,
-      preview: 'Another number',
-      last_message_at: new Date(at(20)),
+    expect(await conversations()).toEqual({
+      [phone]: { message_count: 3, preview: 'The newest, logged first', last_message_at: new Date(at(30)) },
+      [other]: { message_count: 1, preview: 'Another number', last_message_at: new Date(at(20)) },
     });
     expect(await messagesReceived()).toBe(3);
 
     await applyBatch(log.infrastructure.db, projections, topic, partition, records(later, first.length));
-    expect(await conversation(phone)).toEqual({
-      message_count: 4,
-      preview: 'The newest, logged first',
-      last_message_at: new Date(at(30)),
-    });
-    expect(await conversation(other)).toEqual({
-      message_count: 2,
-      preview: 'Sent last of all',
-      last_message_at: new Date(at(40)),
+    expect(await conversations()).toEqual({
+      [phone]: { message_count: 4, preview: 'The newest, logged first', last_message_at: new Date(at(30)) },
+      // The preview is the body's first 160 characters (an emoji is one).
+      [other]: { message_count: 2, preview: '🙂'.repeat(160), last_message_at: new Date(at(40)) },
     });
     expect(await messagesReceived()).toBe(4);
   });

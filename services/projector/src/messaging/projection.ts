@@ -34,6 +34,22 @@ const rank = (status: RawBuilder<unknown>) =>
 const rankOf = (status: string) => (status === 'queued' ? 0 : status === 'sent' ? 1 : 2);
 
 /**
+ * The first event of each message the statement changed (`changed`, the ids it returned): what a usage
+ * counter counts, once a message, even when the message is twice in the run.
+ */
+function firstOfEachChanged<E extends { data: { message_id: string } }>(
+  events: readonly E[],
+  changed: ReadonlySet<string>,
+): E[] {
+  const seen = new Set<string>();
+  return events.filter(({ data: { message_id: id } }) => {
+    if (!changed.has(id) || seen.has(id)) return false;
+    seen.add(id);
+    return true;
+  });
+}
+
+/**
  * Inserts a run's messages and counts the ones actually inserted on their conversations (created on
  * first sight: count, preview and last_message_at, whatever order the rows come in), in one statement.
  * Answers the ids inserted: a message seen twice (by id or by provider id) is stored and counted once.
@@ -125,31 +141,29 @@ async function received(trx: Trx, events: readonly EventOf<'message.received'>[]
       };
     }),
   );
-  // Once each, a message twice in the run included.
-  await addUsage(
-    trx,
-    'messages_received',
-    events.filter((event) => fresh.delete(event.data.message_id)),
-  );
+  await addUsage(trx, 'messages_received', firstOfEachChanged(events, fresh));
 }
 
 async function outboundRequested(trx: Trx, events: readonly EventOf<'message.outbound_requested'>[]) {
   await insertMessages(
     trx,
-    events.map(({ account_id, occurred_at, data }) => ({
-      id: data.message_id,
-      account_id,
-      phone: data.phone,
-      direction: 'outbound' as const,
-      body: content(data).body,
-      source: data.source,
-      sender_name: data.sender_name,
-      status: 'queued' as const,
-      provider_message_id: null,
-      error_code: null,
-      sent_at: occurred_at,
-      content_expired: content(data).content_expired,
-    })),
+    events.map(({ account_id, occurred_at, data }) => {
+      const { body, content_expired } = content(data);
+      return {
+        id: data.message_id,
+        account_id,
+        phone: data.phone,
+        direction: 'outbound' as const,
+        body,
+        source: data.source,
+        sender_name: data.sender_name,
+        status: 'queued' as const,
+        provider_message_id: null,
+        error_code: null,
+        sent_at: occurred_at,
+        content_expired,
+      };
+    }),
   );
 }
 
@@ -167,17 +181,7 @@ async function sent(trx: Trx, events: readonly EventOf<'message.sent'>[]) {
     where m.id = v.id and not m.sent
     returning m.id`.execute(trx);
   const fresh = new Set(updated.rows.map((row) => row.id));
-  const counted = new Set<string>();
-  await addUsage(
-    trx,
-    'messages_sent',
-    events.filter((event) => {
-      const id = event.data.message_id;
-      if (!fresh.has(id) || counted.has(id)) return false;
-      counted.add(id);
-      return true;
-    }),
-  );
+  await addUsage(trx, 'messages_sent', firstOfEachChanged(events, fresh));
 }
 
 /**
