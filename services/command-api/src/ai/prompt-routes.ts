@@ -85,7 +85,8 @@ export const promptRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { db, co
     },
     async (request) => {
       const body = request.body;
-      await executeOnAccount(commands, request, request.params.id, async (trx, account) => {
+      // Answered with the account the command read, not read again.
+      const saved = await executeOnAccount(commands, request, request.params.id, async (trx, account) => {
         const stored = await trx
           .selectFrom('ai_prompt_settings')
           .selectAll()
@@ -96,7 +97,7 @@ export const promptRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { db, co
             events: [
               { type: 'ai.prompt_updated', data: { mode: 'advanced', system_prompt: body.system_prompt } },
             ],
-            result: undefined,
+            result: account,
           };
         }
         const previous = stored?.mode === 'guided' ? stored : defaultPromptSettings;
@@ -120,11 +121,10 @@ export const promptRoutes: FastifyPluginAsyncZod<AppDeps> = async (app, { db, co
               },
             },
           ],
-          result: undefined,
+          result: account,
         };
       });
-      const account = await requireAccount(db, request, request.params.id);
-      return promptSettingsOf(db, account);
+      return promptSettingsOf(db, saved.result);
     },
   );
 };
