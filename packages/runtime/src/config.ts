@@ -13,17 +13,21 @@ export function loadConfig<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEn
 
 /**
  * How long a consumer instance that stopped answering keeps its partitions: its group notices after
- * this (kafkajs' default is 30 s), then hands them to a live instance.
+ * this (kafkajs' default is 30 s), then hands them to a live instance. The broker's least
+ * (`group.min.session.timeout.ms`, 6 s by default), three heartbeats long. It is also how long a
+ * group stalls when a broker that was its coordinator dies: kafkajs cannot fetch from a dead leader
+ * until its consumer restarts, a restart joins as a new member, and the coordinator that took over
+ * waits for the old member (which could not leave: its coordinator was dead) until this times out.
  */
-export const CONSUMER_SESSION_TIMEOUT_MS = 10_000;
+export const CONSUMER_SESSION_TIMEOUT_MS = 6_000;
 
 /**
  * The bound on a write's waits for the read models, before deciding and after appending
- * (read-your-writes). It outlasts the consumers' session timeout plus a rebalance: when a projector
- * instance dies, its partitions are applied by nobody until then, and a shorter wait would answer a
- * write that the next read cannot see yet.
+ * (read-your-writes). It outlasts the consumers' session timeout plus a rebalance, with room for a
+ * loaded machine: when a projector instance dies, its partitions are applied by nobody until then,
+ * and a shorter wait would answer a write that the next read cannot see yet.
  */
-export const DEFAULT_PROJECTION_WAIT_MS = CONSUMER_SESSION_TIMEOUT_MS + 5_000;
+export const DEFAULT_PROJECTION_WAIT_MS = 15_000;
 export const projectionWaitSetting = z.coerce.number().int().positive().default(DEFAULT_PROJECTION_WAIT_MS);
 
 /** Settings every process that touches the log and the read models needs. */

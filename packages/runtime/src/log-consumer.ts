@@ -128,6 +128,25 @@ export interface RunningConsumer {
  * one, where live writes began (see generation-switch.ts), in a consumer group of that generation.
  * Topics that are not the log's are read as they are.
  */
+/** How often a consumer tells its group it is alive: a third of its session timeout. */
+const HEARTBEAT_INTERVAL_MS = CONSUMER_SESSION_TIMEOUT_MS / 3;
+
+/**
+ * Heartbeats while a batch is handled. kafkajs sends one only between batches, so a batch that waits
+ * longer than the session timeout (a command waiting for the projector through a broker's failover,
+ * a statement behind a lock) would cost its instance the group's membership and every partition a
+ * rebalance. A heartbeat that fails (the group is rebalancing) is left to the one after the batch,
+ * which kafkajs acts on.
+ */
+async function keepingAlive<T>(heartbeat: () => Promise<void>, handling: Promise<T>): Promise<T> {
+  const timer = setInterval(() => heartbeat().catch(() => undefined), HEARTBEAT_INTERVAL_MS);
+  try {
+    return await handling;
+  } finally {
+    clearInterval(timer);
+  }
+}
+
 export async function startLogConsumer(deps: LogConsumerDeps): Promise<RunningConsumer> {
   const layout = logLayoutOf(deps.topics);
   if (!layout) {
@@ -286,7 +305,7 @@ async function consumeTopics(
     allowAutoTopicCreation: false,
     maxBytesPerPartition: 4 << 20,
     sessionTimeout: CONSUMER_SESSION_TIMEOUT_MS,
-    heartbeatInterval: 2_000,
+    heartbeatInterval: HEARTBEAT_INTERVAL_MS,
   });
   await consumer.connect();
   await consumer.subscribe({ topics, fromBeginning: true });
@@ -367,10 +386,9 @@ async function consumeTopics(
       }
       await passedOver.settled(batch.topic, batch.partition);
       try {
-        await handle(
-          batch.topic,
-          batch.partition,
-          passedOver.continuing(batch.topic, batch.partition, records),
+        await keepingAlive(
+          heartbeat,
+          handle(batch.topic, batch.partition, passedOver.continuing(batch.topic, batch.partition, records)),
         );
         passedOver.forget(batch.topic, batch.partition);
       } catch (error) {

@@ -366,3 +366,55 @@ describe('where the log consumer continues', () => {
     }
   });
 });
+
+describe('a log consumer busy with one long batch', () => {
+  it('stays in its group past the session timeout: the batch is handled once and no rebalance follows', async () => {
+    const { admin, topics } = system.services;
+    const groupId = `${system.env.config.TOPIC_PREFIX}long-batch-${randomUUID()}`;
+    const consumerDb = createDb(system.env.config.DATABASE_URL, { maxConnections: 2 });
+    const accountId = `acc-long-${randomUUID()}`;
+    const handled: string[] = [];
+    let slowBatches = 0;
+    const consumer = await startLogConsumer({
+      ...system.services,
+      db: consumerDb,
+      groupId,
+      topics: [topics.account],
+      checkpoints: 'ai_agent_checkpoints',
+      actsOn: (event) => event.type === 'account.created' && event.data.name.startsWith('Long '),
+      handleBatch: (topic, partition, records) =>
+        consumerDb.transaction().execute(async (trx) => {
+          const now = new Date();
+          const fresh = await freshRecords(trx, 'ai_agent_checkpoints', topic, partition, records, now);
+          for (const { event } of fresh) {
+            if (event?.type !== 'account.created' || !event.data.name.startsWith('Long ')) continue;
+            handled.push(event.data.name);
+            // The first batch waits longer than the consumers' 6 s session timeout (a command
+            // waiting for the projector through a broker's failover, say).
+            if (slowBatches++ === 0) await new Promise((resolve) => setTimeout(resolve, 9_000));
+          }
+          await advanceCheckpoint(trx, 'ai_agent_checkpoints', topic, partition, records.at(-1)!.offset, now);
+        }),
+    });
+    const membersOf = async () => {
+      const {
+        groups: [group],
+      } = await admin.describeGroups([groupId]);
+      return group!.state === 'Stable' ? group!.members.map((member) => member.memberId) : undefined;
+    };
+    try {
+      const before = await eventually(membersOf, { message: 'the consumer never joined its group' });
+      await append(accountId, 'Long 1');
+      await eventually(async () => (handled.length === 1 ? true : undefined));
+      await append(accountId, 'Long 2');
+      await eventually(async () => (handled.length === 2 ? true : undefined), { timeoutMs: 30_000 });
+      // Had its session expired during the long batch, the group would have dropped it and it would
+      // have joined again as a new member.
+      expect(await membersOf()).toEqual(before);
+      expect(handled).toEqual(['Long 1', 'Long 2']);
+    } finally {
+      await consumer.stop();
+      await consumerDb.destroy();
+    }
+  }, 60_000);
+});

@@ -29,7 +29,7 @@ const killedOutput: string[] = [];
 
 beforeAll(async () => {
   // A command waits up to 30 s for its events to be projected (what the cluster tests give it too): an
-  // instance killed without leaving its group holds its partitions until its session times out (10 s).
+  // instance killed without leaving its group holds its partitions until its session times out (6 s).
   system = await startSystem({
     projector: false,
     inboundDecider: false,
