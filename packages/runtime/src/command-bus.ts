@@ -10,13 +10,13 @@ import {
   UnstorableTextError,
 } from '@leadline/events';
 import type { Kysely, Transaction } from 'kysely';
-import type { Admin, Kafka } from 'kafkajs';
+import type { Kafka } from 'kafkajs';
 import { DomainError, unavailable } from '@leadline/domain';
 import type { Clock, NewId } from './clock';
 import { inTransaction } from './command-transaction';
 import type { Database } from './db/schema';
 import { eventLogBudget, eventLogCalls, type EventLogBudget } from './event-log-budget';
-import { APPEND_MAX_BYTES, createEventProducer, partitionForKey } from './kafka';
+import { APPEND_MAX_BYTES, createEventProducer, createLogEnds, partitionForKey } from './kafka';
 import { enterWriteFence, type LogGeneration } from './log-generations';
 import { createKeyedBatcher } from './keyed-batcher';
 import { createGroupAppender, createOffsetsCoalescer, type AppendPosition } from './log-writer';
@@ -90,9 +90,11 @@ export interface CommandBus {
 
 export interface CommandBusDeps {
   db: Kysely<Database>;
-  /** The cluster its idempotent producers connect to (a new one after each failed append). */
+  /**
+   * The cluster its idempotent producers connect to (a new one after each failed append), and its
+   * reader of the partitions' ends.
+   */
   kafka: Kafka;
-  admin: Admin;
   codec: EventCodec;
   /**
    * The log's topics, for their prefix: each append goes to the generation active when it entered the
@@ -221,7 +223,7 @@ function factsInFence(
  *   5. wait until the projector has applied them, so the caller reads its own writes.
  */
 export function createCommandBus(deps: CommandBusDeps): CommandBus {
-  const { db, kafka, admin, codec, topics, progress, clock, newId, projectionWaitMs } = deps;
+  const { db, kafka, codec, topics, progress, clock, newId, projectionWaitMs } = deps;
   const eventLogTimeoutMs = deps.eventLogTimeoutMs ?? 3000;
   const appendMaxBytes = deps.appendMaxBytes ?? APPEND_MAX_BYTES;
   // Topics that are not the log's (a test's own) are written as named, whatever the generation.
@@ -235,8 +237,9 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
   // The partition count of each topic, as the last high-watermark lookup saw it (partitions are only
   // ever added), so every record's partition is the one the default partitioner picks.
   const partitionCounts = new Map<string, number>();
+  const logEnds = createLogEnds(kafka);
   const freshOffsets = createOffsetsCoalescer(async (topic) => {
-    const offsets = await fromEventLog('reading its end', () => admin.fetchTopicOffsets(topic));
+    const offsets = await fromEventLog('reading its end', () => logEnds.of(topic));
     partitionCounts.set(topic, offsets.length);
     return offsets;
   });
@@ -371,6 +374,8 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
       return stamped;
     },
 
-    close: () => appender.close(),
+    async close() {
+      await Promise.all([appender.close(), logEnds.disconnect()]);
+    },
   };
 }

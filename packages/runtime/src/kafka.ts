@@ -95,6 +95,101 @@ export function createKafka(brokers: string[], clientId: string): Kafka {
   });
 }
 
+/** Where one partition of a topic ends: the offset its next record will take. */
+export interface PartitionEnd {
+  partition: number;
+  high: string;
+}
+
+export interface LogEnds {
+  /** The end of every partition of `topic`, as its leader says now. */
+  of(topic: string): Promise<PartitionEnd[]>;
+  disconnect(): Promise<void>;
+}
+
+/** How long a log-end reader trusts its metadata (the leaders, the partition counts) when nothing fails. */
+const LOG_ENDS_METADATA_MAX_AGE_MS = 5_000;
+
+/** Errors that say the metadata named a leader that is not (or no longer) one: refresh, ask again. */
+const STALE_LEADER_ERRORS = new Set([
+  'NOT_LEADER_FOR_PARTITION',
+  'LEADER_NOT_AVAILABLE',
+  'UNKNOWN_TOPIC_OR_PARTITION',
+  'FENCED_LEADER_EPOCH',
+  'UNKNOWN_LEADER_EPOCH',
+]);
+const STALE_LEADER_ERROR_NAMES = new Set([
+  'KafkaJSConnectionError',
+  'KafkaJSConnectionClosedError',
+  'KafkaJSBrokerNotFound',
+]);
+
+/**
+ * Reads the partitions' ends (high watermarks) in one round trip: one ListOffsets request to each
+ * leader, for the latest offsets only. kafkajs's `admin.fetchTopicOffsets` takes three in sequence for
+ * the same answer: kafkajs builds an admin's cluster without a `metadataMaxAge`, so its metadata is
+ * never fresh and every lookup asks for it first; then it asks for the latest offsets, then for the
+ * earliest, which no caller here reads. This reader builds its cluster as `kafka.admin()` does (the
+ * client's brokers, retry, logger and sockets), with metadata kept a few seconds (a topic of the log
+ * never changes its partition count: the log grows partitions by moving to a new generation of
+ * topics), and refreshes it when a leader has moved (its errors above), asking once more.
+ */
+export function createLogEnds(kafka: Kafka): LogEnds {
+  interface OffsetsCluster {
+    connect(): Promise<void>;
+    disconnect(): Promise<void>;
+    addTargetTopic(topic: string): Promise<void>;
+    refreshMetadata(): Promise<void>;
+    refreshMetadataIfNecessary(): Promise<void>;
+    findTopicPartitionMetadata(topic: string): { partitionId: number }[];
+    fetchTopicsOffset(
+      topics: { topic: string; fromBeginning: boolean; partitions: { partition: number }[] }[],
+    ): Promise<{ topic: string; partitions: { partition: number; offset: string }[] }[]>;
+  }
+  type CreateCluster = (options: {
+    metadataMaxAge: number;
+    allowAutoTopicCreation: boolean;
+  }) => OffsetsCluster;
+  const symbol = Object.getOwnPropertySymbols(kafka).find(
+    (candidate) => candidate.description === 'private:Kafka:createCluster',
+  );
+  if (!symbol) throw new Error('kafkajs changed: its client no longer builds clusters as 2.2.4 does');
+  const createCluster = (kafka as unknown as Record<symbol, CreateCluster>)[symbol]!;
+  const cluster = createCluster({
+    metadataMaxAge: LOG_ENDS_METADATA_MAX_AGE_MS,
+    allowAutoTopicCreation: false,
+  });
+  let connecting: Promise<void> | undefined;
+
+  const ask = async (topic: string): Promise<PartitionEnd[]> => {
+    await cluster.addTargetTopic(topic);
+    await cluster.refreshMetadataIfNecessary();
+    const partitions = cluster
+      .findTopicPartitionMetadata(topic)
+      .map(({ partitionId }) => ({ partition: partitionId }));
+    const [answer] = await cluster.fetchTopicsOffset([{ topic, fromBeginning: false, partitions }]);
+    return answer!.partitions.map(({ partition, offset }) => ({ partition, high: offset }));
+  };
+  return {
+    async of(topic) {
+      connecting ??= cluster.connect().catch((error: unknown) => {
+        connecting = undefined;
+        throw error;
+      });
+      await connecting;
+      try {
+        return await ask(topic);
+      } catch (error) {
+        const { type, name } = error as { type?: string; name?: string };
+        if (!STALE_LEADER_ERRORS.has(type ?? '') && !STALE_LEADER_ERROR_NAMES.has(name ?? '')) throw error;
+        await cluster.refreshMetadata();
+        return ask(topic);
+      }
+    },
+    disconnect: () => cluster.disconnect(),
+  };
+}
+
 /**
  * Idempotent, acks=all: a retried send is never written twice, and an acknowledged event survives a
  * broker failure. kafkajs requires one request in flight for idempotence.

@@ -1,11 +1,11 @@
-import type { Admin, Message, Producer, RecordMetadata } from 'kafkajs';
-import { logCompression, partitionForKey } from './kafka';
+import type { Message, Producer, RecordMetadata } from 'kafkajs';
+import { logCompression, partitionForKey, type PartitionEnd } from './kafka';
 import { EVENT_PRODUCER_DURABILITY } from './log-durability';
 
-type TopicOffsets = Awaited<ReturnType<Admin['fetchTopicOffsets']>>;
+type TopicOffsets = PartitionEnd[];
 
 /**
- * Concurrent high-watermark checks of one topic share one `fetchTopicOffsets`. A caller may only use a
+ * Concurrent high-watermark checks of one topic share one lookup (`LogEnds.of`). A caller may only use a
  * fetch that started after it asked (after it took its locks), so it sees every append the previous
  * holder of its locks made: a caller arriving while a fetch is in flight joins the next one, which
  * starts as soon as the current one ends. Under load, each topic has one fetch in flight and one

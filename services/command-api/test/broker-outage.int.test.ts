@@ -63,7 +63,6 @@ async function apiAgainst(broker: string): Promise<{ app: App; commands: Command
     ...system.services,
     db,
     kafka,
-    admin,
     progress,
     clock: systemClock,
     newId: newUuid,
