@@ -116,18 +116,6 @@ export interface RunningConsumer {
   stop(): Promise<void>;
 }
 
-/**
- * A consumer of the log whose progress lives in Postgres, committed with what it wrote, rather than
- * in Kafka: Kafka's committed offsets are only a hint, so on every assignment the consumer seeks to
- * its checkpoints. Used by the projector, the webhook relay, the AI agent, the inbound decider, the
- * sequencer and the SMS gateway.
- *
- * It follows the log's topic generations (see log-generations.ts): it reads the generation it holds
- * positions on, and once that generation has stopped taking writes and every partition of it is
- * applied up to its end (by whichever instances of the consumer hold them), it moves onto the next
- * one, where live writes began (see generation-switch.ts), in a consumer group of that generation.
- * Topics that are not the log's are read as they are.
- */
 /** How often a consumer tells its group it is alive: a third of its session timeout. */
 const HEARTBEAT_INTERVAL_MS = CONSUMER_SESSION_TIMEOUT_MS / 3;
 
@@ -147,6 +135,18 @@ async function keepingAlive<T>(heartbeat: () => Promise<void>, handling: Promise
   }
 }
 
+/**
+ * A consumer of the log whose progress lives in Postgres, committed with what it wrote, rather than
+ * in Kafka: Kafka's committed offsets are only a hint, so on every assignment the consumer seeks to
+ * its checkpoints. Used by the projector, the webhook relay, the AI agent, the inbound decider, the
+ * sequencer and the SMS gateway.
+ *
+ * It follows the log's topic generations (see log-generations.ts): it reads the generation it holds
+ * positions on, and once that generation has stopped taking writes and every partition of it is
+ * applied up to its end (by whichever instances of the consumer hold them), it moves onto the next
+ * one, where live writes began (see generation-switch.ts), in a consumer group of that generation.
+ * Topics that are not the log's are read as they are.
+ */
 export async function startLogConsumer(deps: LogConsumerDeps): Promise<RunningConsumer> {
   const layout = logLayoutOf(deps.topics);
   if (!layout) {

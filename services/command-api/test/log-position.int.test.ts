@@ -374,7 +374,7 @@ describe('a log consumer busy with one long batch', () => {
     const consumerDb = createDb(system.env.config.DATABASE_URL, { maxConnections: 2 });
     const accountId = `acc-long-${randomUUID()}`;
     const handled: string[] = [];
-    let slowBatches = 0;
+    let waited = false;
     const consumer = await startLogConsumer({
       ...system.services,
       db: consumerDb,
@@ -389,9 +389,12 @@ describe('a log consumer busy with one long batch', () => {
           for (const { event } of fresh) {
             if (event?.type !== 'account.created' || !event.data.name.startsWith('Long ')) continue;
             handled.push(event.data.name);
-            // The first batch waits longer than the consumers' 6 s session timeout (a command
-            // waiting for the projector through a broker's failover, say).
-            if (slowBatches++ === 0) await new Promise((resolve) => setTimeout(resolve, 9_000));
+            // The first record's batch waits longer than the consumers' 6 s session timeout (a
+            // command waiting for the projector through a broker's failover, say).
+            if (!waited) {
+              waited = true;
+              await new Promise((resolve) => setTimeout(resolve, 9_000));
+            }
           }
           await advanceCheckpoint(trx, 'ai_agent_checkpoints', topic, partition, records.at(-1)!.offset, now);
         }),
