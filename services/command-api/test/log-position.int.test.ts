@@ -63,6 +63,41 @@ async function runProjector(onCrash: (error: Error) => void = () => undefined) {
 const accountNamed = (name: string) =>
   system.services.db.selectFrom('accounts').select('id').where('name', '=', name).executeTakeFirst();
 
+/**
+ * A log consumer in a group of its own (on the AI agent's checkpoint table: no agent runs in this
+ * system) that acts on the accounts created with a name starting `prefix`, passing over every batch
+ * without one: `act` is given each such name once, in the transaction that moves the checkpoint.
+ */
+async function startActingOn(group: string, prefix: string, act: (name: string) => Promise<void> | void) {
+  const groupId = `${system.env.config.TOPIC_PREFIX}${group}-${randomUUID()}`;
+  const consumerDb = createDb(system.env.config.DATABASE_URL, { maxConnections: 2 });
+  const consumer = await startLogConsumer({
+    ...system.services,
+    db: consumerDb,
+    groupId,
+    topics: [system.services.topics.account],
+    checkpoints: 'ai_agent_checkpoints',
+    actsOn: (event) => event.type === 'account.created' && event.data.name.startsWith(prefix),
+    handleBatch: (topic, partition, records) =>
+      consumerDb.transaction().execute(async (trx) => {
+        const now = new Date();
+        const fresh = await freshRecords(trx, 'ai_agent_checkpoints', topic, partition, records, now);
+        for (const { event } of fresh) {
+          if (event?.type === 'account.created' && event.data.name.startsWith(prefix))
+            await act(event.data.name);
+        }
+        await advanceCheckpoint(trx, 'ai_agent_checkpoints', topic, partition, records.at(-1)!.offset, now);
+      }),
+  });
+  return {
+    groupId,
+    async stop() {
+      await consumer.stop();
+      await consumerDb.destroy();
+    },
+  };
+}
+
 describe('where the log consumer continues', () => {
   it("from PostgreSQL's checkpoint even when Kafka's committed offset is ahead of it (a restore, a failover)", async () => {
     for (const index of [1, 2, 3]) await append(`acc-ahead-${index}`, `Ahead ${index}`);
@@ -139,8 +174,7 @@ describe('where the log consumer continues', () => {
   });
 
   /**
-   * A consumer that acts on accounts named "Acted on …" and passes over every batch without one (the
-   * AI agent's table: no agent runs in this system), and its checkpoint and the log's end on the
+   * A consumer that acts on accounts named "Acted on …", and its checkpoint and the log's end on the
    * partition of `accountId`.
    */
   async function startPassingOver(accountId: string) {
@@ -148,25 +182,7 @@ describe('where the log consumer continues', () => {
     const topic = topics.account;
     const partition = partitionForKey(topic, accountId, (await admin.fetchTopicOffsets(topic)).length);
     const actedOn: string[] = [];
-    const consumerDb = createDb(system.env.config.DATABASE_URL, { maxConnections: 2 });
-    const consumer = await startLogConsumer({
-      ...system.services,
-      db: consumerDb,
-      groupId: `${system.env.config.TOPIC_PREFIX}passing-over-${randomUUID()}`,
-      topics: [topic],
-      checkpoints: 'ai_agent_checkpoints',
-      actsOn: (event) => event.type === 'account.created' && event.data.name.startsWith('Acted on'),
-      handleBatch: (topic, partition, records) =>
-        consumerDb.transaction().execute(async (trx) => {
-          const now = new Date();
-          const fresh = await freshRecords(trx, 'ai_agent_checkpoints', topic, partition, records, now);
-          for (const { event } of fresh) {
-            if (event?.type === 'account.created' && event.data.name.startsWith('Acted on'))
-              actedOn.push(event.data.name);
-          }
-          await advanceCheckpoint(trx, 'ai_agent_checkpoints', topic, partition, records.at(-1)!.offset, now);
-        }),
-    });
+    const consumer = await startActingOn('passing-over', 'Acted on', (name) => void actedOn.push(name));
     const checkpointOf = async () =>
       (
         await system.services.db
@@ -185,10 +201,7 @@ describe('where the log consumer continues', () => {
       checkpointOf,
       caughtUp: () =>
         eventually(async () => ((await checkpointOf()) === (await highOf()) ? true : undefined)),
-      async stop() {
-        await consumer.stop();
-        await consumerDb.destroy();
-      },
+      stop: consumer.stop,
     };
   }
 
@@ -369,35 +382,14 @@ describe('where the log consumer continues', () => {
 
 describe('a log consumer busy with one long batch', () => {
   it('stays in its group past the session timeout: the batch is handled once and no rebalance follows', async () => {
-    const { admin, topics } = system.services;
-    const groupId = `${system.env.config.TOPIC_PREFIX}long-batch-${randomUUID()}`;
-    const consumerDb = createDb(system.env.config.DATABASE_URL, { maxConnections: 2 });
+    const { admin } = system.services;
     const accountId = `acc-long-${randomUUID()}`;
     const handled: string[] = [];
-    let waited = false;
-    const consumer = await startLogConsumer({
-      ...system.services,
-      db: consumerDb,
-      groupId,
-      topics: [topics.account],
-      checkpoints: 'ai_agent_checkpoints',
-      actsOn: (event) => event.type === 'account.created' && event.data.name.startsWith('Long '),
-      handleBatch: (topic, partition, records) =>
-        consumerDb.transaction().execute(async (trx) => {
-          const now = new Date();
-          const fresh = await freshRecords(trx, 'ai_agent_checkpoints', topic, partition, records, now);
-          for (const { event } of fresh) {
-            if (event?.type !== 'account.created' || !event.data.name.startsWith('Long ')) continue;
-            handled.push(event.data.name);
-            // The first record's batch waits longer than the consumers' 6 s session timeout (a
-            // command waiting for the projector through a broker's failover, say).
-            if (!waited) {
-              waited = true;
-              await new Promise((resolve) => setTimeout(resolve, 9_000));
-            }
-          }
-          await advanceCheckpoint(trx, 'ai_agent_checkpoints', topic, partition, records.at(-1)!.offset, now);
-        }),
+    const { groupId, stop } = await startActingOn('long-batch', 'Long ', async (name) => {
+      handled.push(name);
+      // The first record's batch waits longer than the consumers' 6 s session timeout (a command
+      // waiting for the projector through a broker's failover, say).
+      if (handled.length === 1) await new Promise((resolve) => setTimeout(resolve, 9_000));
     });
     const membersOf = async () => {
       const {
@@ -416,8 +408,7 @@ describe('a log consumer busy with one long batch', () => {
       expect(await membersOf()).toEqual(before);
       expect(handled).toEqual(['Long 1', 'Long 2']);
     } finally {
-      await consumer.stop();
-      await consumerDb.destroy();
+      await stop();
     }
   }, 60_000);
 });
