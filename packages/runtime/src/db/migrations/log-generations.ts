@@ -96,4 +96,66 @@ export const logGenerationMigrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0022_stream_positions': {
+    async up(db: Kysely<unknown>) {
+      await sql`
+        -- Where each stream's last acknowledged append went, and the appends in flight (see
+        -- stream-positions.ts): a command whose stream has no append in flight waits for the projector
+        -- to pass its stream's last append instead of asking Kafka for the partition's end.
+        create table stream_positions (
+          stream_key text primary key,
+          topic text not null,
+          partition integer not null,
+          next_offset bigint not null
+        );
+        create table stream_appends (
+          append_id uuid primary key,
+          stream_key text not null,
+          started_at timestamptz not null default now()
+        );
+        create index stream_appends_by_stream on stream_appends (stream_key);
+
+        -- The fence as before, and then, for a stream given, its position and whether an append of it
+        -- is in flight: read in a query of their own after the stream's locks are held, so they see
+        -- what the previous holder committed.
+        drop function enter_write_fence(text[], integer);
+        create function enter_write_fence(stream_locks text[], wait_ms integer, stream text default null)
+        returns table (
+          open boolean, generation integer, partitions jsonb, state text, transform text,
+          start_offsets jsonb, end_offsets jsonb,
+          stream_topic text, stream_partition integer, stream_next_offset bigint, stream_appending boolean
+        )
+        language plpgsql volatile
+        set search_path = public
+        as $fence$
+        declare
+          stream_lock text;
+          timeout_before text := current_setting('lock_timeout');
+        begin
+          foreach stream_lock in array stream_locks loop
+            perform pg_advisory_xact_lock(hashtextextended(stream_lock, 0));
+          end loop;
+          if wait_ms <= 0 then
+            if not pg_try_advisory_xact_lock_shared(hashtextextended('leadline.log-fence', 0)) then
+              return query select false, null::integer, null::jsonb, null::text, null::text,
+                null::jsonb, null::jsonb, null::text, null::integer, null::bigint, null::boolean;
+              return;
+            end if;
+          else
+            -- The bound is for this wait only (lock_not_available past it).
+            perform set_config('lock_timeout', wait_ms || 'ms', true);
+            perform pg_advisory_xact_lock_shared(hashtextextended('leadline.log-fence', 0));
+            perform set_config('lock_timeout', timeout_before, true);
+          end if;
+          return query select true, g.generation, g.partitions, g.state, g.transform, g.start_offsets,
+            g.end_offsets, p.topic, p.partition, p.next_offset,
+            exists (select 1 from stream_appends a where a.stream_key = stream)
+          from log_generations g
+          left join stream_positions p on p.stream_key = stream
+          where g.state = 'active';
+        end
+        $fence$;
+      `.execute(db);
+    },
+  },
 };

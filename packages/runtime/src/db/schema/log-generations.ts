@@ -41,4 +41,8 @@ export interface LogGenerationTables {
     target_first: Int64;
     source_offsets: ColumnType<string[], string[], string[]>;
   };
+  /** Where each stream's last acknowledged append went: `next_offset` is the offset after it. */
+  stream_positions: { stream_key: string; topic: string; partition: number; next_offset: Int64 };
+  /** Appends of a stream sent (or about to be) whose acknowledgement is not yet in `stream_positions`. */
+  stream_appends: { append_id: string; stream_key: string; started_at: Generated<Timestamp> };
 }
