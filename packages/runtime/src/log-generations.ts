@@ -3,6 +3,7 @@ import { unavailable } from '@leadline/domain';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, TopicOffsets } from './db/schema';
 import { forgetTopics } from './kafka';
+import { STALE_APPEND_MS } from './stream-positions';
 
 /**
  * The log's topic generations. The log moves to a new generation of topics (more partitions, or its
@@ -136,7 +137,7 @@ export async function enterWriteFence(
   trx: Transaction<Database>,
   { waitMs }: { waitMs: number },
 ): Promise<LogGeneration> {
-  return toGeneration(await fence(trx, waitMs, [], null));
+  return toGeneration(await fence(trx, waitMs, [], null, 0));
 }
 
 /**
@@ -151,7 +152,7 @@ export async function enterStream(
   trx: Transaction<Database>,
   { locks, stream }: { locks: readonly string[]; stream: string },
 ): Promise<{ generation: LogGeneration; position: StreamPosition | null; appending: boolean }> {
-  const row = await fence(trx, 0, locks, stream);
+  const row = await fence(trx, 0, locks, stream, STALE_APPEND_MS);
   return {
     generation: toGeneration(row),
     position:
@@ -171,9 +172,11 @@ async function fence(
   waitMs: number,
   locks: readonly string[],
   stream: string | null,
+  staleMs: number,
 ): Promise<FenceRow> {
   const { rows } = await sql<FenceRow>`
-    select * from enter_write_fence(${[...locks]}::text[], ${Math.ceil(waitMs)}::integer, ${stream}::text)`
+    select * from enter_write_fence(${[...locks]}::text[], ${Math.ceil(waitMs)}::integer, ${stream}::text,
+      ${staleMs}::integer)`
     .execute(trx)
     .catch((error: unknown) => {
       // Past a fact's wait for the fence. A stream lock not granted in time is the database's (503

@@ -11,6 +11,13 @@ import type { AppendPosition } from './log-writer';
  * the stream's position (`stream_positions`) to it. A command that finds no intent of its stream under
  * its locks knows that every event of the stream on the log is at or before that position; one that
  * finds an intent (an append in flight, or one whose writer died or timed out) asks Kafka, as before.
+ *
+ * The tables are unlogged, so an intent costs no WAL flush. Crash recovery empties them, and with
+ * them `stream_positions_kept`: the first command after it puts that row back with the time, and from
+ * then on a position counts only once an append of its stream sent `STALE_APPEND_MS` after that time
+ * was recorded (every append whose intent the crash lost has landed by then, at an earlier offset).
+ * The previous version's writers, which append without intents, are covered the same way: the
+ * migration that made these tables set that time `STALE_APPEND_MS` ahead, by when they must be gone.
  */
 
 /**
@@ -56,8 +63,9 @@ export function createAppendIntents(pool: pg.Pool): (append: StreamAppend) => Pr
  * Records acknowledged appends: deletes their intents, and the intents of their streams that started
  * `STALE_APPEND_MS` before theirs (whose appends, if they ever landed, landed before these were sent,
  * so at earlier offsets), and moves each stream's position forward to its furthest append (to it
- * outright when the stream's position was on another topic: the log moved to a new generation). Rows
- * are taken in the streams' order, so two writers recording the same streams do not deadlock.
+ * outright when the stream's position was on another topic: the log moved to a new generation), with
+ * the latest time one of its recorded appends was sent (its intent's). Rows are taken in the streams'
+ * order, so two writers recording the same streams do not deadlock.
  */
 export async function recordAppends(
   db: Kysely<Database> | Transaction<Database>,
@@ -68,14 +76,16 @@ export async function recordAppends(
     with ours as (
       delete from stream_appends
       where append_id = any(${appends.map((append) => append.appendId)}::uuid[])
-      returning started_at
+      returning stream_key, started_at
     ), stale as (
       delete from stream_appends
       where stream_key = any(${appends.map((append) => append.streamKey)}::text[])
         and started_at < (select min(started_at) from ours) - make_interval(secs => ${STALE_APPEND_MS / 1000})
     )
-    insert into stream_positions as p (stream_key, topic, partition, next_offset)
-    select distinct on (a.stream_key) a.stream_key, a.topic, a.partition, a.next_offset
+    insert into stream_positions as p (stream_key, topic, partition, next_offset, last_sent_at)
+    select distinct on (a.stream_key) a.stream_key, a.topic, a.partition, a.next_offset,
+      -- An intent gone (emptied by a crash) says nothing of when its append was sent.
+      coalesce((select max(o.started_at) from ours o where o.stream_key = a.stream_key), '-infinity')
     from unnest(
       ${appends.map((append) => append.streamKey)}::text[],
       ${appends.map((append) => append.position.topic)}::text[],
@@ -86,9 +96,8 @@ export async function recordAppends(
     on conflict (stream_key) do update set
       topic = excluded.topic,
       partition = excluded.partition,
-      next_offset = case
-        when p.topic = excluded.topic and p.partition = excluded.partition
-          then greatest(p.next_offset, excluded.next_offset)
-        else excluded.next_offset
-      end`.execute(db);
+      next_offset = case when p.topic = excluded.topic and p.partition = excluded.partition
+        then greatest(p.next_offset, excluded.next_offset) else excluded.next_offset end,
+      last_sent_at = case when p.topic = excluded.topic and p.partition = excluded.partition
+        then greatest(p.last_sent_at, excluded.last_sent_at) else excluded.last_sent_at end`.execute(db);
 }

@@ -157,4 +157,24 @@ describe("a command decides on its stream's recorded position", () => {
     expect(await commandsThrough('offsets')).toBe(lookupsBefore + 2);
     expect(await intentsOf(account)).toBe(1);
   });
+
+  it('trusts no position after a crash emptied the tables until an append sent once every lost intent has landed', async () => {
+    const account = await newAccount();
+    expect((await acme.post(`/accounts/${account}/leads`, { phone: '+15125550951' })).status).toBe(201);
+    // What crash recovery does to unlogged tables.
+    await sql`truncate stream_positions, stream_appends, stream_positions_kept`.execute(system.services.db);
+    const lookupsBefore = await commandsThrough('offsets');
+    for (const phone of ['+15125550952', '+15125550953']) {
+      expect((await acme.post(`/accounts/${account}/leads`, { phone })).status).toBe(201);
+    }
+    // Both asked Kafka: the first found no position, the second one recorded too soon after the crash.
+    expect(await commandsThrough('offsets')).toBe(lookupsBefore + 2);
+    // Ten minutes on: the appends recorded since were sent after any lost one landed.
+    await sql`update stream_positions_kept set kept_since = kept_since - interval '11 minutes'`.execute(
+      system.services.db,
+    );
+    expect((await acme.post(`/accounts/${account}/leads`, { phone: '+15125550954' })).status).toBe(201);
+    expect(await commandsThrough('offsets')).toBe(lookupsBefore + 2);
+    expect((await acme.get(`/accounts/${account}/leads`)).body.total).toBe(4);
+  });
 });

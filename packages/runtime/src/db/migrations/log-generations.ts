@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Migration } from 'kysely/migration';
+import { STALE_APPEND_MS } from '../../stream-positions';
 
 /** Operational tables of the log's topic generations (see log-generations.ts and log-migration.ts). */
 export const logGenerationMigrations: Record<string, Migration> = {
@@ -101,25 +102,41 @@ export const logGenerationMigrations: Record<string, Migration> = {
       await sql`
         -- Where each stream's last acknowledged append went, and the appends in flight (see
         -- stream-positions.ts): a command whose stream has no append in flight waits for the projector
-        -- to pass its stream's last append instead of asking Kafka for the partition's end.
-        create table stream_positions (
+        -- to pass its stream's last append instead of asking Kafka for the partition's end. Unlogged:
+        -- an intent is written before every append and costs no WAL flush. Crash recovery empties
+        -- unlogged tables (a promoted standby has them empty), and stream_positions_kept with them,
+        -- which is how a command knows that intents may have been lost.
+        create unlogged table stream_positions (
           stream_key text primary key,
           topic text not null,
           partition integer not null,
-          next_offset bigint not null
+          next_offset bigint not null,
+          last_sent_at timestamptz not null
         );
-        create table stream_appends (
+        create unlogged table stream_appends (
           append_id uuid primary key,
           stream_key text not null,
           started_at timestamptz not null default now()
         );
         create index stream_appends_by_stream on stream_appends (stream_key);
+        create unlogged table stream_positions_kept (
+          only_row boolean primary key default true check (only_row),
+          kept_since timestamptz not null
+        );
+        -- Writers of the previous version append without intents: a deployment that has partners
+        -- (and so a log) trusts no position until they have stopped and their appends have landed.
+        insert into stream_positions_kept (kept_since)
+        select case when exists (select 1 from partner_api_keys)
+          then now() + make_interval(secs => ${sql.lit(STALE_APPEND_MS / 1000)})
+          else '-infinity'::timestamptz end;
 
-        -- The fence as before, and then, for a stream given, its position and whether an append of it
-        -- is in flight: read in a query of their own after the stream's locks are held, so they see
-        -- what the previous holder committed.
+        -- The fence as before, and then, for a stream given, where its last acknowledged append went
+        -- (when that can be trusted) and whether an append of it is in flight: read in a query of their
+        -- own after the stream's locks are held, so they see what the previous holder committed.
         drop function enter_write_fence(text[], integer);
-        create function enter_write_fence(stream_locks text[], wait_ms integer, stream text default null)
+        create function enter_write_fence(
+          stream_locks text[], wait_ms integer, stream text default null, stale_ms integer default 0
+        )
         returns table (
           open boolean, generation integer, partitions jsonb, state text, transform text,
           start_offsets jsonb, end_offsets jsonb,
@@ -147,11 +164,19 @@ export const logGenerationMigrations: Record<string, Migration> = {
             perform pg_advisory_xact_lock_shared(hashtextextended('leadline.log-fence', 0));
             perform set_config('lock_timeout', timeout_before, true);
           end if;
+          if stream is not null and not exists (select 1 from stream_positions_kept) then
+            -- Emptied by a crash: intents of appends sent before it may be gone, so no position is
+            -- trusted until those appends have landed and an append sent after that was recorded.
+            insert into stream_positions_kept (kept_since) values (now()) on conflict do nothing;
+          end if;
           return query select true, g.generation, g.partitions, g.state, g.transform, g.start_offsets,
             g.end_offsets, p.topic, p.partition, p.next_offset,
             exists (select 1 from stream_appends a where a.stream_key = stream)
           from log_generations g
-          left join stream_positions p on p.stream_key = stream
+          left join (
+            stream_positions p join stream_positions_kept k
+              on p.last_sent_at >= k.kept_since + make_interval(secs => stale_ms / 1000.0)
+          ) on p.stream_key = stream
           where g.state = 'active';
         end
         $fence$;
