@@ -38,8 +38,7 @@ export interface StreamAppend {
  * Commits intents before their appends are sent: those asked for while a statement is in flight go
  * together in the next one. `pool` must not be the pool whose connection the caller holds (a command's
  * transaction): with every connection of a pool held by commands each waiting for a second one, none
- * would come free. Durable whatever the server's or role's default (`synchronous_commit`): an intent
- * lost with the last commits of a crash would let a command decide without an append that then lands.
+ * would come free.
  */
 export function createAppendIntents(pool: pg.Pool): (append: StreamAppend) => Promise<void> {
   return createKeyedBatcher<StreamAppend, void>({
@@ -47,13 +46,14 @@ export function createAppendIntents(pool: pg.Pool): (append: StreamAppend) => Pr
     conflicts: () => false,
     maxBatch: 1000,
     run: async (_key, appends) => {
-      await pool.query(
-        `with durable as (select set_config('synchronous_commit', 'on', true))
-         insert into stream_appends (append_id, stream_key)
-         select intent.append_id, intent.stream_key
-         from durable, unnest($1::uuid[], $2::text[]) as intent (append_id, stream_key)`,
-        [appends.map((append) => append.appendId), appends.map((append) => append.streamKey)],
-      );
+      // Prepared once per connection (the statement's name).
+      await pool.query({
+        name: 'open-stream-appends',
+        text: `insert into stream_appends (append_id, stream_key)
+               select intent.append_id, intent.stream_key
+               from unnest($1::uuid[], $2::text[]) as intent (append_id, stream_key)`,
+        values: [appends.map((append) => append.appendId), appends.map((append) => append.streamKey)],
+      });
       return appends.map(() => undefined);
     },
   });
@@ -72,32 +72,12 @@ export async function recordAppends(
   appends: readonly (StreamAppend & { position: AppendPosition })[],
 ): Promise<void> {
   if (appends.length === 0) return;
-  await sql`
-    with ours as (
-      delete from stream_appends
-      where append_id = any(${appends.map((append) => append.appendId)}::uuid[])
-      returning stream_key, started_at
-    ), stale as (
-      delete from stream_appends
-      where stream_key = any(${appends.map((append) => append.streamKey)}::text[])
-        and started_at < (select min(started_at) from ours) - make_interval(secs => ${STALE_APPEND_MS / 1000})
-    )
-    insert into stream_positions as p (stream_key, topic, partition, next_offset, last_sent_at)
-    select distinct on (a.stream_key) a.stream_key, a.topic, a.partition, a.next_offset,
-      -- An intent gone (emptied by a crash) says nothing of when its append was sent.
-      coalesce((select max(o.started_at) from ours o where o.stream_key = a.stream_key), '-infinity')
-    from unnest(
-      ${appends.map((append) => append.streamKey)}::text[],
-      ${appends.map((append) => append.position.topic)}::text[],
-      ${appends.map((append) => append.position.partition)}::integer[],
-      ${appends.map((append) => append.position.nextOffset.toString())}::bigint[]
-    ) as a (stream_key, topic, partition, next_offset)
-    order by a.stream_key, a.next_offset desc
-    on conflict (stream_key) do update set
-      topic = excluded.topic,
-      partition = excluded.partition,
-      next_offset = case when p.topic = excluded.topic and p.partition = excluded.partition
-        then greatest(p.next_offset, excluded.next_offset) else excluded.next_offset end,
-      last_sent_at = case when p.topic = excluded.topic and p.partition = excluded.partition
-        then greatest(p.last_sent_at, excluded.last_sent_at) else excluded.last_sent_at end`.execute(db);
+  // The statement is `record_stream_appends` (migration 0022), planned once per connection.
+  await sql`select record_stream_appends(
+    ${appends.map((append) => append.appendId)}::uuid[],
+    ${appends.map((append) => append.streamKey)}::text[],
+    ${appends.map((append) => append.position.topic)}::text[],
+    ${appends.map((append) => append.position.partition)}::integer[],
+    ${appends.map((append) => append.position.nextOffset.toString())}::bigint[],
+    ${STALE_APPEND_MS}::integer)`.execute(db);
 }

@@ -180,6 +180,40 @@ export const logGenerationMigrations: Record<string, Migration> = {
           where g.state = 'active';
         end
         $fence$;
+
+        -- Records acknowledged appends (see recordAppends in stream-positions.ts). PL/pgSQL, so its
+        -- statement is planned once per connection, not on every append.
+        create function record_stream_appends(
+          append_ids uuid[], stream_keys text[], topics text[], partitions integer[], next_offsets bigint[],
+          stale_ms integer
+        ) returns void
+        language plpgsql volatile
+        set search_path = public
+        as $record$
+        begin
+          with ours as (
+            delete from stream_appends where append_id = any(append_ids)
+            returning stream_key, started_at
+          ), stale as (
+            delete from stream_appends
+            where stream_key = any(stream_keys)
+              and started_at < (select min(started_at) from ours) - make_interval(secs => stale_ms / 1000.0)
+          )
+          insert into stream_positions as p (stream_key, topic, partition, next_offset, last_sent_at)
+          select distinct on (a.stream_key) a.stream_key, a.topic, a.partition, a.next_offset,
+            -- An intent gone (emptied by a crash) says nothing of when its append was sent.
+            coalesce((select max(o.started_at) from ours o where o.stream_key = a.stream_key), '-infinity')
+          from unnest(stream_keys, topics, partitions, next_offsets) as a (stream_key, topic, partition, next_offset)
+          order by a.stream_key, a.next_offset desc
+          on conflict (stream_key) do update set
+            topic = excluded.topic,
+            partition = excluded.partition,
+            next_offset = case when p.topic = excluded.topic and p.partition = excluded.partition
+              then greatest(p.next_offset, excluded.next_offset) else excluded.next_offset end,
+            last_sent_at = case when p.topic = excluded.topic and p.partition = excluded.partition
+              then greatest(p.last_sent_at, excluded.last_sent_at) else excluded.last_sent_at end;
+        end
+        $record$;
       `.execute(db);
     },
   },
