@@ -11,21 +11,18 @@ import {
 } from '@leadline/events';
 import type { Kysely, Transaction } from 'kysely';
 import type { Kafka } from 'kafkajs';
-import type pg from 'pg';
 import { DomainError, unavailable } from '@leadline/domain';
 import type { Clock, NewId } from './clock';
 import { inTransaction } from './command-transaction';
-import { isConnectionLost } from './db/database';
 import type { Database } from './db/schema';
 import { eventLogBudget, eventLogCalls, type EventLogBudget } from './event-log-budget';
 import { APPEND_MAX_BYTES, createEventProducer, createLogEnds, partitionForKey } from './kafka';
-import { enterStream, enterWriteFence, type LogGeneration, type StreamPosition } from './log-generations';
+import { enterWriteFence, type LogGeneration } from './log-generations';
 import { createKeyedBatcher } from './keyed-batcher';
 import { createGroupAppender, createOffsetsCoalescer, type AppendPosition } from './log-writer';
 import { timeStage } from './metrics';
 import { refuseHeldStream } from './parking';
 import type { ProjectionProgress } from './projection-progress';
-import { createAppendIntents, recordAppends, type StreamAppend } from './stream-positions';
 
 /** Who is asking and under which request, stamped on every event the command produces. */
 export interface CommandContext {
@@ -51,7 +48,7 @@ export interface Command<R> {
   /** Advisory locks held while deciding and appending; every writer of a stream takes the same ones. */
   lockKeys: string[];
   /**
-   * How much of the log must be projected before `decide` reads: the stream's own events, or
+   * How much of the log must be projected before `decide` reads: the stream's own partition, or
    * nothing, for a decision that reads no read model (it reads only tables kept in its own
    * transaction, such as a new stream's reservations; its stream has no events yet). There is
    * deliberately no platform-wide option (waiting for the whole topic serialized every creation behind
@@ -105,12 +102,6 @@ export interface CommandBusDeps {
    */
   topics: TopicNames;
   progress: ProjectionProgress;
-  /**
-   * Where each append's intent commits before it is sent (see stream-positions.ts): a pool other than
-   * `db`'s, whose connections are never held while waiting for anything (the projection progress's),
-   * since a command asks for it while holding a connection of `db`.
-   */
-  intentPool: pg.Pool;
   clock: Clock;
   newId: NewId;
   /** Bound on waiting for the projector, before deciding and before answering. */
@@ -148,9 +139,6 @@ export function encodedSize(
   return bytes;
 }
 
-const projectionLagging = () =>
-  unavailable('projection_lagging', 'The read models are catching up with the event log; retry shortly.');
-
 /** The event as the log keeps it: its id, version, stream, time, actor and the request it traces to. */
 const stampEvent = (
   { newId, clock }: Pick<CommandBusDeps, 'newId' | 'clock'>,
@@ -185,9 +173,6 @@ async function encodeForLog(codec: EventCodec, event: DomainEvent) {
   }
 }
 
-/** An acknowledged append, to record in the stream's position (see stream-positions.ts). */
-type RecordedAppend = StreamAppend & { position: AppendPosition };
-
 /** Facts of one stream to append: their topic kind, their record key and the stamped events. */
 interface FactsToAppend {
   topic: EventStream['topic'];
@@ -201,39 +186,29 @@ interface FactsToAppend {
  * reports pays the fence (begin, `enter_write_fence`, commit) once per batch, not once each. Each keeps
  * its own outcome (one refused as too large fails alone) and its own bound on the log from its append
  * on; the fence itself waits out a cutover (up to `fenceWaitMs`) for all of them, as it did for each.
- * Their positions are recorded together once the fence is left; a recording that fails leaves the
- * intents, so their streams' next commands ask Kafka, and the facts still count as appended.
  */
 function factsInFence(
   db: Kysely<Database>,
   fenceWaitMs: number,
-  appendIn: (generation: LogGeneration, facts: FactsToAppend) => Promise<RecordedAppend>,
+  appendIn: (generation: LogGeneration, facts: FactsToAppend) => Promise<AppendPosition>,
 ) {
   return createKeyedBatcher<FactsToAppend, { position: AppendPosition } | { error: unknown }>({
     keyOf: () => 'facts',
     conflicts: () => false,
     maxBatch: FACTS_PER_FENCE,
-    run: async (_key, batch) => {
+    run: (_key, batch) =>
       // The fence is held until every append is acknowledged or given up on, as a command holds it.
-      const outcomes = await inTransaction(db, async (trx) => {
+      inTransaction(db, async (trx) => {
         const generation = await enterWriteFence(trx, { waitMs: fenceWaitMs });
         return Promise.all(
           batch.map((facts) =>
             appendIn(generation, facts).then(
-              (appended) => ({ appended }),
+              (position) => ({ position }),
               (error: unknown) => ({ error }),
             ),
           ),
         );
-      });
-      const appended = outcomes.flatMap((outcome) => ('appended' in outcome ? [outcome.appended] : []));
-      await recordAppends(db, appended).catch((error: unknown) =>
-        console.warn(`command bus: recording where facts went: ${(error as Error).message}`),
-      );
-      return outcomes.map((outcome) =>
-        'appended' in outcome ? { position: outcome.appended.position } : outcome,
-      );
-    },
+      }),
   });
 }
 
@@ -242,17 +217,13 @@ function factsInFence(
  * models that are provably caught up with it.
  *   1. take the stream's advisory locks (a Postgres transaction holds them), enter the write fence
  *      (refused while a migration of the log cuts over) and read the generation of topics to append to;
- *   2. wait until the projector has applied every event of the stream: up to the stream's last
- *      recorded append, or, when one of its appends is in flight or its position is unknown, up to the
- *      partition's high watermark (see stream-positions.ts);
+ *   2. wait until the projector has applied everything up to the partition's high watermark;
  *   3. decide against the read models;
- *   4. commit an intent, append the events (idempotent, acks=all), record where they went and
- *      release the locks;
+ *   4. append the events (idempotent, acks=all) and release the locks;
  *   5. wait until the projector has applied them, so the caller reads its own writes.
  */
 export function createCommandBus(deps: CommandBusDeps): CommandBus {
   const { db, kafka, codec, topics, progress, clock, newId, projectionWaitMs } = deps;
-  const openIntent = createAppendIntents(deps.intentPool);
   const eventLogTimeoutMs = deps.eventLogTimeoutMs ?? 3000;
   const appendMaxBytes = deps.appendMaxBytes ?? APPEND_MAX_BYTES;
   // Topics that are not the log's (a test's own) are written as named, whatever the generation.
@@ -279,28 +250,6 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
     bounded: (call, bytes) => fromEventLog('appending', call, Math.floor(bytes / PER_EXTRA_MS_BYTES)),
   });
 
-  /**
-   * Waits until the read models hold every event of the stream: up to its last acknowledged append when
-   * none of its appends is in flight and that append is on the topic written now; else up to the
-   * partition's end, as read from Kafka, which covers whatever of an append in flight has landed.
-   */
-  async function waitForStream(
-    topic: string,
-    partitionKey: string,
-    entered: { position: StreamPosition | null; appending: boolean },
-    budget: EventLogBudget,
-  ) {
-    const { position, appending } = entered;
-    if (!position || appending || position.topic !== topic)
-      return waitForHighWatermark(topic, partitionKey, budget);
-    const caughtUp = await timeStage('catch_up', () =>
-      budget.excluding(() =>
-        progress.waitFor(topic, position.partition, position.nextOffset, projectionWaitMs),
-      ),
-    );
-    if (!caughtUp) throw projectionLagging();
-  }
-
   async function waitForHighWatermark(topic: string, partitionKey: string, budget: EventLogBudget) {
     // A lookup shared with concurrent commands, started after this one took its locks; waited for
     // within this command's own bound, which may end before the shared lookup's.
@@ -318,7 +267,12 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
         ),
       ),
     );
-    if (caughtUp.includes(false)) throw projectionLagging();
+    if (caughtUp.includes(false)) {
+      throw unavailable(
+        'projection_lagging',
+        'The read models are catching up with the event log; retry shortly.',
+      );
+    }
   }
 
   const keyOf = (stream: EventStream, context: CommandContext) =>
@@ -329,7 +283,7 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
     key: string,
     events: DomainEvent[],
     budget?: EventLogBudget,
-  ): Promise<RecordedAppend> {
+  ): Promise<AppendPosition> {
     const messages = await Promise.all(
       events.map(async (event) => ({
         key,
@@ -346,10 +300,6 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
         `The request produces ${events.length} events of ${bytes} bytes, more than the ${appendMaxBytes} bytes one request may append; nothing was written. Split it into smaller requests.`,
       );
     }
-    // Committed before anything is sent, and left standing unless the append is acknowledged and
-    // recorded: until then the stream's commands ask Kafka where its partition ends.
-    const intent = { appendId: newId(), streamKey: key };
-    await openIntent(intent);
     // Past the bound the send may still land later (as with any timeout): the 503 tells the client to
     // retry, and every write path deduplicates or re-decides against what the log then holds. The
     // records share the next request with every other command ready at the same moment; the bound
@@ -357,15 +307,7 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
     // its records if they are not sent yet.
     const { position, abandon } = appender.append({ topic, key, messages, bytes });
     try {
-      return {
-        ...intent,
-        position: await fromEventLog(
-          'appending',
-          () => position,
-          Math.floor(bytes / PER_EXTRA_MS_BYTES),
-          budget,
-        ),
-      };
+      return await fromEventLog('appending', () => position, Math.floor(bytes / PER_EXTRA_MS_BYTES), budget);
     } finally {
       abandon();
     }
@@ -385,33 +327,27 @@ export function createCommandBus(deps: CommandBusDeps): CommandBus {
 
       const { events, result, position } = await inTransaction(db, async (trx) => {
         // Sorted, so two commands that share locks always take them in the same order.
-        const locks = [...new Set(command.lockKeys)].sort();
-        const entered = await timeStage('lock', () => enterStream(trx, { locks, stream: key }));
-        const topic = topicsOf(entered.generation)[stream.topic];
+        const topic = await timeStage('lock', async () => {
+          // The fence after the stream's locks, in the same statement: a cutover waits for the commands
+          // already deciding, not for those queued behind one account's lock; those are refused at once
+          // when their turn comes.
+          const locks = [...new Set(command.lockKeys)].sort();
+          return topicsOf(await enterWriteFence(trx, { waitMs: 0, locks }))[stream.topic];
+        });
         // A write whose locks were held by a command stuck on the log is refused at once when its turn
         // comes, its bound spent in the queue. But if the log answered meanwhile, the holder waited on
         // something else (the projector, a long decision): the log's bound starts now, and a refusal
         // names what is really behind (`projection_lagging`) rather than a log that is up.
         if (answeredSince(budget.startedAt)) budget.restart();
-        if (command.consistency === 'partition') await waitForStream(topic, key, entered, budget);
+        if (command.consistency === 'partition') await waitForHighWatermark(topic, key, budget);
         await refuseHeldStream(trx, key);
         const decision = await timeStage('decide', () => command.decide(trx));
         const stamped = decision.events.map((event) => stamp(event, stream, context));
-        const appended =
+        const position =
           stamped.length > 0
-            ? await timeStage('append', async () => {
-                const recorded = await appendToLog(topic, key, stamped, budget);
-                // With the locks still held: the next holder reads it as the stream's position. A
-                // connection lost here fails the recording as it would the COMMIT after it, and the
-                // write stands as it would then (see inTransaction): the intent stays, so the stream's
-                // next command asks Kafka.
-                await recordAppends(trx, [recorded]).catch((error: unknown) => {
-                  if (!isConnectionLost(error)) throw error;
-                });
-                return recorded;
-              })
+            ? await timeStage('append', () => appendToLog(topic, key, stamped, budget))
             : undefined;
-        return { events: stamped, result: decision.result, position: appended?.position };
+        return { events: stamped, result: decision.result, position };
       });
 
       // The events are durable now; a slow projector delays the answer but never fails the command.

@@ -1,4 +1,3 @@
-import type pg from 'pg';
 import { newUuid, systemClock, type Clock } from './clock';
 import { createCommandBus, type CommandBus } from './command-bus';
 import { databaseTimeouts, DEFAULT_PROJECTION_WAIT_MS, type InfrastructureConfig } from './config';
@@ -11,8 +10,6 @@ export interface CommandServices extends Infrastructure {
   commands: CommandBus;
   /** The projector's progress, as it announces it (live updates follow the read models with it). */
   progress: ProjectionProgress;
-  /** Where the command bus commits its append intents (the progress's pool; see `CommandBusDeps`). */
-  intentPool: pg.Pool;
 }
 
 /** Connects what a command-issuing process needs: infrastructure and the command bus. */
@@ -25,10 +22,7 @@ export async function connectCommandServices(
     commandConnections?: number;
     /** The process's own pool (`db`): reads, or a worker's queue. 10 by default. */
     readConnections?: number;
-    /**
-     * Listening for the projector's progress, and one for its catch-up reads and the commands' append
-     * intents (short statements, none held while waiting for anything). 2 by default.
-     */
+    /** Listening for the projector's progress, and its catch-up reads. 2 by default. */
     listeningConnections?: number;
     /** Lowers the most one command may append (tests reach the limit with a small request). */
     appendMaxBytes?: number;
@@ -53,7 +47,6 @@ export async function connectCommandServices(
     ...infrastructure,
     db: commandDb,
     progress,
-    intentPool: listenerPool,
     clock: options.clock ?? systemClock,
     newId: newUuid,
     projectionWaitMs: config.PROJECTION_WAIT_MS ?? DEFAULT_PROJECTION_WAIT_MS,
@@ -64,7 +57,6 @@ export async function connectCommandServices(
     ...infrastructure,
     commands,
     progress,
-    intentPool: listenerPool,
     async close() {
       await progress.close();
       await listenerPool.end();

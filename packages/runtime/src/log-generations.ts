@@ -3,7 +3,6 @@ import { unavailable } from '@leadline/domain';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, TopicOffsets } from './db/schema';
 import { forgetTopics } from './kafka';
-import { STALE_APPEND_MS } from './stream-positions';
 
 /**
  * The log's topic generations. The log moves to a new generation of topics (more partitions, or its
@@ -43,23 +42,8 @@ const toGeneration = (row: {
   endOffsets: row.end_offsets,
 });
 
-/**
- * What `enter_write_fence` answers: whether the fence is held, the active generation, and for a stream
- * named, where its last acknowledged append went and whether one of its appends is in flight.
- */
-type FenceRow = { open: boolean } & Parameters<typeof toGeneration>[0] & {
-    stream_topic: string | null;
-    stream_partition: number | null;
-    stream_next_offset: string | null;
-    stream_appending: boolean | null;
-  };
-
-/** Where a stream's last acknowledged append went: `nextOffset` is the offset after it. */
-export interface StreamPosition {
-  topic: string;
-  partition: number;
-  nextOffset: bigint;
-}
+/** What `enter_write_fence` answers: whether the fence is held, and the active generation. */
+type FenceRow = { open: boolean } & Parameters<typeof toGeneration>[0];
 
 /** Every generation, oldest first. */
 export async function readGenerations(db: Reader): Promise<LogGeneration[]> {
@@ -124,59 +108,27 @@ const migrating = () =>
   );
 
 /**
- * Enters the write fence for the rest of `trx` and returns the generation to append to: plain facts'
- * way in. They wait out a cutover up to `waitMs` (a webhook that Twilio does not retry is better
- * answered late than not at all), then are refused: 503 `log_migrating`.
+ * Enters the write fence for the rest of `trx` and returns the generation to append to. A command
+ * (`waitMs` 0) is refused at once while a cutover holds the fence: 503 `log_migrating`. Plain facts
+ * wait for it up to `waitMs` (a webhook that Twilio does not retry is better answered late than not
+ * at all), then are refused the same way.
  *
- * Fence and generation are one round trip: the `enter_write_fence` function (migrations 0019 and
- * 0022) reads the generation in a query of its own, after the fence is held, so its snapshot is taken
- * after any cutover that ended before and no append goes to a generation that has stopped taking
- * writes.
+ * A command gives its stream's `locks` (lock keys, in the order they must be taken): they are taken
+ * first, so the fence is tried only once they are all held (a cutover waits for the commands already
+ * deciding, not for those queued behind a lock). Locks, fence and generation are one round trip: the
+ * `enter_write_fence` function (migration 0019) reads the generation in a query of its own, after the
+ * fence is held, so its snapshot is taken after any cutover that ended before and no append goes to a
+ * generation that has stopped taking writes.
  */
 export async function enterWriteFence(
   trx: Transaction<Database>,
-  { waitMs }: { waitMs: number },
+  { waitMs, locks = [] }: { waitMs: number; locks?: readonly string[] },
 ): Promise<LogGeneration> {
-  return toGeneration(await fence(trx, waitMs, [], null, 0));
-}
-
-/**
- * A command's way in, in the same round trip: its stream's `locks` (lock keys, in the order they must
- * be taken), then the fence, tried only once they are all held (a cutover waits for the commands
- * already deciding, not for those queued behind a lock; those are refused at once, 503
- * `log_migrating`, when their turn comes), then the generation, and where the stream's last
- * acknowledged append went and whether one of its appends is in flight, as the previous holder of the
- * locks left them (see stream-positions.ts).
- */
-export async function enterStream(
-  trx: Transaction<Database>,
-  { locks, stream }: { locks: readonly string[]; stream: string },
-): Promise<{ generation: LogGeneration; position: StreamPosition | null; appending: boolean }> {
-  const row = await fence(trx, 0, locks, stream, STALE_APPEND_MS);
-  return {
-    generation: toGeneration(row),
-    position:
-      row.stream_topic === null
-        ? null
-        : {
-            topic: row.stream_topic,
-            partition: row.stream_partition!,
-            nextOffset: BigInt(row.stream_next_offset!),
-          },
-    appending: row.stream_appending === true,
-  };
-}
-
-async function fence(
-  trx: Transaction<Database>,
-  waitMs: number,
-  locks: readonly string[],
-  stream: string | null,
-  staleMs: number,
-): Promise<FenceRow> {
+  // Facts wait out a cutover rather than be refused, and take no stream locks.
+  if (waitMs > 0 && locks.length > 0)
+    throw new Error('A write fence entered with a wait takes no stream locks');
   const { rows } = await sql<FenceRow>`
-    select * from enter_write_fence(${[...locks]}::text[], ${Math.ceil(waitMs)}::integer, ${stream}::text,
-      ${staleMs}::integer)`
+    select * from enter_write_fence(${[...locks]}::text[], ${Math.ceil(waitMs)}::integer)`
     .execute(trx)
     .catch((error: unknown) => {
       // Past a fact's wait for the fence. A stream lock not granted in time is the database's (503
@@ -187,7 +139,7 @@ async function fence(
   const row = rows[0];
   if (!row) throw new Error('log_generations has no active generation');
   if (!row.open) throw migrating();
-  return row;
+  return toGeneration(row);
 }
 
 /** How often processes look at the generations; a cutover's commands see it at once anyway. */

@@ -72,9 +72,8 @@ describe('GET /metrics', () => {
         'leadline_http_request_duration_seconds_count{method="GET",route="/v1/accounts/:id/leads/:phone",status_code="200"}',
       ),
     ).toBeGreaterThanOrEqual(1);
-    // Two commands; creating an account waits for no projection before deciding (a new stream), and the
-    // import waits for the projector to reach the creation's recorded position (no `offsets` lookup).
-    const commandsThrough = { lock: 2, catch_up: 1, decide: 2, append: 2, read_your_writes: 2 };
+    // Two commands; creating an account waits for no projection before deciding (a new stream).
+    const commandsThrough = { lock: 2, offsets: 1, catch_up: 1, decide: 2, append: 2, read_your_writes: 2 };
     for (const [stage, count] of Object.entries(commandsThrough)) {
       expect(
         valueOf(text, `leadline_command_stage_duration_seconds_count{stage="${stage}"}`),

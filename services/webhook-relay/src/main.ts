@@ -35,8 +35,8 @@ guardUnsafeSettings('webhook-relay', config.NODE_ENV, [
     : []),
 ]);
 // Two listening connections (projection progress, queued deliveries) and one for the progress's own
-// reads (catching up after a reconnect, polling while a command waits) and the commands' append
-// intents: with two, those reads waited for a connection that never came free. No connection is held while a partner's endpoint answers:
+// reads (catching up after a reconnect, polling while a command waits): with two, those reads waited
+// for a connection that never came free. No connection is held while a partner's endpoint answers:
 // the dispatcher's claims, records and outbox appends are short statements, the consumer's batches
 // need one per partition at most; they share the rest.
 const connections = splitConnectionBudget('webhook-relay', config.DATABASE_MAX_CONNECTIONS ?? 5, {
@@ -54,7 +54,6 @@ const progress = await createProjectionProgress(listenerPool);
 const commands = createCommandBus({
   ...infrastructure,
   progress,
-  intentPool: listenerPool,
   clock: systemClock,
   newId: newUuid,
   projectionWaitMs: config.PROJECTION_WAIT_MS,

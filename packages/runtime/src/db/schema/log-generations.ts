@@ -41,19 +41,4 @@ export interface LogGenerationTables {
     target_first: Int64;
     source_offsets: ColumnType<string[], string[], string[]>;
   };
-  /**
-   * Where each stream's last acknowledged append went (`next_offset` is the offset after it), and when
-   * the latest of its recorded appends was sent.
-   */
-  stream_positions: {
-    stream_key: string;
-    topic: string;
-    partition: number;
-    next_offset: Int64;
-    last_sent_at: Timestamp;
-  };
-  /** Since when no intent can have been lost (a crash empties this table with the two above). */
-  stream_positions_kept: { only_row: Generated<boolean>; kept_since: Timestamp };
-  /** Appends of a stream sent (or about to be) whose acknowledgement is not yet in `stream_positions`. */
-  stream_appends: { append_id: string; stream_key: string; started_at: Generated<Timestamp> };
 }
