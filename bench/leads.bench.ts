@@ -1,4 +1,4 @@
-import { logCompression, newUuid } from '@leadline/runtime';
+import { logCompression, newUuid, READ_MODEL_SCHEMA } from '@leadline/runtime';
 import Fastify from 'fastify';
 import pg from 'pg';
 import { stageBreakdown } from './stages';
@@ -16,7 +16,9 @@ const phoneOf = (run: number, index: number) => `+1${String(2000000000 + run * 1
 /**
  * Bulk import of 1,000 leads until all are queryable, beside the floor of the same work done raw in
  * the same run (one sendBatch of the same 1,000 encoded events, then one multi-row insert of 1,000
- * rows); and single-lead imports (row `single`) at 16 concurrent clients beside a bare fastify route doing one insert.
+ * rows); and single-lead imports (row `single`) at 16 concurrent clients beside two floors: a bare fastify
+ * route doing one insert, and one doing the same I/O as an import (the decision's reads, one acks=all
+ * append, the projector's insert).
  */
 export async function benchLeads(rows: string[] = []): Promise<string> {
   // `leads:single` skips the bulk rows (minutes on a shared machine); `leads` runs both.
@@ -27,14 +29,20 @@ export async function benchLeads(rows: string[] = []): Promise<string> {
   await pool.query(
     'create table bench_leads (id text primary key, phone text, name text, email text, source text)',
   );
-  const floor = await measureBulkFloor(system, pool, bulkRuns);
+  const rawTopic = `${system.env.config.TOPIC_PREFIX}bench-raw-leads`;
+  await system.services.admin.createTopics({
+    waitForLeaders: true,
+    topics: [{ topic: rawTopic, numPartitions: 8 }],
+  });
+  const floor = await measureBulkFloor(system, pool, rawTopic, bulkRuns);
   const single = await measureSingleImports(system);
   const rawInsert = await measureBareInsert(pool);
+  const sameIo = await measureSameIoFloor(system, pool, rawTopic, single.accounts);
 
   await pool.end();
   await system.close();
 
-  return leadsReport(bulkRuns, bulk, floor, { ...single, rawInsert });
+  return leadsReport(bulkRuns, bulk, floor, { ...single, rawInsert, sameIo });
 }
 
 /** A new account of the bench's partner. */
@@ -87,14 +95,14 @@ async function measureBulkImports(system: BenchSystem, bulkRuns: number) {
 }
 
 /** The floor: the same events, already encoded, in one sendBatch; then 1,000 rows in one insert. */
-async function measureBulkFloor({ services, env }: BenchSystem, pool: pg.Pool, bulkRuns: number) {
+async function measureBulkFloor(
+  { services }: BenchSystem,
+  pool: pg.Pool,
+  rawTopic: string,
+  bulkRuns: number,
+) {
   const producer = services.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
-  const rawTopic = `${env.config.TOPIC_PREFIX}bench-raw-leads`;
-  await services.admin.createTopics({
-    waitForLeaders: true,
-    topics: [{ topic: rawTopic, numPartitions: 8 }],
-  });
   const samples: number[] = [];
   const floorCpu = cpuWindow();
   for (let run = 0; run < bulkRuns; run++) {
@@ -186,7 +194,7 @@ async function measureSingleImports(system: BenchSystem) {
     CONCURRENCY,
     importInto(() => accounts[0]!, 1),
   );
-  return { spread, oneAccount, stages };
+  return { spread, oneAccount, stages, accounts };
 }
 
 /** The single import's floor: a bare fastify route doing one insert. */
@@ -214,13 +222,70 @@ async function measureBareInsert(pool: pg.Pool): Promise<Measurement> {
   return rawInsert;
 }
 
+/**
+ * The single import's same-I/O floor: the I/O one import cannot do without, done bare, with the
+ * accounts the imports used. A bare fastify route reads the account and the lead by phone (the reads
+ * its decision needs), appends one event (the lead as JSON, about the size of the log's record) with an
+ * idempotent acks=all send keyed by the account, then inserts the lead's row (the projector's insert),
+ * and answers. No locks, no waiting for a consumer, no schema registry encoding or sealing.
+ */
+async function measureSameIoFloor(
+  { services }: BenchSystem,
+  pool: pg.Pool,
+  rawTopic: string,
+  accounts: string[],
+): Promise<Measurement> {
+  const producer = services.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  const bare = Fastify();
+  bare.post('/accounts/:id/leads', async (request, reply) => {
+    const accountId = (request.params as { id: string }).id;
+    const body = request.body as { phone: string; name: string };
+    const [account, existing] = await Promise.all([
+      pool.query(`select * from ${READ_MODEL_SCHEMA}.accounts where id = $1`, [accountId]),
+      pool.query(`select * from ${READ_MODEL_SCHEMA}.leads where account_id = $1 and phone = $2`, [
+        accountId,
+        body.phone,
+      ]),
+    ]);
+    if (account.rowCount !== 1 || existing.rowCount !== 0) throw new Error('the floor read the wrong rows');
+    const lead = { id: newUuid(), phone: body.phone, name: body.name, created_at: new Date().toISOString() };
+    await producer.send({
+      topic: rawTopic,
+      acks: -1,
+      messages: [
+        { key: accountId, value: JSON.stringify({ type: 'lead.created', account_id: accountId, lead }) },
+      ],
+    });
+    await pool.query('insert into bench_leads (id, phone, name) values ($1, $2, $3)', [
+      lead.id,
+      lead.phone,
+      lead.name,
+    ]);
+    return reply.status(201).send(lead);
+  });
+  const bareUrl = await bare.listen({ port: 0, host: '127.0.0.1' });
+  const sameIo = await measure('same I/O bare', SINGLE_IMPORTS, CONCURRENCY, async (i) => {
+    const response = await fetch(`${bareUrl}/accounts/${accounts[i % CONCURRENCY]}/leads`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ phone: phoneOf(950, i), name: `Single ${i}` }),
+    });
+    if (response.status !== 201) throw new Error(`the same-I/O floor answered ${response.status}`);
+    await response.arrayBuffer();
+  });
+  await bare.close();
+  await producer.disconnect();
+  return sameIo;
+}
+
 type Timed = { samples: number[]; cpu: ReturnType<ReturnType<typeof cpuWindow>['stop']> };
 
 function leadsReport(
   bulkRuns: number,
   { samples: bulk, cpu: bulkUsed }: Timed,
   { samples: floor, cpu: floorUsed }: Timed,
-  single: Awaited<ReturnType<typeof measureSingleImports>> & { rawInsert: Measurement },
+  single: Awaited<ReturnType<typeof measureSingleImports>> & { rawInsert: Measurement; sameIo: Measurement },
 ): string {
   // CPU per 1,000 bulk imports of 1,000 leads each; the floor's includes encoding its events.
   const bulkRows = {
@@ -254,8 +319,12 @@ function leadsReport(
     '',
     comparisonTable([
       { subject: single.spread, baseline: single.rawInsert },
+      { subject: single.spread, baseline: single.sameIo },
       { subject: single.oneAccount, baseline: single.rawInsert },
+      { subject: single.oneAccount, baseline: single.sameIo },
     ]),
+    '',
+    'Same I/O bare: a bare fastify route reading the account and the lead, appending one record (acks=all) and inserting one row (see measureSameIoFloor).',
     '',
     single.stages,
   ].join('\n');
