@@ -190,6 +190,9 @@ async function sameIoFloor(databaseUrl: string, producer: Producer, rawTopic: st
       await client.query('insert into bench_slug_reservations (slug) values ($1)', [account.slug]);
       await producer.send({ topic: rawTopic, acks: -1, messages: [{ key: account.id, value: record }] });
       await client.query('commit');
+    } catch (error) {
+      await client.query('rollback');
+      throw error;
     } finally {
       client.release();
     }
