@@ -1,4 +1,7 @@
 import { writeFileSync } from 'node:fs';
+import { newUuid } from '@leadline/runtime';
+import { generateApiKey } from '../services/command-api/src/partners/api-keys';
+import { createPartner } from '../services/command-api/src/partners/partners';
 import { cpuWindow } from './cpu';
 import { startCpuProfile, type CpuProfile } from './cpu-profile';
 import { countStatements, statementTotal } from './statements';
@@ -6,15 +9,16 @@ import { cpuPerThousand } from './stats';
 import { expectStatus, startBenchSystem } from './system';
 
 /**
- * `npx tsx bench/profile.ts [import|get|bulk] [operations] [profile.cpuprofile]`: where one operation's cost
- * goes. Single lead imports (or account GETs) from 16 clients over 16 accounts, or bulk imports of
+ * `npx tsx bench/profile.ts [import|get|create|bulk] [operations] [profile.cpuprofile]`: where one
+ * operation's cost goes. Single lead imports (or account GETs) from 16 clients over 16 accounts, account
+ * creations from 16 clients (one partner each, as in the account-creation bench), or bulk imports of
  * 1,000 new leads one after another, each into a fresh account, until listed (the API, projector and
  * inbound decider in this process, as in `npm run bench`), after a warm-up; over the measured operations only: the V8 CPU profile (what
  * `node --cpu-prof` records, started and stopped around the window), its top functions and packages by
  * self time, every SQL statement sent by any `pg` client (pg_stat_statements is not loaded on the
  * development server, so `Client.query` is counted), and CPU seconds per 1,000 imports from /proc.
  */
-const MODE = process.argv[2] === 'get' || process.argv[2] === 'bulk' ? process.argv[2] : 'import';
+const MODE = (['get', 'bulk', 'create'] as const).find((mode) => mode === process.argv[2]) ?? 'import';
 const IMPORTS = Number(process.argv[3] ?? (MODE === 'bulk' ? 10 : 1000));
 const OUTPUT = process.argv[4];
 // A bulk import is one request of 1,000 leads: the bench row sends them one at a time.
@@ -36,6 +40,15 @@ const accountCount = MODE === 'bulk' ? IMPORTS + 2 : CONCURRENCY;
 for (let i = 0; i < accountCount; i++)
   accounts.push(((await post('/v1/accounts', { name: `Profile ${i}` }, 201)) as { id: string }).id);
 
+// Create: a partner key per client, as the account-creation bench has.
+const partnerHeaders = [headers];
+if (MODE === 'create')
+  for (let i = 1; i < CONCURRENCY; i++) {
+    const key = generateApiKey();
+    await createPartner({ ...system.services, newId: newUuid }, `Profile partner ${i}`, key);
+    partnerHeaders.push({ ...headers, 'x-partner-key': key });
+  }
+
 let phone = 0;
 let bulkImports = 0;
 const operation = async (i: number) => {
@@ -56,6 +69,15 @@ const operation = async (i: number) => {
     if (listed.total !== BULK_SIZE) throw new Error('bulk import lost leads');
   } else if (MODE === 'get')
     await expectStatus(await fetch(`${baseUrl}/v1/accounts/${account}`, { headers }), 200);
+  else if (MODE === 'create')
+    await expectStatus(
+      await fetch(`${baseUrl}/v1/accounts`, {
+        method: 'POST',
+        headers: partnerHeaders[i % CONCURRENCY]!,
+        body: JSON.stringify({ name: `Profile account ${i}`, metadata: { i } }),
+      }),
+      201,
+    );
   else
     await post(
       `/v1/accounts/${account}/leads`,
@@ -112,7 +134,7 @@ const cpuPer = cpuPerThousand({ name: 'profile', count: IMPORTS, seconds, sample
 
 console.log(
   [
-    `${MODE === 'bulk' ? `Bulk imports of ${BULK_SIZE} leads` : MODE === 'get' ? 'Account GETs' : 'Single lead imports'}, ${CONCURRENCY} clients over ${MODE === 'bulk' ? IMPORTS : CONCURRENCY} accounts: ${IMPORTS} in ${seconds.toFixed(1)} s (${(IMPORTS / seconds).toFixed(0)}/s)`,
+    `${{ bulk: `Bulk imports of ${BULK_SIZE} leads`, get: 'Account GETs', create: 'Account creations', import: 'Single lead imports' }[MODE]}, ${CONCURRENCY} clients ${MODE === 'create' ? 'of as many partners' : `over ${MODE === 'bulk' ? IMPORTS : CONCURRENCY} accounts`}: ${IMPORTS} in ${seconds.toFixed(1)} s (${(IMPORTS / seconds).toFixed(0)}/s)`,
     '',
     `CPU seconds per 1,000 operations: node ${cpuPer.node.toFixed(2)}, postgres ${cpuPer.postgres.toFixed(2)}, kafka ${cpuPer.kafka.toFixed(2)}, registry ${cpuPer.registry.toFixed(2)}; total ${cpuPer.total.toFixed(2)}`,
     `This process was busy in ${((busyHits / totalHits) * 100).toFixed(0)}% of the profile's samples.`,
