@@ -66,9 +66,30 @@ const accountNamed = (name: string) =>
 /**
  * A log consumer in a group of its own (on the AI agent's checkpoint table: no agent runs in this
  * system) that acts on the accounts created with a name starting `prefix`, passing over every batch
- * without one: `act` is given each such name once, in the transaction that moves the checkpoint.
+ * without one: `act` is given each such name once, in the transaction that moves the checkpoint. It
+ * starts at the log's end, as a consumer deployed now: the records before are other tests', some
+ * deleted by the gap test before any consumer of this table applied them (reading from before them is
+ * that test's error, not the caller's).
  */
 async function startActingOn(group: string, prefix: string, act: (name: string) => Promise<void> | void) {
+  const { admin, db, topics } = system.services;
+  const ends = await admin.fetchTopicOffsets(topics.account);
+  await db
+    .insertInto('ai_agent_checkpoints')
+    .values(
+      ends.map(({ partition, high }) => ({
+        topic: topics.account,
+        partition,
+        next_offset: high,
+        updated_at: new Date(),
+      })),
+    )
+    .onConflict((oc) =>
+      oc
+        .columns(['topic', 'partition'])
+        .doUpdateSet((eb) => ({ next_offset: eb.ref('excluded.next_offset') })),
+    )
+    .execute();
   const groupId = `${system.env.config.TOPIC_PREFIX}${group}-${randomUUID()}`;
   const consumerDb = createDb(system.env.config.DATABASE_URL, { maxConnections: 2 });
   const consumer = await startLogConsumer({
@@ -382,28 +403,9 @@ describe('where the log consumer continues', () => {
 
 describe('a log consumer busy with one long batch', () => {
   it('stays in its group past the session timeout: the batch is handled once and no rebalance follows', async () => {
-    const { admin, db, topics } = system.services;
+    const { admin } = system.services;
     const accountId = `acc-long-${randomUUID()}`;
     const handled: string[] = [];
-    // Its checkpoints at the log's end, as a consumer deployed now: earlier tests deleted records that no
-    // consumer of this table applied, and reading from before them is the gap error, not this test.
-    const ends = await admin.fetchTopicOffsets(topics.account);
-    await db
-      .insertInto('ai_agent_checkpoints')
-      .values(
-        ends.map(({ partition, high }) => ({
-          topic: topics.account,
-          partition,
-          next_offset: high,
-          updated_at: new Date(),
-        })),
-      )
-      .onConflict((oc) =>
-        oc
-          .columns(['topic', 'partition'])
-          .doUpdateSet((eb) => ({ next_offset: eb.ref('excluded.next_offset') })),
-      )
-      .execute();
     const { groupId, stop } = await startActingOn('long-batch', 'Long ', async (name) => {
       handled.push(name);
       // The first record's batch waits longer than the consumers' 6 s session timeout (a command
