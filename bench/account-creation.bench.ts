@@ -2,11 +2,9 @@ import { createEventProducer, newUuid } from '@leadline/runtime';
 import Fastify from 'fastify';
 import type { Producer } from 'kafkajs';
 import pg from 'pg';
-import { generateApiKey } from '../services/command-api/src/partners/api-keys';
-import { createPartner } from '../services/command-api/src/partners/partners';
 import { cpuTable, measure, measureInTurns, percentile, throughput, type Measurement } from './stats';
 import { stageBreakdown } from './stages';
-import { expectStatus, startBenchSystem } from './system';
+import { expectStatus, partnerHeaders, startBenchSystem } from './system';
 
 const CLIENTS = 16;
 const CREATES = 1000;
@@ -30,12 +28,7 @@ const ONE_CLIENT_CREATES = 300;
 export async function benchAccountCreation(): Promise<string> {
   const system = await startBenchSystem();
   const { services, env } = system;
-  const clients = [system.headers];
-  for (let i = 1; i < CLIENTS; i++) {
-    const key = generateApiKey();
-    await createPartner({ ...services, newId: newUuid }, `Bench partner ${i}`, key);
-    clients.push({ ...system.headers, 'x-partner-key': key });
-  }
+  const clients = await partnerHeaders(system, CLIENTS);
   const createAccount = async (i: number) => {
     const response = await fetch(`${system.baseUrl}/v1/accounts`, {
       method: 'POST',

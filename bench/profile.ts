@@ -1,12 +1,9 @@
 import { writeFileSync } from 'node:fs';
-import { newUuid } from '@leadline/runtime';
-import { generateApiKey } from '../services/command-api/src/partners/api-keys';
-import { createPartner } from '../services/command-api/src/partners/partners';
 import { cpuWindow } from './cpu';
 import { startCpuProfile, type CpuProfile } from './cpu-profile';
 import { countStatements, statementTotal } from './statements';
 import { cpuPerThousand } from './stats';
-import { expectStatus, startBenchSystem } from './system';
+import { expectStatus, partnerHeaders, startBenchSystem } from './system';
 
 /**
  * `npx tsx bench/profile.ts [import|get|create|bulk] [operations] [profile.cpuprofile]`: where one
@@ -35,19 +32,14 @@ const post = async (path: string, body: unknown, status: number) =>
     status,
   );
 const accounts: string[] = [];
-// Bulk: a fresh account per import (so every lead is new), made before the measured window.
-const accountCount = MODE === 'bulk' ? IMPORTS + 2 : CONCURRENCY;
+// Bulk: a fresh account per import (so every lead is new), made before the measured window; creations
+// need none.
+const accountCount = { bulk: IMPORTS + 2, create: 0, get: CONCURRENCY, import: CONCURRENCY }[MODE];
 for (let i = 0; i < accountCount; i++)
   accounts.push(((await post('/v1/accounts', { name: `Profile ${i}` }, 201)) as { id: string }).id);
 
-// Create: a partner key per client, as the account-creation bench has.
-const partnerHeaders = [headers];
-if (MODE === 'create')
-  for (let i = 1; i < CONCURRENCY; i++) {
-    const key = generateApiKey();
-    await createPartner({ ...system.services, newId: newUuid }, `Profile partner ${i}`, key);
-    partnerHeaders.push({ ...headers, 'x-partner-key': key });
-  }
+// Create: a partner per client, as the account-creation bench has.
+const partners = MODE === 'create' ? await partnerHeaders(system, CONCURRENCY) : [headers];
 
 let phone = 0;
 let bulkImports = 0;
@@ -73,7 +65,7 @@ const operation = async (i: number) => {
     await expectStatus(
       await fetch(`${baseUrl}/v1/accounts`, {
         method: 'POST',
-        headers: partnerHeaders[i % CONCURRENCY]!,
+        headers: partners[i % CONCURRENCY]!,
         body: JSON.stringify({ name: `Profile account ${i}`, metadata: { i } }),
       }),
       201,
@@ -130,11 +122,17 @@ const tally = (key: (node: ProfileNode) => string) => {
 };
 const share = (hits: number) => `${((hits / busyHits) * 100).toFixed(1)}%`;
 const perImport = (count: number) => (count / IMPORTS).toFixed(2);
+const WHAT = {
+  bulk: `Bulk imports of ${BULK_SIZE} leads, one client over ${IMPORTS} accounts`,
+  get: `Account GETs, ${CONCURRENCY} clients over ${CONCURRENCY} accounts`,
+  create: `Account creations, ${CONCURRENCY} clients of as many partners`,
+  import: `Single lead imports, ${CONCURRENCY} clients over ${CONCURRENCY} accounts`,
+}[MODE];
 const cpuPer = cpuPerThousand({ name: 'profile', count: IMPORTS, seconds, samples: [], cpu: used });
 
 console.log(
   [
-    `${{ bulk: `Bulk imports of ${BULK_SIZE} leads`, get: 'Account GETs', create: 'Account creations', import: 'Single lead imports' }[MODE]}, ${CONCURRENCY} clients ${MODE === 'create' ? 'of as many partners' : `over ${MODE === 'bulk' ? IMPORTS : CONCURRENCY} accounts`}: ${IMPORTS} in ${seconds.toFixed(1)} s (${(IMPORTS / seconds).toFixed(0)}/s)`,
+    `${WHAT}: ${IMPORTS} in ${seconds.toFixed(1)} s (${(IMPORTS / seconds).toFixed(0)}/s)`,
     '',
     `CPU seconds per 1,000 operations: node ${cpuPer.node.toFixed(2)}, postgres ${cpuPer.postgres.toFixed(2)}, kafka ${cpuPer.kafka.toFixed(2)}, registry ${cpuPer.registry.toFixed(2)}; total ${cpuPer.total.toFixed(2)}`,
     `This process was busy in ${((busyHits / totalHits) * 100).toFixed(0)}% of the profile's samples.`,

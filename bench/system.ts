@@ -97,6 +97,20 @@ export async function startBenchSystem() {
 
 export type BenchSystem = Awaited<ReturnType<typeof startBenchSystem>>;
 
+/**
+ * Request headers of `count` partners: the bench's own, then partners registered for the purpose, so
+ * clients that each stand for a partner backend do not share one partner's key.
+ */
+export async function partnerHeaders({ services, headers }: BenchSystem, count: number) {
+  const all = [headers];
+  for (let i = 1; i < count; i++) {
+    const key = generateApiKey();
+    await createPartner({ ...services, newId: newUuid }, `Bench partner ${i}`, key);
+    all.push({ ...headers, 'x-partner-key': key });
+  }
+  return all;
+}
+
 /** A request that must answer `status`; anything else aborts the bench with the answer. */
 export async function expectStatus(response: Response, status: number): Promise<unknown> {
   const body = await response.json();
