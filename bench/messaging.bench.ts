@@ -17,6 +17,8 @@ const INBOUND_WARM_UP = 200;
 const BURST_CLIENTS = 16;
 const SENDS = 1000;
 const GATEWAY_CONCURRENCY = 4;
+/** How long a row may go without progress before the run fails (its slowest row takes seconds). */
+const STALLED_AFTER_MS = 60_000;
 
 type ComparisonRow = Parameters<typeof comparisonTable>[0][number];
 type BenchAccount = { id: string; phone_number: string };
@@ -47,7 +49,9 @@ export async function benchMessaging(rows: string[] = []): Promise<string> {
     const response = await fetch(`${system.baseUrl}/v1/accounts`, {
       method: 'POST',
       headers,
-      body: JSON.stringify({ name: `Bench ${i}` }),
+      // The gateway row's sends are proactive (sequence steps): with the default sending window its
+      // leads' quiet hours (Central time, the 512 area code) would hold every one of them overnight.
+      body: JSON.stringify({ name: `Bench ${i}`, sending_window: { enabled: false } }),
     });
     accounts.push((await response.json()) as BenchAccount);
   }
@@ -376,10 +380,16 @@ async function drained(
   cpu: ReturnType<typeof cpuWindow>,
 ): Promise<Measurement> {
   const samples: number[] = [];
+  let progressedAt = performance.now();
   for (let seen = 0; seen < count;) {
     const now = await completed();
     const at = performance.now() - t0;
+    if (now > seen) progressedAt = performance.now();
     for (; seen < now; seen++) samples.push(at);
+    // A row that stops moving (sends held, a consumer stuck) fails the run instead of waiting forever.
+    if (performance.now() - progressedAt > STALLED_AFTER_MS) {
+      throw new Error(`${name}: ${seen} of ${count} done, none for ${STALLED_AFTER_MS / 1000} s`);
+    }
     if (seen < count) await new Promise((resolve) => setTimeout(resolve, 10));
   }
   return { name, count, seconds: Math.max(...samples) / 1000, samples, cpu: cpu.stop() };
