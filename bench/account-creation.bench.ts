@@ -4,7 +4,7 @@ import type { Producer } from 'kafkajs';
 import pg from 'pg';
 import { cpuTable, measure, measureInTurns, percentile, throughput, type Measurement } from './stats';
 import { stageBreakdown } from './stages';
-import { expectStatus, partnerHeaders, startBenchSystem } from './system';
+import { accountCreatedEvent, expectStatus, partnerHeaders, startBenchSystem } from './system';
 
 const CLIENTS = 16;
 const CREATES = 1000;
@@ -50,27 +50,7 @@ export async function benchAccountCreation(): Promise<string> {
 
   const producer = createEventProducer(services.kafka);
   await producer.connect();
-  const record = await services.codec.encode({
-    id: newUuid(),
-    type: 'account.created',
-    version: 1,
-    account_id: newUuid(),
-    partner_id: 'bench',
-    occurred_at: new Date().toISOString(),
-    actor: { kind: 'system', service: 'bench' },
-    correlation_id: 'bench',
-    causation_id: null,
-    data: {
-      name: 'Bench',
-      company_name: 'Bench',
-      slug: 'bench',
-      phone_number: '+15550000000',
-      phone_number_provisioned: true,
-      forwarding_number: null,
-      branding: { logo_url: null, accent_color: null },
-      metadata: {},
-    },
-  });
+  const record = await services.codec.encode(accountCreatedEvent(newUuid()));
   const rawTopic = `${env.config.TOPIC_PREFIX}bench-raw-creation`;
   await services.admin.createTopics({
     waitForLeaders: true,

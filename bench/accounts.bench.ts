@@ -2,7 +2,7 @@ import { createEventProducer, newUuid, READ_MODEL_SCHEMA } from '@leadline/runti
 import Fastify from 'fastify';
 import pg from 'pg';
 import { comparisonTable, measure, measureInTurns, type Measurement } from './stats';
-import { expectStatus, startBenchSystem } from './system';
+import { accountCreatedEvent, expectStatus, startBenchSystem } from './system';
 
 const CONCURRENCY = 16;
 const CREATES = 2000;
@@ -43,27 +43,7 @@ export async function benchAccounts(rows: string[] = []): Promise<string> {
   const producer = createEventProducer(services.kafka);
   await producer.connect();
   const events = await services.db.selectFrom('accounts').select('id').limit(CREATES).execute();
-  const template = await services.codec.encode({
-    id: newUuid(),
-    type: 'account.created',
-    version: 1,
-    account_id: events[0]!.id,
-    partner_id: 'bench',
-    occurred_at: new Date().toISOString(),
-    actor: { kind: 'system', service: 'bench' },
-    correlation_id: 'bench',
-    causation_id: null,
-    data: {
-      name: 'Bench',
-      company_name: 'Bench',
-      slug: 'bench',
-      phone_number: '+15550000000',
-      phone_number_provisioned: true,
-      forwarding_number: null,
-      branding: { logo_url: null, accent_color: null },
-      metadata: {},
-    },
-  });
+  const template = await services.codec.encode(accountCreatedEvent(events[0]!.id));
   const rawTopic = `${env.config.TOPIC_PREFIX}bench-raw`;
   await services.admin.createTopics({
     waitForLeaders: true,

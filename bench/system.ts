@@ -118,3 +118,29 @@ export async function expectStatus(response: Response, status: number): Promise<
     throw new Error(`expected ${status}, got ${response.status}: ${JSON.stringify(body)}`);
   return body;
 }
+
+/**
+ * An `account.created` event as the command API appends it: what the raw floors send, so their
+ * records weigh what a creation's does.
+ */
+export const accountCreatedEvent = (accountId: string) => ({
+  id: newUuid(),
+  type: 'account.created' as const,
+  version: 1,
+  account_id: accountId,
+  partner_id: 'bench',
+  occurred_at: new Date().toISOString(),
+  actor: { kind: 'system' as const, service: 'bench' },
+  correlation_id: 'bench',
+  causation_id: null,
+  data: {
+    name: 'Bench',
+    company_name: 'Bench',
+    slug: 'bench',
+    phone_number: '+15550000000',
+    phone_number_provisioned: true,
+    forwarding_number: null,
+    branding: { logo_url: null, accent_color: null },
+    metadata: {},
+  },
+});
