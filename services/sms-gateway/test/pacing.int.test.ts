@@ -171,15 +171,11 @@ describe('pacing each number', () => {
     await eventually(async () =>
       (await outboxRow(messages[0]!.data.message_id))?.state === 'sent' ? true : undefined,
     );
-    harness.clock.advance(1000);
-    // Dispatched on every look, as the poll loop would: a pass still waiting for the slot when the clock
-    // moved may hand the row back for a later pass rather than decide it itself.
     await eventually(
-      async () => {
-        await running.dispatch();
+      dispatchedUntil(running, async () => {
         const row = await outboxRow(messages[1]!.data.message_id);
         return row?.hold_reason === 'brand_daily_cap' ? true : undefined;
-      },
+      }),
       { timeoutMs: 60_000 },
     );
     expect(sentFrom('+15125553107').map((message) => message.body)).toEqual(['Capped 0']);
