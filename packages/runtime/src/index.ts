@@ -17,6 +17,7 @@ export * from './unsafe-settings';
 export * from './log-records';
 export * from './log-consumer';
 export * from './parking';
+export * from './failure-report';
 export * from './net/ssrf';
 export * from './net/safe-fetch';
 export * from './net/context-page';

@@ -1,5 +1,6 @@
 import {
   createWorker,
+  reportFailure,
   startLogConsumer,
   type DocumentStore,
   type LogServiceDeps,
@@ -64,7 +65,7 @@ const turnBudgetMs = (modelTimeoutMs: number) => modelTimeoutMs + 30_000;
  */
 export async function startAiAgent(deps: AgentDeps): Promise<RunningAgent> {
   const { db, clock } = deps;
-  const onError = deps.onError ?? ((error) => console.error('ai-agent:', error));
+  const onError = deps.onError ?? reportFailure('ai-agent');
   const concurrency = deps.concurrency ?? 8;
   const turnDeps: TurnDeps = {
     ...deps,

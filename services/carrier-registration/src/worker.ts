@@ -1,5 +1,5 @@
 import type { RetrySchedule } from '@leadline/domain';
-import { createWorker, type RetryPolicy } from '@leadline/runtime';
+import { createWorker, reportFailure, type RetryPolicy } from '@leadline/runtime';
 import { advanceRegistration, type AdvanceDeps } from './advance';
 import { registrationQueue } from './registration-queue';
 
@@ -30,7 +30,7 @@ export interface RunningRegistrationWorker {
  * policy with backoff; a refusal fails the step with the provider's reason.
  */
 export function startRegistrationWorker(deps: RegistrationWorkerDeps): RunningRegistrationWorker {
-  const onError = deps.onError ?? ((error) => console.error('carrier-registration:', error));
+  const onError = deps.onError ?? reportFailure('carrier-registration');
   const queue = registrationQueue({
     db: deps.db,
     clock: deps.clock,

@@ -2,6 +2,7 @@ import type { DomainEvent, EventOf } from '@leadline/events';
 import {
   advanceCheckpoint,
   freshRecords,
+  reportFailure,
   startLogConsumer,
   type LogServiceDeps,
   type NewId,
@@ -130,10 +131,8 @@ export async function startInboundDecider(deps: InboundDeciderDeps): Promise<Run
     onCrash: deps.onCrash,
   });
   // The projector may apply a decision after the decider's bounded wait for it: sweep now and then.
-  const sweeper = setInterval(
-    () => void sweepGuards().catch((error) => console.error('inbound-decider: sweeping guards', error)),
-    deps.guardSweepMs ?? 1000,
-  );
+  const reportSweepFailure = reportFailure('inbound-decider: sweeping guards');
+  const sweeper = setInterval(() => void sweepGuards().catch(reportSweepFailure), deps.guardSweepMs ?? 1000);
 
   return {
     sweepGuards,

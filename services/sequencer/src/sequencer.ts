@@ -1,5 +1,5 @@
 import { accountStepStates } from '@leadline/decision-state';
-import { createWorker, type LogServiceDeps, type NewId } from '@leadline/runtime';
+import { createWorker, reportFailure, type LogServiceDeps, type NewId } from '@leadline/runtime';
 import { contextOf } from './ai-outcomes';
 import { expireLeases, releaseLeases, type DueStep } from './claims';
 import { dueStepsQueue, dueStepsRetry, type AccountSteps } from './due-steps';
@@ -44,7 +44,7 @@ export interface RunningSequencer {
 export async function startSequencer(deps: SequencerDeps): Promise<RunningSequencer> {
   const { kafka, db, codec, topics, commands, clock, newId, hourSeconds } = deps;
   const leaseMs = deps.leaseMs ?? 30_000;
-  const onError = deps.onError ?? ((error) => console.error('sequencer:', error));
+  const onError = deps.onError ?? reportFailure('sequencer');
 
   /**
    * One account's claimed steps: one lock, one high-watermark check, one append of every step's events

@@ -4,6 +4,7 @@ import {
   createWorker,
   freshRecords,
   isErased,
+  reportFailure,
   startLogConsumer,
   systemTimers,
   watchNumberQueues,
@@ -112,7 +113,7 @@ export async function startSmsGateway(deps: GatewayDeps): Promise<RunningGateway
   const leaseMs = deps.leaseMs ?? 60_000;
   const graceMs = deps.sendingGraceMs ?? 60_000;
   const timeoutMs = deps.sendingTimeoutMs ?? 10 * 60_000;
-  const onError = deps.onError ?? ((error) => console.error('sms-gateway:', error));
+  const onError = deps.onError ?? reportFailure('sms-gateway');
   // The pass asks the worker it runs on (made below, for this pass) whether another account could start.
   let freeSlots = () => 0;
   const pass = accountPass({

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import {
   createWorker,
+  reportFailure,
   type Clock,
   type CommandBus,
   type Database,
@@ -198,7 +199,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const leaseMs = deps.leaseMs ?? 60_000;
   const attemptTimeoutMs = Math.min(deps.attemptTimeoutMs ?? leaseMs / 2, leaseMs);
   const backfillWindowMs = deps.backfillWindowMs ?? 24 * 3600 * 1000;
-  const reportError = deps.onError ?? ((error) => console.error('webhook-relay: dispatch failed', error));
+  const reportError = deps.onError ?? reportFailure('webhook-relay: dispatch');
   const send = sender(deps);
 
   let outboxDirty = true;

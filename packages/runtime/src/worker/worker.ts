@@ -1,5 +1,6 @@
 import { systemTimers } from '../clock';
 import { watchQueue } from '../metrics';
+import { reportFailure } from '../failure-report';
 import { claimRoom } from './fairness';
 import { idleWaitMs } from './lease';
 import { createSlots } from './slots';
@@ -18,7 +19,7 @@ export function createWorker<Item, Result = void>(options: WorkerOptions<Item, R
   const prefetch = Math.max(0, options.prefetch ?? 0);
   const pollMs = options.pollMs ?? 5000;
   const drainMs = options.drainMs ?? 5000;
-  const onError = options.onError ?? ((error) => console.error(`worker ${queue.name}:`, error));
+  const onError = options.onError ?? reportFailure(`worker ${queue.name}`);
   const sleep = (ms: number) => new Promise<void>((resolve) => timers.after(ms, resolve));
   // An item that ends frees its slot: the next waiting items take it at once, and the loop claims more.
   const slots = createSlots({ ...options, timers, concurrency, onError }, () => {
