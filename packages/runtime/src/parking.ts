@@ -2,6 +2,7 @@ import { cleanText } from '@leadline/events';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Insertable } from 'kysely';
 import { DomainError } from '@leadline/domain';
+import { isConnectionLost, isDatabaseBusy } from './db/database';
 import type { Database } from './db/schema';
 import { checkpointConsumers, type CheckpointTable, type PositionedEvent } from './log-records';
 
@@ -53,19 +54,21 @@ export function parkingFailure(error: unknown): string {
 }
 
 /**
+ * The command bus's 503s: the read models or the log are behind or down, the log is cutting over to a
+ * new generation, or the database did not answer in time (a lock or statement timeout, no connection).
+ */
+const TRANSIENT_REFUSALS = ['projection_lagging', 'event_log_unavailable', 'log_migrating', 'database_busy'];
+
+/**
  * Failures of the infrastructure rather than of the record: the consumer stops and is retried as a
  * whole (nothing is parked for them). PostgreSQL classes 08 (connection), 40 (serialization,
- * deadlock), 53 (resources), 57 (operator intervention, shutdown), 58 (system); network errors; the
- * command bus's 503s for a lagging projector or an unreachable log.
+ * deadlock), 53 (resources), 57 (operator intervention, shutdown), 58 (system) and a lock not granted
+ * in time (55P03); network errors; the command bus's 503s, as a consumer that decides through it
+ * meets them.
  */
 export function isTransientFailure(error: unknown): boolean {
-  // A consumer that decides through the command bus: the read models or the log are behind or down,
-  // or the log is cutting over to a new generation.
-  if (
-    error instanceof DomainError &&
-    ['projection_lagging', 'event_log_unavailable', 'log_migrating'].includes(error.code)
-  )
-    return true;
+  if (error instanceof DomainError && TRANSIENT_REFUSALS.includes(error.code)) return true;
+  if (isDatabaseBusy(error) || isConnectionLost(error)) return true;
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string') {
     if (/^(08|40|53|57|58)/.test(code)) return true;
