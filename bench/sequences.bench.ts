@@ -183,7 +183,6 @@ async function dueAtOnce(system: BenchSystem, watch: OutboundWatch, count: numbe
     groupId: `${env.config.TOPIC_PREFIX}leadline.sequencer.${count}`,
     hourSeconds: 3600,
     pollIntervalMs: 50,
-    onError: (error) => console.error(error),
   });
   const before = await watch.appended(accounts);
   const name = `sequencer: ${count} steps due at once`;
