@@ -15,3 +15,22 @@ export function reportFailure(component: string): (error: unknown) => void {
     else console.error(`${component}:`, error);
   };
 }
+
+/**
+ * A service's answer to its log consumer crashing. A crash kafkajs restarts the consumer after is
+ * reported as `reportFailure` reports one (a line for a transient failure). One it gives up after
+ * (a record it cannot apply, the log's generations gone) ends the process: every service is
+ * supervised the same way (`npm start`, the container runtime), and one running without its consumer
+ * would look alive while doing nothing.
+ */
+export function exitWhenConsumerGivesUp(
+  component: string,
+  exit: (code: number) => void = (code) => process.exit(code),
+): (error: Error, willRestart: boolean) => void {
+  const report = reportFailure(`${component}: the consumer crashed`);
+  return (error, willRestart) => {
+    if (willRestart) return report(error);
+    console.error(`${component}: the consumer crashed and will not restart`, error);
+    exit(1);
+  };
+}

@@ -1,6 +1,6 @@
 import { DomainError } from '@leadline/domain';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { reportFailure } from './failure-report';
+import { exitWhenConsumerGivesUp, reportFailure } from './failure-report';
 
 describe("a component's failure report", () => {
   afterEach(() => vi.restoreAllMocks());
@@ -35,5 +35,32 @@ describe("a component's failure report", () => {
     reportFailure('sequencer')(bug);
     expect(warn).not.toHaveBeenCalled();
     expect(error).toHaveBeenCalledWith('sequencer:', bug);
+  });
+});
+
+describe('a service whose log consumer crashed', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it('keeps running and reports in one line when kafkajs restarts the consumer after a transient failure', () => {
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => undefined);
+    const exits: number[] = [];
+    const onCrash = exitWhenConsumerGivesUp('projector', (code) => exits.push(code));
+    onCrash(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }), true);
+    expect(exits).toEqual([]);
+    expect(warn.mock.calls).toEqual([
+      [
+        'projector: the consumer crashed: retried after a transient failure: Error ECONNRESET: read ECONNRESET',
+      ],
+    ]);
+  });
+
+  it('exits with its error and stack when kafkajs gives up on the consumer', () => {
+    const error = vi.spyOn(console, 'error').mockImplementation(() => undefined);
+    const exits: number[] = [];
+    const onCrash = exitWhenConsumerGivesUp('projector', (code) => exits.push(code));
+    const cause = new Error('the log has a gap');
+    onCrash(cause, false);
+    expect(exits).toEqual([1]);
+    expect(error).toHaveBeenCalledWith('projector: the consumer crashed and will not restart', cause);
   });
 });

@@ -1,4 +1,10 @@
-import { connectWorkerServices, loadConfig, newUuid, systemClock } from '@leadline/runtime';
+import {
+  connectWorkerServices,
+  exitWhenConsumerGivesUp,
+  loadConfig,
+  newUuid,
+  systemClock,
+} from '@leadline/runtime';
 import { inboundDeciderConfigSchema } from './config';
 import { startInboundDecider } from './decider';
 
@@ -17,11 +23,7 @@ const decider = await startInboundDecider({
   newId: newUuid,
   groupId: `${config.TOPIC_PREFIX}leadline.inbound-decider`,
   concurrency,
-  onCrash: (error, willRestart) => {
-    console.error('inbound-decider: the consumer crashed', error);
-    // kafkajs gives up on it: stop, so `npm start` stops everything rather than run without it.
-    if (!willRestart) process.exit(1);
-  },
+  onCrash: exitWhenConsumerGivesUp('inbound-decider'),
 });
 
 const shutdown = async () => {

@@ -1,5 +1,6 @@
 import {
   connectInfrastructure,
+  exitWhenConsumerGivesUp,
   infrastructureConfig,
   loadConfig,
   metricsConfig,
@@ -30,11 +31,7 @@ const projector = await startProjector({
   groupId: `${config.TOPIC_PREFIX}leadline.projector`,
   projections,
   concurrency: config.PROJECTOR_CONCURRENCY,
-  onCrash: (error, willRestart) => {
-    console.error('projector: consumer crashed', error);
-    // A record it cannot apply stops it for good; exit so the supervisor sees it and restarts it.
-    if (!willRestart) process.exit(1);
-  },
+  onCrash: exitWhenConsumerGivesUp('projector'),
 });
 console.warn('projector: running');
 const metrics = await serveServiceMetrics(config, infrastructure.db);

@@ -9,6 +9,7 @@ import {
   createProjectionProgress,
   listenToChannel,
   createSecretBox,
+  exitWhenConsumerGivesUp,
   guardUnsafeSettings,
   loadConfig,
   newUuid,
@@ -98,10 +99,7 @@ const relay = await startRelay({
     clock: systemClock,
   }),
   onDeliveriesQueued: () => dispatcher.wake(),
-  onCrash: (error, willRestart) => {
-    console.error('webhook-relay: consumer crashed', error);
-    if (!willRestart) process.exit(1);
-  },
+  onCrash: exitWhenConsumerGivesUp('webhook-relay'),
 });
 dispatcher.start();
 console.warn('webhook-relay: running');
