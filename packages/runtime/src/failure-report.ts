@@ -19,7 +19,7 @@ export function reportFailure(component: string): (error: unknown) => void {
 /**
  * A service's answer to its log consumer crashing. A crash kafkajs restarts the consumer after is
  * reported as `reportFailure` reports one (a line for a transient failure). One it gives up after
- * (a record it cannot apply, the log's generations gone) ends the process: every service is
+ * (its restarts spent, or a gap found in the log) ends the process: every service is
  * supervised the same way (`npm start`, the container runtime), and one running without its consumer
  * would look alive while doing nothing.
  */
